@@ -1,0 +1,41 @@
+"""Command line: ``python -m freespace_seg <command> [options]``.
+
+Each command lives in its own module and is imported only when it runs, so that
+``generate`` never loads rclpy and ``demo`` never loads torch.
+"""
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help). Each module offers add_arguments(parser) and run(args) -> int.
+COMMANDS = {
+    'demo': ('freespace_seg.demo', 'run the node on a synthetic camera and write pictures'),
+    'generate': ('freespace_seg.synthetic.generate', 'render a synthetic dataset to disk'),
+    'train': ('freespace_seg.training.train', 'train the UNet on synthetic data (torch, CPU)'),
+    'eval': ('freespace_seg.training.evaluate', 'IoU, mIoU, F1 and accuracy of a model'),
+    'infer': ('freespace_seg.infer', 'segment image files without ROS'),
+}
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog='python -m freespace_seg', description=__doc__.split('\n')[0])
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND')
+    sub.required = True
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_module=module_name)
+        # Arguments are added lazily below, only for the chosen command.
+    return parser, sub
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, sub = build_parser()
+    if argv and argv[0] in COMMANDS:
+        module = importlib.import_module(COMMANDS[argv[0]][0])
+        cmd_parser = sub.choices[argv[0]]
+        module.add_arguments(cmd_parser)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(args._module)
+    return int(module.run(args) or 0)

@@ -1,0 +1,145 @@
+"""Camera intrinsics, camera mounting and pixel rays, shared by the renderer and the projection.
+
+Frames follow REP 103/105:
+
+* ``base`` (base_link): x forward, y left, z up, origin on the floor under the robot's
+  centre of rotation.
+* camera optical frame: z forward (along the optical axis), x right, y down.
+
+A :class:`CameraMount` gives the pose of the camera in the base frame as a position and
+roll/pitch/yaw angles of the camera *body* frame (x forward, y left, z up) about the base
+axes. A positive ``pitch`` tilts the camera down (right-hand rule about the base y axis).
+"""
+
+from dataclasses import dataclass, field
+import math
+
+import cv2
+import numpy as np
+
+# Columns are the optical frame's x, y, z axes written in the camera body frame.
+_BODY_FROM_OPTICAL = np.array([[0.0, 0.0, 1.0],
+                               [-1.0, 0.0, 0.0],
+                               [0.0, -1.0, 0.0]])
+
+
+def rotation_rpy(roll, pitch, yaw):
+    """Return Rz(yaw) @ Ry(pitch) @ Rx(roll) as a 3x3 array (fixed-axis roll, pitch, yaw)."""
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
+    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
+    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
+    return rz @ ry @ rx
+
+
+@dataclass(frozen=True)
+class CameraIntrinsics:
+    """A pinhole camera with optional plumb_bob distortion, as in sensor_msgs/CameraInfo.
+
+    ``distortion`` holds (k1, k2, p1, p2[, k3[, k4, k5, k6]]) like CameraInfo.D.
+    """
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    distortion: tuple = field(default=())
+
+    @classmethod
+    def from_fov(cls, width, height, hfov_rad, distortion=()):
+        """Make square-pixel intrinsics from a horizontal field of view, centred principal point."""
+        f = (width / 2.0) / math.tan(hfov_rad / 2.0)
+        return cls(width, height, f, f, (width - 1) / 2.0, (height - 1) / 2.0, tuple(distortion))
+
+    @classmethod
+    def from_k(cls, width, height, k, distortion=()):
+        """Make intrinsics from a row-major 3x3 K (9 numbers, as CameraInfo.k)."""
+        k = np.asarray(k, dtype=np.float64).reshape(-1)
+        if k.size != 9:
+            raise ValueError(f'K must have 9 elements, got {k.size}')
+        return cls(int(width), int(height), float(k[0]), float(k[4]), float(k[2]), float(k[5]),
+                   tuple(float(d) for d in distortion))
+
+    @property
+    def k(self):
+        """The 3x3 camera matrix."""
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+    @property
+    def has_distortion(self):
+        return any(abs(d) > 0.0 for d in self.distortion)
+
+    def scaled(self, width, height):
+        """The same camera at another resolution (e.g. binning), keeping pixel-centre geometry."""
+        sx, sy = width / self.width, height / self.height
+        return CameraIntrinsics(int(width), int(height), self.fx * sx, self.fy * sy,
+                                (self.cx + 0.5) * sx - 0.5, (self.cy + 0.5) * sy - 0.5,
+                                self.distortion)
+
+    def normalized_rays(self, u=None, v=None):
+        """Undistorted normalized image coordinates (x/z, y/z) for pixel centres.
+
+        With no arguments, returns two float64 arrays of shape (height, width) for every pixel;
+        otherwise for the given pixel coordinates (any matching shapes).
+        """
+        if u is None:
+            v, u = np.mgrid[0:self.height, 0:self.width].astype(np.float64)
+        u = np.asarray(u, dtype=np.float64)
+        v = np.asarray(v, dtype=np.float64)
+        if not self.has_distortion:
+            return (u - self.cx) / self.fx, (v - self.cy) / self.fy
+        pts = np.stack([u.ravel(), v.ravel()], axis=1).reshape(-1, 1, 2)
+        d = np.asarray(self.distortion, dtype=np.float64)
+        und = cv2.undistortPointsIter(pts, self.k, d, None, None,
+                                      (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 40, 1e-9))
+        und = und.reshape(-1, 2)
+        return und[:, 0].reshape(u.shape), und[:, 1].reshape(u.shape)
+
+    def project(self, points_optical):
+        """Project Nx3 points in the optical frame to pixel coordinates (Nx2), with distortion."""
+        pts = np.asarray(points_optical, dtype=np.float64).reshape(-1, 1, 3)
+        d = np.asarray(self.distortion if self.has_distortion else (), dtype=np.float64)
+        uv, _ = cv2.projectPoints(pts, np.zeros(3), np.zeros(3), self.k, d)
+        return uv.reshape(-1, 2)
+
+
+@dataclass(frozen=True)
+class CameraMount:
+    """Pose of the camera in the base frame: metres and radians (REP 103).
+
+    ``z`` is the height of the optical centre above the floor (the ``camera_height``
+    parameter); positive ``pitch`` looks down.
+    """
+
+    x: float = 0.0
+    y: float = 0.0
+    z: float = 0.2
+    roll: float = 0.0
+    pitch: float = 0.3
+    yaw: float = 0.0
+
+    @property
+    def position(self):
+        return np.array([self.x, self.y, self.z])
+
+    def rotation_base_from_optical(self):
+        """3x3 rotation taking optical-frame vectors to the base frame."""
+        return rotation_rpy(self.roll, self.pitch, self.yaw) @ _BODY_FROM_OPTICAL
+
+    def transform_base_from_optical(self):
+        """4x4 homogeneous transform from the optical frame to the base frame."""
+        t = np.eye(4)
+        t[:3, :3] = self.rotation_base_from_optical()
+        t[:3, 3] = self.position
+        return t
+
+
+def pixel_rays_in_base(intrinsics, mount, u=None, v=None):
+    """Unit-free ray directions in the base frame for pixels (default: all, shape (H, W, 3))."""
+    xn, yn = intrinsics.normalized_rays(u, v)
+    rays_opt = np.stack([xn, yn, np.ones_like(xn)], axis=-1)
+    return rays_opt @ mount.rotation_base_from_optical().T
