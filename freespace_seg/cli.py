@@ -1,4 +1,5 @@
-"""Command line: ``python -m freespace_seg <command> [options]``.
+"""
+Command line: ``python -m freespace_seg <command> [options]``.
 
 Each command lives in its own module and is imported only when it runs, so that
 ``generate`` never loads rclpy and ``demo`` never loads torch.
@@ -19,7 +20,8 @@ COMMANDS = {
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog='python -m freespace_seg', description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(prog='python -m freespace_seg',
+                                     description=__doc__.split('\n')[0])
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     sub.required = True
     for name, (module_name, help_text) in COMMANDS.items():

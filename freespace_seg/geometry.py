@@ -1,4 +1,5 @@
-"""Camera intrinsics, camera mounting and pixel rays, shared by the renderer and the projection.
+"""
+Camera intrinsics, camera mounting and pixel rays, shared by the renderer and the projection.
 
 Frames follow REP 103/105:
 
@@ -36,7 +37,8 @@ def rotation_rpy(roll, pitch, yaw):
 
 @dataclass(frozen=True)
 class CameraIntrinsics:
-    """A pinhole camera with optional plumb_bob distortion, as in sensor_msgs/CameraInfo.
+    """
+    A pinhole camera with optional plumb_bob distortion, as in sensor_msgs/CameraInfo.
 
     ``distortion`` holds (k1, k2, p1, p2[, k3[, k4, k5, k6]]) like CameraInfo.D.
     """
@@ -51,7 +53,7 @@ class CameraIntrinsics:
 
     @classmethod
     def from_fov(cls, width, height, hfov_rad, distortion=()):
-        """Make square-pixel intrinsics from a horizontal field of view, centred principal point."""
+        """Make square-pixel intrinsics from a horizontal field of view, centred."""
         f = (width / 2.0) / math.tan(hfov_rad / 2.0)
         return cls(width, height, f, f, (width - 1) / 2.0, (height - 1) / 2.0, tuple(distortion))
 
@@ -66,7 +68,7 @@ class CameraIntrinsics:
 
     @property
     def k(self):
-        """The 3x3 camera matrix."""
+        """Return the 3x3 camera matrix."""
         return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
 
     @property
@@ -74,14 +76,15 @@ class CameraIntrinsics:
         return any(abs(d) > 0.0 for d in self.distortion)
 
     def scaled(self, width, height):
-        """The same camera at another resolution (e.g. binning), keeping pixel-centre geometry."""
+        """Return the same camera at another resolution (e.g. binning), pixel centres kept."""
         sx, sy = width / self.width, height / self.height
         return CameraIntrinsics(int(width), int(height), self.fx * sx, self.fy * sy,
                                 (self.cx + 0.5) * sx - 0.5, (self.cy + 0.5) * sy - 0.5,
                                 self.distortion)
 
     def normalized_rays(self, u=None, v=None):
-        """Undistorted normalized image coordinates (x/z, y/z) for pixel centres.
+        """
+        Return undistorted normalized image coordinates (x/z, y/z) of pixel centres.
 
         With no arguments, returns two float64 arrays of shape (height, width) for every pixel;
         otherwise for the given pixel coordinates (any matching shapes).
@@ -94,8 +97,11 @@ class CameraIntrinsics:
             return (u - self.cx) / self.fx, (v - self.cy) / self.fy
         pts = np.stack([u.ravel(), v.ravel()], axis=1).reshape(-1, 1, 2)
         d = np.asarray(self.distortion, dtype=np.float64)
-        und = cv2.undistortPointsIter(pts, self.k, d, None, None,
-                                      (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 40, 1e-9))
+        criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 40, 1e-9)
+        if hasattr(cv2, 'undistortPointsIter'):  # OpenCV 4
+            und = cv2.undistortPointsIter(pts, self.k, d, None, None, criteria)
+        else:  # OpenCV 5 moved the iteration criteria into undistortPoints
+            und = cv2.undistortPoints(pts, self.k, d, criteria=criteria)
         und = und.reshape(-1, 2)
         return und[:, 0].reshape(u.shape), und[:, 1].reshape(u.shape)
 
@@ -109,7 +115,8 @@ class CameraIntrinsics:
 
 @dataclass(frozen=True)
 class CameraMount:
-    """Pose of the camera in the base frame: metres and radians (REP 103).
+    """
+    Pose of the camera in the base frame: metres and radians (REP 103).
 
     ``z`` is the height of the optical centre above the floor (the ``camera_height``
     parameter); positive ``pitch`` looks down.

@@ -1,0 +1,248 @@
+"""
+``segmentation_node``: camera images in, free-floor masks out.
+
+Subscribes ``image`` (or ``image/compressed``), runs the model off the executor thread on the
+newest frame only, and publishes at camera resolution, each header equal to its input's:
+``segmentation/mask`` (mono8 class ids), ``segmentation/colored_mask``,
+``segmentation/overlay`` (rgb8) and ``free_space/mask`` (mono8, 255 = free), plus
+``/diagnostics``. Parameters are listed in :data:`freespace_seg.params.SEGMENTATION_PARAMS`.
+"""
+
+import collections
+import threading
+import time
+
+import cv2
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from freespace_seg.engines import EngineError
+from freespace_seg.image_codec import array_to_image, ImageCodecError, msg_to_rgb
+from freespace_seg.model_card import ModelCardError
+from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_from_name,
+                                          spin_node, StartupError)
+from freespace_seg.params import palette_from_ints, SEGMENTATION_PARAMS
+from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
+from freespace_seg.postprocess import colorize, palette_lut
+import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from rclpy.time import Time
+from sensor_msgs.msg import CompressedImage, Image
+
+#: seconds between repeats of the same error in the log
+ERROR_THROTTLE_S = 5.0
+
+
+class SegmentationNode(Node):
+    """Free-floor segmentation of camera images with a model described by a model card."""
+
+    def __init__(self, node_name='freespace_segmentation', **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.params = declare_and_validate(self, SEGMENTATION_PARAMS)
+        p = self.params
+        model_path = p['model_file_path'] or packaged_model_path()
+        try:
+            self.pipeline = SegmentationPipeline(model_path, p['backend'], p['num_threads'])
+        except (ModelCardError, EngineError, OSError) as e:
+            raise StartupError(f'cannot load model {model_path}: {e}') from e
+        for note in self.pipeline.backend_notes:
+            self.get_logger().info(f'backend {note}')
+        card = self.pipeline.card
+        self._color_lut = self._palette_lut(p['color_palette'])
+        self._alpha = p['overlay_alpha']
+        self._publish_all = p['publish_unsubscribed']
+        self.add_on_set_parameters_callback(self._on_parameters_set)
+
+        out_qos = qos_from_name(p['output_qos'], p['output_qos_depth'])
+        self._pub_mask = self.create_publisher(Image, 'segmentation/mask', out_qos)
+        self._pub_colored = self.create_publisher(Image, 'segmentation/colored_mask', out_qos)
+        self._pub_overlay = self.create_publisher(Image, 'segmentation/overlay', out_qos)
+        self._pub_free = self.create_publisher(Image, 'free_space/mask', out_qos)
+        self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+
+        in_qos = qos_from_name(p['input_qos'], p['input_qos_depth'])
+        if p['image_transport'] == 'compressed':
+            self._sub = self.create_subscription(CompressedImage, 'image/compressed',
+                                                 self._on_image, in_qos)
+        else:
+            self._sub = self.create_subscription(Image, 'image', self._on_image, in_qos)
+
+        # Counters and recent latencies for diagnostics (written by the worker).
+        self._stats_lock = threading.Lock()
+        self.received = 0
+        self.processed = 0
+        self.bad_frames = 0
+        self.last_error = ''
+        self._latencies = collections.deque(maxlen=300)
+        self._proc_times = collections.deque(maxlen=300)
+        self._done_times = collections.deque(maxlen=300)
+        self._last_input_time = None
+
+        self._slot = LatestSlot()
+        self._worker = threading.Thread(target=self._work, name='segmentation_worker',
+                                        daemon=True)
+        self._worker.start()
+        self._diag_timer = self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
+        self.get_logger().info(
+            f'model {card.name} ({self.pipeline.card.model_path}), input '
+            f'{card.input_width}x{card.input_height} {card.resize_mode}, backend '
+            f'{self.pipeline.engine.describe()}; listening on {self._sub.topic_name}')
+
+    # -- parameters ---------------------------------------------------------------------------
+    def _palette_lut(self, ints):
+        card = self.pipeline.card
+        if list(ints) == [-1]:
+            palette = card.palette
+        else:
+            if len(ints) != card.num_classes:
+                raise StartupError(f'color_palette has {len(ints)} colours, the model has '
+                                   f'{card.num_classes} classes')
+            palette = palette_from_ints(ints)
+        return palette_lut(palette)
+
+    def _on_parameters_set(self, params):
+        # Runs after declare_and_validate's callback accepted every value.
+        changes = {p.name: p.value for p in params}
+        try:
+            if 'color_palette' in changes:
+                self._color_lut = self._palette_lut(list(changes['color_palette']))
+        except StartupError as e:
+            return SetParametersResult(successful=False, reason=str(e))
+        for name, value in changes.items():
+            if name in self.params:
+                self.params[name] = list(value) if name == 'color_palette' else value
+        self._alpha = float(self.params['overlay_alpha'])
+        self._publish_all = bool(self.params['publish_unsubscribed'])
+        return SetParametersResult(successful=True)
+
+    # -- data path ----------------------------------------------------------------------------
+    def _on_image(self, msg):
+        self.received += 1
+        self._last_input_time = time.monotonic()
+        self._slot.put(msg)
+
+    def _wanted(self, pub):
+        return self._publish_all or pub.get_subscription_count() > 0
+
+    def _work(self):
+        while True:
+            msg = self._slot.take(timeout=0.5)
+            if msg is None:
+                if self._slot.closed:
+                    return
+                continue
+            try:
+                self._process(msg)
+            except ImageCodecError as e:
+                self._count_error(f'bad image on {self._sub.topic_name}: {e}')
+            except Exception as e:  # noqa: B902 - a bad frame must never stop the node
+                if not self.context.ok():
+                    return
+                self._count_error(f'failed to process a frame: {type(e).__name__}: {e}')
+
+    def _count_error(self, text):
+        with self._stats_lock:
+            self.bad_frames += 1
+            self.last_error = text
+        self.get_logger().error(text, throttle_duration_sec=ERROR_THROTTLE_S)
+
+    def _process(self, msg):
+        want_mask = self._wanted(self._pub_mask)
+        want_colored = self._wanted(self._pub_colored)
+        want_overlay = self._wanted(self._pub_overlay)
+        want_free = self._wanted(self._pub_free)
+        if not (want_mask or want_colored or want_overlay or want_free):
+            return
+        t0 = time.perf_counter()
+        rgb = msg_to_rgb(msg)
+        mask = self.pipeline.segment(rgb)
+        header = msg.header
+        if want_mask:
+            self._pub_mask.publish(array_to_image(mask, 'mono8', header))
+        if want_free:
+            self._pub_free.publish(array_to_image(self.pipeline.free_mask(mask), 'mono8', header))
+        if want_colored or want_overlay:
+            colored = colorize(mask, self._color_lut)
+            if want_colored:
+                if self.params['color_segmentation_mask_encoding'] == 'bgr8':
+                    self._pub_colored.publish(array_to_image(
+                        cv2.cvtColor(colored, cv2.COLOR_RGB2BGR), 'bgr8', header))
+                else:
+                    self._pub_colored.publish(array_to_image(colored, 'rgb8', header))
+            if want_overlay:
+                blended = self.pipeline.overlay(rgb, colored, self._alpha)
+                self._pub_overlay.publish(array_to_image(blended, 'rgb8', header))
+        done = time.perf_counter()
+        latency = (self.get_clock().now() - Time.from_msg(header.stamp)).nanoseconds * 1e-9
+        with self._stats_lock:
+            self.processed += 1
+            self._latencies.append(latency)
+            self._proc_times.append(done - t0)
+            self._done_times.append(time.monotonic())
+
+    # -- diagnostics --------------------------------------------------------------------------
+    def diagnostics_status(self):
+        """Build the node's DiagnosticStatus from the current counters."""
+        with self._stats_lock:
+            lat = np.array(self._latencies) if self._latencies else None
+            proc = np.array(self._proc_times) if self._proc_times else None
+            done = list(self._done_times)
+            processed, bad, err = self.processed, self.bad_frames, self.last_error
+        now = time.monotonic()
+        recent = [t for t in done if now - t <= 5.0]
+        fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 and \
+            recent[-1] > recent[0] else 0.0
+        st = DiagnosticStatus(name=f'{self.get_name()}: segmentation',
+                              hardware_id=self.pipeline.engine.describe())
+        if self.received == 0:
+            st.level, st.message = DiagnosticStatus.WARN, f'no images received on ' \
+                f'{self._sub.topic_name}'
+        elif bad and processed == 0:
+            st.level, st.message = DiagnosticStatus.ERROR, f'every frame failed: {err}'
+        elif bad:
+            st.level, st.message = DiagnosticStatus.OK, f'running; {bad} bad frames (last: {err})'
+        else:
+            st.level, st.message = DiagnosticStatus.OK, 'running'
+
+        def ms(a, q):
+            return f'{1000.0 * float(np.percentile(a, q)):.1f}' if a is not None else 'n/a'
+
+        values = {
+            'fps': f'{fps:.1f}',
+            'latency_p50_ms': ms(lat, 50), 'latency_p95_ms': ms(lat, 95),
+            'processing_p50_ms': ms(proc, 50), 'processing_p95_ms': ms(proc, 95),
+            'frames_received': str(self.received), 'frames_processed': str(processed),
+            'frames_dropped': str(self._slot.dropped), 'frames_bad': str(bad),
+            'backend': self.pipeline.engine.backend,
+            'devices': ', '.join(self.pipeline.engine.devices),
+            'backend_selection': ' | '.join(self.pipeline.backend_notes),
+            'model': self.pipeline.card.model_path,
+        }
+        st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        return st
+
+    def _publish_diagnostics(self):
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = [self.diagnostics_status()]
+        self._pub_diag.publish(arr)
+
+    def destroy_node(self):
+        """Stop the worker (finishing or dropping the in-flight frame), then destroy."""
+        # Tolerates a node whose constructor failed half-way (rclpy destroys it at shutdown).
+        slot, worker = getattr(self, '_slot', None), getattr(self, '_worker', None)
+        if slot is not None:
+            slot.close()
+        if worker is not None and worker.is_alive() and threading.current_thread() is not worker:
+            worker.join(timeout=5.0)
+        if getattr(self, 'pipeline', None) is not None:
+            self.pipeline.close()
+        return super().destroy_node()
+
+
+def main(args=None):
+    """Run ``segmentation_node``; exit code 0 on SIGINT/SIGTERM, 2 on a startup error."""
+    return spin_node(SegmentationNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""
+Parameter specifications and validation, free of ROS so they can be tested and documented.
+
+Each node declares its parameters from a list of :class:`ParamSpec`. The node turns each spec
+into an rcl_interfaces ``ParameterDescriptor`` (description, range or allowed values,
+read-only flag) and calls :func:`validate` both at startup and in its set-parameters callback,
+so the same rule guards both paths.
+"""
+
+from dataclasses import dataclass, field
+import math
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: name, default, type and the rule it must satisfy."""
+
+    name: str
+    default: object
+    description: str
+    kind: str                      # 'string' | 'int' | 'double' | 'bool' | 'int_array'
+    choices: tuple = ()            # for strings
+    min_value: float = None        # inclusive, for numbers
+    max_value: float = None
+    read_only: bool = False        # cannot change while the node runs
+    extra: str = ''                # additional constraint text for the descriptor
+    check: object = field(default=None, compare=False)   # fn(value) -> error str or None
+
+    def constraints_text(self):
+        """Human-readable constraints for the descriptor and the README."""
+        parts = []
+        if self.choices:
+            parts.append('one of: ' + ', '.join(self.choices))
+        if self.min_value is not None or self.max_value is not None:
+            parts.append(f'range [{self.min_value}, {self.max_value}]')
+        if self.extra:
+            parts.append(self.extra)
+        if self.read_only:
+            parts.append('read-only at run time')
+        return '; '.join(parts)
+
+
+def validate(spec, value):
+    """Return None if ``value`` is acceptable for ``spec``, else a reason string."""
+    kind = spec.kind
+    if kind == 'string':
+        if not isinstance(value, str):
+            return f'{spec.name} must be a string, got {type(value).__name__}'
+        if spec.choices and value not in spec.choices:
+            return f'{spec.name} must be one of {", ".join(spec.choices)}; got {value!r}'
+    elif kind == 'bool':
+        if not isinstance(value, bool):
+            return f'{spec.name} must be a bool, got {type(value).__name__}'
+    elif kind in ('int', 'double'):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f'{spec.name} must be a number, got {type(value).__name__}'
+        if kind == 'int' and not isinstance(value, int):
+            return f'{spec.name} must be an integer, got {value!r}'
+        if isinstance(value, float) and not math.isfinite(value):
+            return f'{spec.name} must be finite, got {value!r}'
+        if spec.min_value is not None and value < spec.min_value:
+            return f'{spec.name} must be >= {spec.min_value}, got {value!r}'
+        if spec.max_value is not None and value > spec.max_value:
+            return f'{spec.name} must be <= {spec.max_value}, got {value!r}'
+    elif kind == 'int_array':
+        try:
+            items = list(value)
+        except TypeError:
+            return f'{spec.name} must be a list of integers'
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+            return f'{spec.name} must be a list of integers, got {items!r}'
+        if spec.min_value is not None and any(v < spec.min_value for v in items):
+            return f'{spec.name}: every value must be >= {spec.min_value}'
+        if spec.max_value is not None and any(v > spec.max_value for v in items):
+            return f'{spec.name}: every value must be <= {spec.max_value}'
+    else:
+        raise ValueError(f'unknown parameter kind {kind!r}')
+    if spec.check is not None:
+        return spec.check(value)
+    return None
+
+
+def palette_from_ints(values):
+    """Isaac ROS-style palette (24-bit 0xRRGGBB integers) -> list of (R, G, B)."""
+    return [((v >> 16) & 0xFF, (v >> 8) & 0xFF, v & 0xFF) for v in values]
+
+
+QOS_CHOICES = ('SENSOR_DATA', 'DEFAULT', 'SYSTEM_DEFAULT')
+
+#: parameters of ``segmentation_node``; defaults must match config/freespace_seg.yaml
+SEGMENTATION_PARAMS = (
+    ParamSpec('model_file_path', '', 'ONNX model to run; its YAML model card must sit beside it '
+              'with the same name. Empty: the packaged model (models/freespace_unet.onnx).',
+              'string', read_only=True),
+    ParamSpec('backend', 'auto', 'Inference backend. auto tries TensorRT, then ONNX Runtime; '
+              'naming a backend that cannot run is an error, never a silent fallback.',
+              'string', choices=('auto', 'onnxruntime', 'tensorrt'), read_only=True),
+    ParamSpec('num_threads', 0, 'CPU threads for inference (ONNX Runtime intra-op); 0 lets the '
+              'runtime choose (one per core).', 'int', min_value=0, max_value=64,
+              read_only=True),
+    ParamSpec('image_transport', 'raw', 'raw subscribes to image (sensor_msgs/Image); '
+              'compressed subscribes to image/compressed (sensor_msgs/CompressedImage).',
+              'string', choices=('raw', 'compressed'), read_only=True),
+    ParamSpec('input_qos', 'SENSOR_DATA', 'QoS profile of the camera subscriptions '
+              '(REP 2003: SENSOR_DATA is best effort).', 'string', choices=QOS_CHOICES,
+              read_only=True),
+    ParamSpec('input_qos_depth', 1, 'History depth of the camera subscriptions; the node always '
+              'processes only the newest frame.', 'int', min_value=1, max_value=100,
+              read_only=True),
+    ParamSpec('output_qos', 'DEFAULT', 'QoS profile of the image outputs (DEFAULT is reliable, '
+              'and still reaches best-effort subscribers).', 'string', choices=QOS_CHOICES,
+              read_only=True),
+    ParamSpec('output_qos_depth', 1, 'History depth of the image outputs.', 'int', min_value=1,
+              max_value=100, read_only=True),
+    ParamSpec('overlay_alpha', 0.5, 'Weight of the class colours in segmentation/overlay.',
+              'double', min_value=0.0, max_value=1.0),
+    ParamSpec('color_palette', [-1], 'Class colours as 24-bit 0xRRGGBB integers, one per class '
+              "(Isaac ROS style). [-1]: use the model card's palette.", 'int_array',
+              min_value=-1, max_value=0xFFFFFF),
+    ParamSpec('color_segmentation_mask_encoding', 'rgb8', 'Encoding of '
+              'segmentation/colored_mask.', 'string', choices=('rgb8', 'bgr8')),
+    ParamSpec('publish_unsubscribed', False, 'Compute and publish every output even when '
+              'nobody subscribes to it (for bags and benchmarks).', 'bool'),
+    ParamSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics messages.', 'double',
+              min_value=0.1, max_value=60.0, read_only=True),
+)
+
+
+def spec_by_name(specs, name):
+    """Return the spec named ``name`` from ``specs``; KeyError if absent."""
+    for s in specs:
+        if s.name == name:
+            return s
+    raise KeyError(name)

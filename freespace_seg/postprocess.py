@@ -1,0 +1,77 @@
+"""
+Network output -> class mask -> free-space mask, colored mask and overlay.
+
+All functions work on numpy arrays and allocate nothing per frame when given ``out``.
+"""
+
+import cv2
+import numpy as np
+
+
+def decode_classes(output, kind, layout='NCHW', out=None):
+    """
+    Return an (H, W) uint8 class-id mask from a batch-1 network output.
+
+    ``kind`` is ``logits``, ``probabilities`` or ``argmax`` (see the model card). For two
+    classes the logits are compared directly (class 1 wins where its score is higher), which
+    is several times cheaper than a full argmax. A single-channel output is read as the score
+    of class 1 (sigmoid: > 0 for logits, > 0.5 for probabilities).
+    """
+    output = np.asarray(output)
+    if kind == 'argmax':
+        ids = output.reshape(output.shape[-2:]) if output.ndim == 4 and output.shape[1] == 1 \
+            else np.squeeze(output)
+        if ids.ndim != 2:
+            raise ValueError(f'argmax output must squeeze to (H, W), got shape {output.shape}')
+        if out is None:
+            return ids.astype(np.uint8)
+        out[...] = ids
+        return out
+    if output.ndim != 4 or output.shape[0] != 1:
+        raise ValueError(f'expected a (1, C, H, W) or (1, H, W, C) output, got {output.shape}')
+    scores = output[0] if layout == 'NCHW' else np.moveaxis(output[0], -1, 0)
+    channels = scores.shape[0]
+    if out is None:
+        out = np.empty(scores.shape[1:], np.uint8)
+    if channels == 1:
+        threshold = 0.0 if kind == 'logits' else 0.5
+        np.greater(scores[0], threshold, out=out, casting='unsafe')
+    elif channels == 2:
+        np.greater(scores[1], scores[0], out=out, casting='unsafe')
+    else:
+        out[...] = np.argmax(scores, axis=0)
+    return out
+
+
+def class_lut(class_ids, true_value=255, size=256):
+    """Return a uint8 table mapping ids in ``class_ids`` to ``true_value``, others to 0."""
+    lut = np.zeros(size, np.uint8)
+    lut[list(class_ids)] = true_value
+    return lut
+
+
+def palette_lut(palette):
+    """Return a (256, 3) uint8 table of RGB colours per class id (unknown ids are black)."""
+    lut = np.zeros((256, 3), np.uint8)
+    lut[:len(palette)] = np.asarray(palette, np.uint8)
+    return lut
+
+
+def free_space_mask(class_mask, lut, out=None):
+    """Map a class mask to 255 (free) / 0 (blocked) with a table from :func:`class_lut`."""
+    return cv2.LUT(class_mask, lut, dst=out)
+
+
+def colorize(class_mask, lut, out=None):
+    """Return an (H, W, 3) uint8 RGB image with each class painted in its palette colour."""
+    if out is None:
+        out = np.empty(class_mask.shape + (3,), np.uint8)
+    np.take(lut, class_mask, axis=0, out=out)
+    return out
+
+
+def overlay(rgb, colored, alpha, out=None):
+    """Blend the colored mask over the camera image: ``(1 - alpha) * rgb + alpha * colored``."""
+    if rgb.shape != colored.shape:
+        raise ValueError(f'image {rgb.shape} and colored mask {colored.shape} differ in shape')
+    return cv2.addWeighted(rgb, 1.0 - alpha, colored, alpha, 0.0, dst=out)

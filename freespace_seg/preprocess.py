@@ -1,0 +1,156 @@
+"""
+Camera image -> network tensor (letterbox or stretch, normalize, layout), and the way back.
+
+The geometry of the resize lives in :class:`Letterbox`, so the mask can be mapped back to
+the camera's pixels exactly (removing the padding) rather than stretched.
+"""
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Letterbox:
+    """
+    How a ``src_w`` x ``src_h`` image sits inside the ``dst_w`` x ``dst_h`` network input.
+
+    The image is scaled to ``content_w`` x ``content_h`` and placed at (``pad_left``,
+    ``pad_top``); the rest is padding. With ``stretch`` the content fills the whole input.
+    """
+
+    src_w: int
+    src_h: int
+    dst_w: int
+    dst_h: int
+    content_w: int
+    content_h: int
+    pad_left: int
+    pad_top: int
+
+    @classmethod
+    def compute(cls, src_w, src_h, dst_w, dst_h, mode='letterbox'):
+        """Compute the placement; ``mode`` is ``letterbox`` (keep aspect) or ``stretch``."""
+        for name, v in (('src_w', src_w), ('src_h', src_h), ('dst_w', dst_w), ('dst_h', dst_h)):
+            if int(v) != v or v <= 0:
+                raise ValueError(f'{name} must be a positive integer, got {v!r}')
+        if mode == 'stretch':
+            return cls(src_w, src_h, dst_w, dst_h, dst_w, dst_h, 0, 0)
+        if mode != 'letterbox':
+            raise ValueError(f'resize mode must be letterbox or stretch, got {mode!r}')
+        scale = min(dst_w / src_w, dst_h / src_h)
+        cw = min(dst_w, max(1, int(round(src_w * scale))))
+        ch = min(dst_h, max(1, int(round(src_h * scale))))
+        return cls(src_w, src_h, dst_w, dst_h, cw, ch, (dst_w - cw) // 2, (dst_h - ch) // 2)
+
+    @property
+    def content_slice(self):
+        """(rows, cols) slices of the network input that hold the image."""
+        return (slice(self.pad_top, self.pad_top + self.content_h),
+                slice(self.pad_left, self.pad_left + self.content_w))
+
+    def to_network(self, u, v):
+        """Map source pixel coordinates (pixel centres at integers) to network coordinates."""
+        x = (np.asarray(u, dtype=np.float64) + 0.5) * self.content_w / self.src_w - 0.5
+        y = (np.asarray(v, dtype=np.float64) + 0.5) * self.content_h / self.src_h - 0.5
+        return x + self.pad_left, y + self.pad_top
+
+    def to_source(self, x, y):
+        """Map network coordinates back to source pixel coordinates (inverse of to_network)."""
+        u = (np.asarray(x, dtype=np.float64) - self.pad_left + 0.5) * self.src_w / self.content_w
+        v = (np.asarray(y, dtype=np.float64) - self.pad_top + 0.5) * self.src_h / self.content_h
+        return u - 0.5, v - 0.5
+
+    def image_to_network(self, image, pad_value=0, out=None, interpolation=cv2.INTER_AREA):
+        """
+        Resize ``image`` (H, W[, C]) into a padded network-sized uint8 array.
+
+        ``out`` (dst_h, dst_w[, C]) is reused when given; only its content region is written,
+        so its padding must already hold ``pad_value`` (as :class:`Preprocessor` arranges).
+        """
+        if image.shape[0] != self.src_h or image.shape[1] != self.src_w:
+            raise ValueError(f'image is {image.shape[1]}x{image.shape[0]}, letterbox expects '
+                             f'{self.src_w}x{self.src_h}')
+        if out is None:
+            out = np.full((self.dst_h, self.dst_w) + image.shape[2:], pad_value, image.dtype)
+        rows, cols = self.content_slice
+        if self.content_w == self.src_w and self.content_h == self.src_h:
+            out[rows, cols] = image
+        else:
+            if self.content_w > self.src_w and interpolation == cv2.INTER_AREA:
+                interpolation = cv2.INTER_LINEAR
+            out[rows, cols] = cv2.resize(image, (self.content_w, self.content_h),
+                                         interpolation=interpolation)
+        return out
+
+    def mask_to_source(self, mask, out=None):
+        """
+        Crop the padding off a network-resolution mask and resize it to the source size.
+
+        Nearest-neighbour (pixel-centre exact), so class ids never blend.
+        """
+        if mask.shape[0] != self.dst_h or mask.shape[1] != self.dst_w:
+            raise ValueError(f'mask is {mask.shape[1]}x{mask.shape[0]}, expected '
+                             f'{self.dst_w}x{self.dst_h}')
+        rows, cols = self.content_slice
+        crop = mask[rows, cols]
+        if self.content_w == self.src_w and self.content_h == self.src_h:
+            if out is None:
+                return np.ascontiguousarray(crop)
+            out[...] = crop
+            return out
+        return cv2.resize(crop, (self.src_w, self.src_h), dst=out,
+                          interpolation=cv2.INTER_NEAREST_EXACT)
+
+
+class Preprocessor:
+    """
+    Turns RGB uint8 camera images of one size into the model's input tensor.
+
+    Buffers are allocated once and reused: the returned tensor is overwritten by the next
+    call, so consume it (run the engine) first.
+    """
+
+    def __init__(self, card, src_w, src_h):
+        self.card = card
+        self.letterbox = Letterbox.compute(src_w, src_h, card.input_width, card.input_height,
+                                           card.resize_mode)
+        self._padded = np.full((card.input_height, card.input_width, 3), card.pad_value,
+                               np.uint8)
+        order = [0, 1, 2] if card.color_order == 'RGB' else [2, 1, 0]
+        self._order = order
+        mean = np.asarray(card.mean, np.float32)
+        std = np.asarray(card.std, np.float32)
+        # (x / 255 - mean) / std == x * scale + bias, per network channel.
+        self._scale = (1.0 / (255.0 * std)).astype(np.float32)
+        self._bias = (-mean / std).astype(np.float32)
+        shape = card.input_shape
+        if card.dtype == 'uint8':
+            self._tensor = np.empty(shape, np.uint8)
+        else:
+            self._tensor = np.empty(shape, np.float32)
+        self._half = np.empty(shape, np.float16) if card.dtype == 'float16' else None
+
+    def __call__(self, rgb):
+        """Return the input tensor for an (H, W, 3) uint8 RGB image of the configured size."""
+        padded = self.letterbox.image_to_network(rgb, out=self._padded)
+        t = self._tensor
+        nchw = self.card.layout == 'NCHW'
+        for dst, src in enumerate(self._order):
+            chan = padded[:, :, src]
+            view = t[0, dst] if nchw else t[0, :, :, dst]
+            if self.card.dtype == 'uint8':
+                view[...] = chan
+            else:
+                np.multiply(chan, self._scale[dst], out=view, dtype=np.float32)
+                view += self._bias[dst]
+        if self._half is not None:
+            self._half[...] = t
+            return self._half
+        return t
+
+    @property
+    def padded_image(self):
+        """Return the last letterboxed uint8 RGB image fed to the network (for debugging)."""
+        return self._padded

@@ -1,0 +1,92 @@
+"""Shared fixtures: tiny real ONNX models and a real rclpy context on a private domain."""
+
+import os
+import random
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+# Keep DDS traffic on this machine and away from other test runs.
+os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+os.environ['ROS_DOMAIN_ID'] = os.environ.get('FREESPACE_TEST_DOMAIN_ID',
+                                             str(random.Random(os.getpid()).randint(30, 100)))
+
+TINY_PALETTE = [[200, 0, 0], [0, 200, 0]]
+
+
+def tiny_card(width, height, **overrides):
+    """Return a valid model card dict for the tiny green-is-free model."""
+    card = {
+        'format_version': 1,
+        'name': 'tiny_green_is_free',
+        'model_file': 'tiny.onnx',
+        'input': {'name': 'input', 'shape': [1, 3, height, width], 'layout': 'NCHW',
+                  'dtype': 'float32', 'color_order': 'RGB', 'mean': [0.5, 0.5, 0.5],
+                  'std': [0.5, 0.5, 0.5], 'resize_mode': 'letterbox', 'pad_value': 0},
+        'output': {'name': 'logits', 'kind': 'logits', 'layout': 'NCHW'},
+        'classes': {'names': ['blocked', 'free'], 'palette': TINY_PALETTE, 'free_space': [1]},
+        'data_sources': ['none: hand-set weights'],
+    }
+    for key, value in overrides.items():
+        card[key] = value
+    return card
+
+
+def write_tiny_model(directory, width=64, height=48, name='tiny', card_overrides=None):
+    """
+    Write ``name``.onnx + ``name``.yaml: a 1x1 conv whose class 1 (free) wins where G > R.
+
+    logits[0] = R - G, logits[1] = G - R on the normalized input, so a pixel is free
+    exactly where its green value exceeds its red value.
+    """
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+
+    w = np.zeros((2, 3, 1, 1), np.float32)
+    w[0, 0], w[0, 1] = 1.0, -1.0
+    w[1, 0], w[1, 1] = -1.0, 1.0
+    graph = helper.make_graph(
+        [helper.make_node('Conv', ['input', 'w'], ['logits'])], 'tiny',
+        [helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, height, width])],
+        [helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 2, height, width])],
+        [numpy_helper.from_array(w, 'w')])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = os.path.join(str(directory), name + '.onnx')
+    onnx.save(model, path)
+    card = tiny_card(width, height, **(card_overrides or {}))
+    card['model_file'] = name + '.onnx'
+    with open(os.path.join(str(directory), name + '.yaml'), 'w') as f:
+        yaml.safe_dump(card, f)
+    return path
+
+
+@pytest.fixture
+def tiny_model(tmp_path):
+    """Path to a fresh tiny model (64x48 input) in a temporary directory."""
+    return write_tiny_model(tmp_path)
+
+
+def green_red_image(width, height, free_rows):
+    """RGB image whose bottom ``free_rows`` rows are green (free) and the rest red."""
+    img = np.zeros((height, width, 3), np.uint8)
+    img[:, :, 0] = 180
+    img[height - free_rows:, :, 0] = 20
+    img[height - free_rows:, :, 1] = 180
+    return img
+
+
+@pytest.fixture(scope='session')
+def ros_init():
+    """Initialise rclpy once for the session (skips if rclpy is missing)."""
+    rclpy = pytest.importorskip('rclpy', reason='needs a ROS 2 runtime (rclpy)')
+    rclpy.init()
+    yield rclpy
+    rclpy.try_shutdown()

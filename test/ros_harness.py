@@ -1,0 +1,59 @@
+"""A small harness for tests with real rclpy: spin nodes in a thread, collect messages."""
+
+import threading
+import time
+import uuid
+
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+
+def unique_namespace(prefix='t'):
+    """Return a namespace no other test uses, so tests never see each other's topics."""
+    return f'/{prefix}_{uuid.uuid4().hex[:8]}'
+
+
+class Harness:
+    """Spins the nodes under test plus a client node on a background executor."""
+
+    def __init__(self, namespace, *nodes):
+        self.namespace = namespace
+        self.client = Node('test_client', namespace=namespace)
+        self.executor = MultiThreadedExecutor(num_threads=2)
+        self.nodes = list(nodes)
+        for n in (self.client, *nodes):
+            self.executor.add_node(n)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+        self.received = {}
+
+    def publisher(self, msg_type, topic, reliable=True):
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE if reliable
+                         else ReliabilityPolicy.BEST_EFFORT)
+        return self.client.create_publisher(msg_type, topic, qos)
+
+    def collect(self, msg_type, topic, depth=50):
+        """Subscribe and return the list the messages will be appended to."""
+        box = self.received.setdefault(topic, [])
+        self.client.create_subscription(msg_type, topic, box.append, depth)
+        return box
+
+    def wait_for(self, predicate, timeout=10.0, interval=0.01):
+        """Poll ``predicate`` until it is true or ``timeout`` seconds pass; return its value."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(interval)
+        return predicate()
+
+    def wait_for_subscribers(self, pub, count=1, timeout=10.0):
+        return self.wait_for(lambda: pub.get_subscription_count() >= count, timeout)
+
+    def close(self):
+        self.executor.shutdown(timeout_sec=2.0)
+        for n in self.nodes:
+            n.destroy_node()
+        self.client.destroy_node()

@@ -1,0 +1,87 @@
+"""Model cards: valid cards load, and every bad field is named in the error."""
+
+import copy
+
+from conftest import tiny_card
+from freespace_seg.model_card import (card_from_dict, card_path_for_model, load_card,
+                                      ModelCardError)
+import pytest
+import yaml
+
+
+def test_valid_card_loads(tmp_path):
+    path = tmp_path / 'm.yaml'
+    path.write_text(yaml.safe_dump(tiny_card(64, 48)))
+    card = load_card(str(path))
+    assert (card.input_width, card.input_height) == (64, 48)
+    assert card.class_names == ('blocked', 'free') and card.free_space == (1,)
+    assert card.model_path == str(tmp_path / 'tiny.onnx')
+    # Loading by the model's path finds the card beside it.
+    assert card_path_for_model(str(tmp_path / 'm.onnx')) == str(path)
+    assert load_card(str(tmp_path / 'm.onnx')).name == card.name
+
+
+def _set(d, dotted, value):
+    keys = dotted.split('.')
+    for k in keys[:-1]:
+        d = d[k]
+    if value is KeyError:
+        del d[keys[-1]]
+    else:
+        d[keys[-1]] = value
+
+
+@pytest.mark.parametrize('field,value,fragment', [
+    ('input.mean', [0.5, 0.5], 'input.mean'),
+    ('input.std', [0.5, 0.0, 0.5], 'input.std'),
+    ('input.layout', 'CHW', 'input.layout'),
+    ('input.shape', [1, 3, 48], 'input.shape'),
+    ('input.shape', [2, 3, 48, 64], 'batch'),
+    ('input.shape', [1, 4, 48, 64], 'channels'),
+    ('input.color_order', 'RGBA', 'input.color_order'),
+    ('input.resize_mode', 'crop', 'input.resize_mode'),
+    ('input.pad_value', 300, 'input.pad_value'),
+    ('input.name', KeyError, 'input.name'),
+    ('output.kind', 'softmax', 'output.kind'),
+    ('output', KeyError, 'output'),
+    ('classes.names', ['only'], 'classes.names'),
+    ('classes.names', ['a', 'a'], 'duplicate'),
+    ('classes.palette', [[0, 0, 0]], 'classes.palette'),
+    ('classes.palette', [[0, 0, 0], [0, 0, 256]], 'classes.palette[1]'),
+    ('classes.free_space', [2], 'classes.free_space'),
+    ('classes.free_space', [0, 1], 'classes.free_space'),
+    ('classes.free_space', [], 'classes.free_space'),
+    ('model_file', '', 'model_file'),
+    ('format_version', 9, 'format_version'),
+])
+def test_bad_field_is_named(field, value, fragment):
+    card = copy.deepcopy(tiny_card(64, 48))
+    _set(card, field, value)
+    with pytest.raises(ModelCardError) as e:
+        card_from_dict(card)
+    assert fragment in str(e.value)
+
+
+def test_missing_and_unparsable_card(tmp_path):
+    with pytest.raises(ModelCardError, match='not found'):
+        load_card(str(tmp_path / 'nothing.onnx'))
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('input: [unclosed')
+    with pytest.raises(ModelCardError, match='YAML'):
+        load_card(str(bad))
+    bad.write_text('- a list\n- not a mapping\n')
+    with pytest.raises(ModelCardError, match='mapping'):
+        load_card(str(bad))
+
+
+def test_shipped_card_is_valid():
+    import os
+    from freespace_seg.pipeline import packaged_model_path
+    path = packaged_model_path()
+    if not os.path.isfile(card_path_for_model(path)):
+        pytest.fail(f'the packaged model card is missing: {card_path_for_model(path)}')
+    card = load_card(path)
+    assert os.path.isfile(card.model_path)
+    assert os.path.getsize(card.model_path) < 10 * 1024 * 1024
+    assert card.raw.get('data_sources'), 'every model card lists its data sources'
+    assert card.evaluation, 'the shipped card records its own evaluation numbers'

@@ -1,0 +1,138 @@
+"""Letterbox geometry, normalization and the mask's way back to camera resolution."""
+
+from conftest import tiny_card
+from freespace_seg.model_card import card_from_dict
+from freespace_seg.postprocess import (class_lut, colorize, decode_classes, free_space_mask,
+                                       overlay, palette_lut)
+from freespace_seg.preprocess import Letterbox, Preprocessor
+import numpy as np
+import pytest
+
+
+@pytest.mark.parametrize('src,dst,expect', [
+    ((1280, 720), (480, 272), (480, 270, 0, 1)),
+    ((640, 480), (480, 272), (363, 272, 58, 0)),
+    ((480, 272), (480, 272), (480, 272, 0, 0)),
+    ((100, 1000), (480, 272), (27, 272, 226, 0)),
+    ((333, 77), (64, 48), (64, 15, 0, 16)),
+])
+def test_letterbox_geometry(src, dst, expect):
+    lb = Letterbox.compute(*src, *dst)
+    assert (lb.content_w, lb.content_h, lb.pad_left, lb.pad_top) == expect
+    # The content is centred: padding differs by at most one pixel on the two sides.
+    assert abs((dst[0] - lb.content_w - lb.pad_left) - lb.pad_left) <= 1
+    assert abs((dst[1] - lb.content_h - lb.pad_top) - lb.pad_top) <= 1
+
+
+@pytest.mark.parametrize('src', [(1280, 720), (640, 480), (333, 77), (77, 333), (31, 17)])
+def test_letterbox_point_round_trip(src):
+    lb = Letterbox.compute(src[0], src[1], 64, 48)
+    u = np.array([0.0, src[0] - 1.0, src[0] / 3.0])
+    v = np.array([0.0, src[1] - 1.0, src[1] / 2.0])
+    x, y = lb.to_network(u, v)
+    assert np.all((x >= lb.pad_left - 0.5) & (x <= lb.pad_left + lb.content_w - 0.5))
+    assert np.all((y >= lb.pad_top - 0.5) & (y <= lb.pad_top + lb.content_h - 0.5))
+    u2, v2 = lb.to_source(x, y)
+    np.testing.assert_allclose(u2, u, atol=1e-9)
+    np.testing.assert_allclose(v2, v, atol=1e-9)
+
+
+@pytest.mark.parametrize('src', [(1280, 720), (640, 480), (333, 77), (77, 333), (64, 48)])
+def test_mask_round_trip_keeps_geometry_and_ids(src):
+    """A source mask -> network -> source comes back nearly identical, with no new ids."""
+    w, h = src
+    lb = Letterbox.compute(w, h, 64, 48)
+    mask = np.zeros((h, w), np.uint8)
+    mask[h // 2:, :] = 1                       # lower half free
+    mask[:, : w // 4] = 7                      # a left band of another class
+    net = lb.image_to_network(mask, pad_value=255, interpolation=0)  # INTER_NEAREST
+    rows, cols = lb.content_slice
+    # Padding untouched, content present.
+    assert np.all(np.delete(net, np.r_[rows], axis=0) == 255)
+    back = lb.mask_to_source(net)
+    assert back.shape == (h, w)
+    assert set(np.unique(back)) <= {0, 1, 7}
+    # Only a band at most one network pixel wide along each of the two boundaries may differ.
+    assert np.mean(back != mask) <= 1.0 / lb.content_h + 1.0 / lb.content_w + 1e-9
+
+
+def test_mask_to_source_is_nearest_not_blended():
+    lb = Letterbox.compute(1280, 720, 480, 272)
+    net = np.zeros((272, 480), np.uint8)
+    net[:, ::2] = 2                            # alternating ids: any blending would make 1
+    back = lb.mask_to_source(net)
+    assert back.shape == (720, 1280)
+    assert set(np.unique(back)) == {0, 2}
+
+
+def test_padding_rows_do_not_leak_into_the_mask():
+    lb = Letterbox.compute(1280, 720, 480, 272)
+    net = np.full((272, 480), 1, np.uint8)
+    net[0, :] = 5                              # padding row on top
+    net[-1, :] = 5                             # and at the bottom
+    back = lb.mask_to_source(net)
+    assert not np.any(back == 5)
+
+
+def test_preprocessor_normalizes_and_lays_out():
+    card = card_from_dict(tiny_card(64, 48))
+    pre = Preprocessor(card, 128, 96)          # same aspect: no padding
+    img = np.zeros((96, 128, 3), np.uint8)
+    img[..., 0] = 255
+    img[..., 1] = 0
+    img[..., 2] = 128
+    t = pre(img)
+    assert t.shape == (1, 3, 48, 64) and t.dtype == np.float32
+    np.testing.assert_allclose(t[0, 0], 1.0, atol=1e-6)
+    np.testing.assert_allclose(t[0, 1], -1.0, atol=1e-6)
+    np.testing.assert_allclose(t[0, 2], 128 / 127.5 - 1.0, atol=1e-6)
+
+
+def test_preprocessor_bgr_nhwc_and_padding():
+    c = tiny_card(64, 48)
+    c['input'].update({'layout': 'NHWC', 'shape': [1, 48, 64, 3], 'color_order': 'BGR',
+                       'mean': [0.0, 0.0, 0.0], 'std': [1.0, 1.0, 1.0], 'pad_value': 51})
+    card = card_from_dict(c)
+    pre = Preprocessor(card, 64, 24)           # wide: 12 rows of padding top and bottom
+    img = np.zeros((24, 64, 3), np.uint8)
+    img[..., 0] = 255                          # red
+    t = pre(img)
+    assert t.shape == (1, 48, 64, 3)
+    np.testing.assert_allclose(t[0, 24, 10], [0.0, 0.0, 1.0], atol=1e-6)   # BGR order
+    np.testing.assert_allclose(t[0, 0, 0], [0.2, 0.2, 0.2], atol=1e-6)     # pad 51/255
+
+
+def test_decode_two_class_matches_argmax():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(1, 2, 30, 40)).astype(np.float32)
+    np.testing.assert_array_equal(decode_classes(logits, 'logits'),
+                                  np.argmax(logits[0], axis=0))
+    nhwc = np.moveaxis(logits, 1, -1)
+    np.testing.assert_array_equal(decode_classes(nhwc, 'logits', 'NHWC'),
+                                  np.argmax(logits[0], axis=0))
+
+
+def test_decode_many_classes_single_channel_and_argmax_outputs():
+    rng = np.random.default_rng(1)
+    probs = rng.random((1, 5, 8, 9)).astype(np.float32)
+    np.testing.assert_array_equal(decode_classes(probs, 'probabilities'),
+                                  np.argmax(probs[0], axis=0))
+    single = np.array([[[[0.7, 0.2], [0.5, 0.51]]]], np.float32)
+    np.testing.assert_array_equal(decode_classes(single, 'probabilities'), [[1, 0], [0, 1]])
+    np.testing.assert_array_equal(decode_classes(single - 0.5, 'logits'), [[1, 0], [0, 1]])
+    ids = np.array([[[3, 1], [0, 2]]], np.int64)
+    np.testing.assert_array_equal(decode_classes(ids, 'argmax'), [[3, 1], [0, 2]])
+    with pytest.raises(ValueError):
+        decode_classes(np.zeros((2, 3)), 'logits')
+
+
+def test_free_mask_colorize_overlay():
+    mask = np.array([[0, 1], [2, 1]], np.uint8)
+    free = free_space_mask(mask, class_lut([1, 2]))
+    np.testing.assert_array_equal(free, [[0, 255], [255, 255]])
+    colored = colorize(mask, palette_lut([(10, 20, 30), (40, 50, 60), (70, 80, 90)]))
+    np.testing.assert_array_equal(colored[1, 0], [70, 80, 90])
+    rgb = np.full((2, 2, 3), 100, np.uint8)
+    blended = overlay(rgb, colored, 0.5)
+    np.testing.assert_array_equal(blended[0, 0], [55, 60, 65])
+    np.testing.assert_array_equal(overlay(rgb, colored, 0.0), rgb)
