@@ -35,6 +35,7 @@ setup(
     entry_points={
         'console_scripts': [
             'segmentation_node = freespace_seg.nodes.segmentation_node:main',
+            'synthetic_camera = freespace_seg.nodes.synthetic_camera:main',
         ],
     },
 )

@@ -132,3 +132,23 @@ def spec_by_name(specs, name):
         if s.name == name:
             return s
     raise KeyError(name)
+
+
+def _default_text(spec):
+    if spec.kind == 'string':
+        return f"`'{spec.default}'`"
+    if spec.kind == 'bool':
+        return f'`{str(spec.default).lower()}`'
+    return f'`{spec.default}`'
+
+
+def markdown_table(specs):
+    """Return the README's Markdown table of ``specs``: name, type, default, description."""
+    rows = ['| parameter | type | default | description |', '|---|---|---|---|']
+    for s in specs:
+        text = s.description
+        constraints = s.constraints_text()
+        if constraints:
+            text += f' ({constraints})'
+        rows.append(f'| `{s.name}` | {s.kind} | {_default_text(s)} | {text} |')
+    return '\n'.join(rows)

@@ -1,0 +1,128 @@
+"""Static checks of the package: config, README, package.xml, setup.py and launch files agree."""
+
+import ast
+import glob
+import os
+import xml.etree.ElementTree as ET
+
+from conftest import REPO
+from freespace_seg.nodes.synthetic_camera import CAMERA_PARAMS
+from freespace_seg.params import markdown_table, SEGMENTATION_PARAMS, validate
+import pytest
+import yaml
+
+
+def read(*parts):
+    with open(os.path.join(REPO, *parts), encoding='utf-8') as f:
+        return f.read()
+
+
+def test_config_yaml_matches_the_declared_defaults():
+    data = yaml.safe_load(read('config', 'freespace_seg.yaml'))
+    params = data['/**']['ros__parameters']
+    specs = {s.name: s for s in SEGMENTATION_PARAMS}
+    assert set(params) == set(specs), 'config and node must list the same parameters'
+    for name, value in params.items():
+        assert value == specs[name].default, name
+        assert validate(specs[name], value) is None, name
+
+
+def test_readme_parameter_tables_match_the_node():
+    readme = read('README.md')
+    assert markdown_table(SEGMENTATION_PARAMS) in readme
+    assert markdown_table(CAMERA_PARAMS) in readme
+
+
+def test_every_default_is_valid():
+    for spec in SEGMENTATION_PARAMS + CAMERA_PARAMS:
+        assert validate(spec, spec.default) is None, spec.name
+
+
+def test_package_xml_declares_runtime_and_test_dependencies():
+    root = ET.fromstring(read('package.xml'))
+    assert root.get('format') == '3'
+    deps = {e.tag: set() for e in root}
+    for e in root:
+        deps[e.tag].add(e.text)
+    for key in ('rclpy', 'sensor_msgs', 'std_msgs', 'nav_msgs', 'geometry_msgs',
+                'diagnostic_msgs', 'cv_bridge', 'python3-numpy', 'python3-opencv'):
+        assert key in deps['exec_depend'], key
+    assert any('onnxruntime' in d for d in deps['exec_depend'])
+    for key in ('ament_flake8', 'ament_pep257', 'ament_copyright', 'python3-pytest'):
+        assert key in deps['test_depend'], key
+    assert root.find('export/build_type').text == 'ament_python'
+    email = root.find('maintainer').get('email')
+    assert '@' in email and '.' in email.split('@')[1] and len(email.split('@')[1]) > 4
+
+
+def _setup_call():
+    tree = ast.parse(read('setup.py'))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, 'id', '') == 'setup':
+            return {k.arg: k.value for k in node.keywords}
+    raise AssertionError('setup() not found')
+
+
+def entry_points():
+    kw = _setup_call()
+    scripts = ast.literal_eval(kw['entry_points'])['console_scripts']
+    return {s.split('=')[0].strip(): s.split('=')[1].strip() for s in scripts}
+
+
+def test_entry_points_resolve_to_main_functions():
+    import importlib
+    eps = entry_points()
+    assert 'segmentation_node' in eps
+    for name, target in eps.items():
+        module, func = target.split(':')
+        assert callable(getattr(importlib.import_module(module), func)), name
+
+
+def test_setup_installs_launch_config_and_models():
+    text = read('setup.py')
+    for pattern in ("'launch/*.launch.py'", "'config/*'", "'models/*'"):
+        assert pattern in text
+    assert glob.glob(os.path.join(REPO, 'launch', '*.launch.py'))
+    assert os.path.isfile(os.path.join(REPO, 'resource', 'freespace_seg'))
+    assert 'script_dir=$base/lib/freespace_seg' in read('setup.cfg')
+
+
+LAUNCH_FILES = sorted(glob.glob(os.path.join(REPO, 'launch', '*.launch.py')))
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
+def test_launch_file_statically(path):
+    """Launch files cannot run here (no ROS 2 launch); check what can be checked without it."""
+    with open(path, encoding='utf-8') as f:
+        tree = ast.parse(f.read())
+    funcs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert 'generate_launch_description' in funcs
+    eps = entry_points()
+    declared = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, 'id', getattr(node.func, 'attr', ''))
+        kw = {k.arg: k.value for k in node.keywords}
+        if name == 'DeclareLaunchArgument':
+            arg = ast.literal_eval(node.args[0])
+            declared.add(arg)
+            assert 'description' in kw, f'launch argument {arg!r} has no description'
+            if 'choices' in kw and 'default_value' in kw:
+                choices = ast.literal_eval(kw['choices'])
+                default = kw['default_value']
+                if isinstance(default, ast.Constant):
+                    assert default.value in choices, arg
+        if name == 'Node' and isinstance(kw.get('package'), ast.Constant):
+            if kw['package'].value == 'freespace_seg':
+                exe = ast.literal_eval(kw['executable'])
+                assert exe in eps, f'{exe} is not a registered entry point'
+    used = {ast.literal_eval(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and getattr(n.func, 'id', '') == 'LaunchConfiguration'}
+    assert used <= declared, f'undeclared launch arguments: {used - declared}'
+    # Files the launch file refers to in the package share must exist in the source tree.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                node.value.endswith(('.yaml', '.onnx', '.xml')) and '/' not in node.value:
+            matches = glob.glob(os.path.join(REPO, '*', node.value))
+            assert matches, f'{node.value} is referenced but not in config/ or models/'
