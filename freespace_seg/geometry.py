@@ -150,3 +150,24 @@ def pixel_rays_in_base(intrinsics, mount, u=None, v=None):
     xn, yn = intrinsics.normalized_rays(u, v)
     rays_opt = np.stack([xn, yn, np.ones_like(xn)], axis=-1)
     return rays_opt @ mount.rotation_base_from_optical().T
+
+
+def quaternion_matrix(x, y, z, w):
+    """Return the 3x3 rotation matrix of a unit quaternion (x, y, z, w), as in ROS messages."""
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if n == 0.0 or not math.isfinite(n):
+        raise ValueError(f'invalid quaternion ({x}, {y}, {z}, {w})')
+    x, y, z, w = x / n, y / n, z / n, w / n
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def transform_matrix(translation, quaternion):
+    """Return the 4x4 transform of a translation (x, y, z) and quaternion (x, y, z, w)."""
+    t = np.eye(4)
+    t[:3, :3] = quaternion_matrix(*quaternion)
+    t[:3, 3] = translation
+    return t

@@ -18,7 +18,7 @@ class ParamSpec:
     name: str
     default: object
     description: str
-    kind: str                      # 'string' | 'int' | 'double' | 'bool' | 'int_array'
+    kind: str                      # string | int | double | bool | int_array | double_array
     choices: tuple = ()            # for strings
     min_value: float = None        # inclusive, for numbers
     max_value: float = None
@@ -62,6 +62,14 @@ def validate(spec, value):
             return f'{spec.name} must be >= {spec.min_value}, got {value!r}'
         if spec.max_value is not None and value > spec.max_value:
             return f'{spec.name} must be <= {spec.max_value}, got {value!r}'
+    elif kind == 'double_array':
+        try:
+            items = list(value)
+        except TypeError:
+            return f'{spec.name} must be a list of numbers'
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                   and math.isfinite(v) for v in items):
+            return f'{spec.name} must be a list of finite numbers, got {items!r}'
     elif kind == 'int_array':
         try:
             items = list(value)
@@ -123,6 +131,42 @@ SEGMENTATION_PARAMS = (
               'nobody subscribes to it (for bags and benchmarks).', 'bool'),
     ParamSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics messages.', 'double',
               min_value=0.1, max_value=60.0, read_only=True),
+    # -- ground projection (free_space/grid, free_space/obstacles, free_space/grid_image) --
+    ParamSpec('base_frame', 'base_link', 'Robot base frame (REP 105) of the grid and the '
+              'obstacle points; z up, origin on the floor.', 'string', read_only=True),
+    ParamSpec('use_tf', False, 'Look up the camera pose in base_frame through TF at each '
+              'image stamp; when TF is missing, say so once and use the camera_* parameters.',
+              'bool', read_only=True),
+    ParamSpec('tf_timeout', 0.05, 'Seconds to wait for a TF lookup.', 'double',
+              min_value=0.0, max_value=1.0, read_only=True),
+    ParamSpec('camera_x', 0.0, 'Camera optical centre, x in base_frame (m, forward).',
+              'double', min_value=-5.0, max_value=5.0),
+    ParamSpec('camera_y', 0.0, 'Camera optical centre, y in base_frame (m, left).',
+              'double', min_value=-5.0, max_value=5.0),
+    ParamSpec('camera_height', 0.25, 'Camera optical centre above the floor (m).', 'double',
+              min_value=0.01, max_value=5.0),
+    ParamSpec('camera_roll', 0.0, 'Camera roll about the base x axis (rad).', 'double',
+              min_value=-math.pi, max_value=math.pi),
+    ParamSpec('camera_pitch', 0.3, 'Camera pitch (rad); positive tilts the camera down '
+              '(right-hand rule about the base y axis).', 'double',
+              min_value=-math.pi / 2, max_value=math.pi / 2),
+    ParamSpec('camera_yaw', 0.0, 'Camera yaw about the base z axis (rad); positive turns '
+              'left.', 'double', min_value=-math.pi, max_value=math.pi),
+    ParamSpec('grid_resolution', 0.05, 'Cell size of free_space/grid (m).', 'double',
+              min_value=0.005, max_value=1.0),
+    ParamSpec('grid_width', 4.0, 'Grid extent along base x (m).', 'double',
+              min_value=0.1, max_value=50.0),
+    ParamSpec('grid_height', 4.0, 'Grid extent along base y (m).', 'double',
+              min_value=0.1, max_value=50.0),
+    ParamSpec('grid_origin', [0.0, -2.0], 'Base-frame (x, y) of the outer corner of cell '
+              '(0, 0), '
+              'as OccupancyGrid info.origin (m).', 'double_array', extra='two values',
+              check=lambda v: None if len(list(v)) == 2 else
+              f'grid_origin must have two values (x, y), got {list(v)!r}'),
+    ParamSpec('max_range', 3.0, 'Floor farther than this from the camera stays unknown (m).',
+              'double', min_value=0.1, max_value=50.0),
+    ParamSpec('footprint_radius', 0.17, 'Robot radius drawn in free_space/grid_image (m); '
+              'Create 3: 0.17.', 'double', min_value=0.0, max_value=2.0),
 )
 
 

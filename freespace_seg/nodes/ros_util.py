@@ -16,6 +16,7 @@ _TYPES = {
     'double': ParameterType.PARAMETER_DOUBLE,
     'bool': ParameterType.PARAMETER_BOOL,
     'int_array': ParameterType.PARAMETER_INTEGER_ARRAY,
+    'double_array': ParameterType.PARAMETER_DOUBLE_ARRAY,
 }
 
 
@@ -51,7 +52,7 @@ def declare_and_validate(node, specs):
         value = node.declare_parameter(spec.name, spec.default, descriptor_for(spec)).value
         if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if spec.kind == 'int_array':
+        if spec.kind in ('int_array', 'double_array'):
             value = list(value)
         err = validate(spec, value)
         if err:
@@ -66,7 +67,7 @@ def declare_and_validate(node, specs):
             if spec is None:
                 continue
             value = p.value
-            if spec.kind == 'int_array' and value is not None:
+            if spec.kind in ('int_array', 'double_array') and value is not None:
                 value = list(value)
             err = validate(spec, value)
             if err:

@@ -1,11 +1,14 @@
 """
 ``segmentation_node``: camera images in, free-floor masks out.
 
-Subscribes ``image`` (or ``image/compressed``), runs the model off the executor thread on the
-newest frame only, and publishes at camera resolution, each header equal to its input's:
-``segmentation/mask`` (mono8 class ids), ``segmentation/colored_mask``,
-``segmentation/overlay`` (rgb8) and ``free_space/mask`` (mono8, 255 = free), plus
-``/diagnostics``. Parameters are listed in :data:`freespace_seg.params.SEGMENTATION_PARAMS`.
+Subscribes ``image`` (or ``image/compressed``) and ``camera_info``, runs the model off the
+executor thread on the newest frame only, and publishes at camera resolution, each header
+equal to its input's: ``segmentation/mask`` (mono8 class ids), ``segmentation/colored_mask``,
+``segmentation/overlay`` (rgb8) and ``free_space/mask`` (mono8, 255 = free). From the same
+mask, once CameraInfo has arrived, it projects the free floor onto the ground and publishes
+in ``base_frame`` with the image's stamp: ``free_space/grid`` (nav_msgs/OccupancyGrid),
+``free_space/obstacles`` (sensor_msgs/PointCloud2) and ``free_space/grid_image`` (rgb8).
+Plus ``/diagnostics``. Parameters: :data:`freespace_seg.params.SEGMENTATION_PARAMS`.
 """
 
 import collections
@@ -15,21 +18,47 @@ import time
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from freespace_seg.engines import EngineError
+from freespace_seg.geometry import CameraMount
 from freespace_seg.image_codec import array_to_image, ImageCodecError, msg_to_rgb
 from freespace_seg.model_card import ModelCardError
+from freespace_seg.nodes.camera_pose import CameraPoseSource
+from freespace_seg.nodes.grid_msgs import grid_to_msg, points_to_cloud
 from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_from_name,
                                           spin_node, StartupError)
 from freespace_seg.params import palette_from_ints, SEGMENTATION_PARAMS
 from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
 from freespace_seg.postprocess import colorize, palette_lut
+from freespace_seg.projection import GridSpec, GroundProjector, intrinsics_from_camera_info_msg
+from nav_msgs.msg import OccupancyGrid
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
-from sensor_msgs.msg import CompressedImage, Image
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 #: seconds between repeats of the same error in the log
 ERROR_THROTTLE_S = 5.0
+#: CameraInfo messages kept to find the one whose stamp matches an image
+INFO_HISTORY = 30
+#: the grid's QoS: reliable + transient_local, depth 1. Nav2's StaticLayer subscribes
+#: transient_local by default (map_subscribe_transient_local: true) and volatile
+#: subscribers (the driver, rviz) match it too; a late joiner gets the newest grid at once.
+GRID_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+GRID_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
+               'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
+               'max_range')
+
+
+def mount_and_grid(p):
+    """Build the CameraMount and GridSpec described by a parameter dict."""
+    mount = CameraMount(x=p['camera_x'], y=p['camera_y'], z=p['camera_height'],
+                        roll=p['camera_roll'], pitch=p['camera_pitch'], yaw=p['camera_yaw'])
+    grid = GridSpec(resolution=p['grid_resolution'], width=p['grid_width'],
+                    height=p['grid_height'], origin=tuple(p['grid_origin']),
+                    max_range=p['max_range'])
+    return mount, grid
 
 
 class SegmentationNode(Node):
@@ -50,6 +79,15 @@ class SegmentationNode(Node):
         self._color_lut = self._palette_lut(p['color_palette'])
         self._alpha = p['overlay_alpha']
         self._publish_all = p['publish_unsubscribed']
+        try:
+            self._mount, self._grid_spec = mount_and_grid(p)
+        except ValueError as e:
+            raise StartupError(f'invalid grid parameters: {e}') from e
+        self._projector = None
+        self._infos = collections.deque(maxlen=INFO_HISTORY)
+        self._info_error = ''
+        self._pose_source = CameraPoseSource(self, p['use_tf'], p['base_frame'],
+                                             p['tf_timeout'])
         self.add_on_set_parameters_callback(self._on_parameters_set)
 
         out_qos = qos_from_name(p['output_qos'], p['output_qos_depth'])
@@ -57,6 +95,9 @@ class SegmentationNode(Node):
         self._pub_colored = self.create_publisher(Image, 'segmentation/colored_mask', out_qos)
         self._pub_overlay = self.create_publisher(Image, 'segmentation/overlay', out_qos)
         self._pub_free = self.create_publisher(Image, 'free_space/mask', out_qos)
+        self._pub_grid = self.create_publisher(OccupancyGrid, 'free_space/grid', GRID_QOS)
+        self._pub_points = self.create_publisher(PointCloud2, 'free_space/obstacles', out_qos)
+        self._pub_grid_image = self.create_publisher(Image, 'free_space/grid_image', out_qos)
         self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
         in_qos = qos_from_name(p['input_qos'], p['input_qos_depth'])
@@ -65,6 +106,8 @@ class SegmentationNode(Node):
                                                  self._on_image, in_qos)
         else:
             self._sub = self.create_subscription(Image, 'image', self._on_image, in_qos)
+        self._info_sub = self.create_subscription(CameraInfo, 'camera_info', self._on_info,
+                                                  in_qos)
 
         # Counters and recent latencies for diagnostics (written by the worker).
         self._stats_lock = threading.Lock()
@@ -107,9 +150,17 @@ class SegmentationNode(Node):
                 self._color_lut = self._palette_lut(list(changes['color_palette']))
         except StartupError as e:
             return SetParametersResult(successful=False, reason=str(e))
+        if any(name in GRID_PARAMS for name in changes):
+            merged = dict(self.params)
+            merged.update({k: list(v) if k == 'grid_origin' else v for k, v in changes.items()})
+            try:
+                self._mount, self._grid_spec = mount_and_grid(merged)
+            except ValueError as e:
+                return SetParametersResult(successful=False, reason=str(e))
         for name, value in changes.items():
             if name in self.params:
-                self.params[name] = list(value) if name == 'color_palette' else value
+                self.params[name] = list(value) if name in ('color_palette', 'grid_origin') \
+                    else value
         self._alpha = float(self.params['overlay_alpha'])
         self._publish_all = bool(self.params['publish_unsubscribed'])
         return SetParametersResult(successful=True)
@@ -119,6 +170,41 @@ class SegmentationNode(Node):
         self.received += 1
         self._last_input_time = time.monotonic()
         self._slot.put(msg)
+
+    def _on_info(self, msg):
+        self._infos.append(msg)
+
+    def _info_for(self, header):
+        """Return the CameraInfo with the image's stamp, else the newest one, else None."""
+        infos = list(self._infos)
+        for info in reversed(infos):
+            if info.header.stamp == header.stamp:
+                return info
+        return infos[-1] if infos else None
+
+    def _update_projector(self, header, shape):
+        """Bring the projector up to date for this frame; return it, or None (no info)."""
+        info = self._info_for(header)
+        if info is None:
+            self._info_error = f'no CameraInfo received on {self._info_sub.topic_name}'
+            return None
+        try:
+            intrinsics = intrinsics_from_camera_info_msg(info)
+        except ValueError as e:
+            self._info_error = f'unusable CameraInfo: {e}'
+            return None
+        if (intrinsics.height, intrinsics.width) != shape:
+            # Same camera, other resolution (e.g. a resized stream): scale the intrinsics.
+            intrinsics = intrinsics.scaled(shape[1], shape[0])
+        transform = self._pose_source.lookup(header.frame_id, header.stamp)
+        mount = transform if transform is not None else self._mount
+        if self._projector is None:
+            self._projector = GroundProjector(intrinsics, mount, self._grid_spec)
+        else:
+            self._projector.update(intrinsics=intrinsics, mount=mount,
+                                   grid_spec=self._grid_spec)
+        self._info_error = ''
+        return self._projector
 
     def _wanted(self, pub):
         return self._publish_all or pub.get_subscription_count() > 0
@@ -150,7 +236,11 @@ class SegmentationNode(Node):
         want_colored = self._wanted(self._pub_colored)
         want_overlay = self._wanted(self._pub_overlay)
         want_free = self._wanted(self._pub_free)
-        if not (want_mask or want_colored or want_overlay or want_free):
+        want_grid = self._wanted(self._pub_grid)
+        want_points = self._wanted(self._pub_points)
+        want_grid_image = self._wanted(self._pub_grid_image)
+        ground = want_grid or want_points or want_grid_image
+        if not (want_mask or want_colored or want_overlay or want_free or ground):
             return
         t0 = time.perf_counter()
         rgb = msg_to_rgb(msg)
@@ -158,8 +248,12 @@ class SegmentationNode(Node):
         header = msg.header
         if want_mask:
             self._pub_mask.publish(array_to_image(mask, 'mono8', header))
+        if want_free or ground:
+            free = self.pipeline.free_mask(mask)
         if want_free:
-            self._pub_free.publish(array_to_image(self.pipeline.free_mask(mask), 'mono8', header))
+            self._pub_free.publish(array_to_image(free, 'mono8', header))
+        if ground:
+            self._publish_ground(header, free, want_grid, want_points, want_grid_image)
         if want_colored or want_overlay:
             colored = colorize(mask, self._color_lut)
             if want_colored:
@@ -179,6 +273,22 @@ class SegmentationNode(Node):
             self._proc_times.append(done - t0)
             self._done_times.append(time.monotonic())
 
+    def _publish_ground(self, header, free, want_grid, want_points, want_grid_image):
+        projector = self._update_projector(header, free.shape)
+        if projector is None:
+            return
+        grid, points = projector.project_with_points(free)
+        frame = self.params['base_frame']
+        if want_grid:
+            self._pub_grid.publish(grid_to_msg(grid, projector.grid_spec, header.stamp, frame))
+        if want_points:
+            self._pub_points.publish(points_to_cloud(points, header.stamp, frame))
+        if want_grid_image:
+            img = projector.render_grid(grid, self.params['footprint_radius'])
+            msg = array_to_image(img, 'rgb8', header)
+            msg.header.frame_id = frame
+            self._pub_grid_image.publish(msg)
+
     # -- diagnostics --------------------------------------------------------------------------
     def diagnostics_status(self):
         """Build the node's DiagnosticStatus from the current counters."""
@@ -196,6 +306,9 @@ class SegmentationNode(Node):
         if self.received == 0:
             st.level, st.message = DiagnosticStatus.WARN, f'no images received on ' \
                 f'{self._sub.topic_name}'
+        elif self._info_error and self._wanted(self._pub_grid):
+            st.level, st.message = DiagnosticStatus.WARN, \
+                f'grid not published: {self._info_error}'
         elif bad and processed == 0:
             st.level, st.message = DiagnosticStatus.ERROR, f'every frame failed: {err}'
         elif bad:
@@ -216,6 +329,9 @@ class SegmentationNode(Node):
             'devices': ', '.join(self.pipeline.engine.devices),
             'backend_selection': ' | '.join(self.pipeline.backend_notes),
             'model': self.pipeline.card.model_path,
+            'camera_info': self._info_error or (
+                'ok' if self._infos else f'none yet on {self._info_sub.topic_name}'),
+            'camera_pose': self._pose_source.status,
         }
         st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         return st

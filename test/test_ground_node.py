@@ -1,0 +1,181 @@
+"""The ground outputs of segmentation_node over real topics: grid, obstacle points, picture."""
+
+import array
+
+from conftest import write_tiny_model
+from freespace_seg.image_codec import array_to_image, image_to_array
+from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
+from freespace_seg.projection import GridSpec, GroundProjector
+from freespace_seg.synthetic import (Box, Cylinder, default_intrinsics, default_mount, render,
+                                     Scene)
+from nav_msgs.msg import OccupancyGrid
+import numpy as np
+import pytest
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from ros_harness import Harness, unique_namespace
+from sensor_msgs.msg import Image, PointCloud2
+
+W, H = 640, 360
+
+
+def _frame():
+    scene = Scene.empty(size=(8.0, 8.0), obstacles=[
+        Box(1.2, 0.3, 0.4, 0.4, 0.5), Cylinder(0.9, -0.6, 0.08, 0.7)])
+    intr = default_intrinsics(W, H)
+    return render(scene, intr, default_mount(), robot_pose=(0.0, 0.0, 0.0)), intr
+
+
+def _truth_image(frame):
+    """Green where the floor is free, red elsewhere: the tiny model reads it exactly."""
+    img = np.zeros((H, W, 3), np.uint8)
+    img[..., 0] = np.where(frame.free > 0, 0, 200)
+    img[..., 1] = np.where(frame.free > 0, 200, 0)
+    return img
+
+
+@pytest.fixture
+def ground_rig(ros_init, tmp_path):
+    # Network input = camera size: no resize, so the node's mask equals the ground truth.
+    model = write_tiny_model(tmp_path, W, H)
+    ns = unique_namespace('g')
+    node = SegmentationNode(namespace=ns, parameter_overrides=[
+        Parameter('model_file_path', value=model), Parameter('num_threads', value=1),
+        Parameter('camera_height', value=0.25), Parameter('camera_pitch', value=0.3)])
+    h = Harness(ns, node)
+    h.node = node
+    yield h
+    h.close()
+
+
+def _publish(rig, frame, intr, sec, with_info=True):
+    from sensor_msgs.msg import CameraInfo
+    img = array_to_image(_truth_image(frame), 'rgb8')
+    img.header.stamp.sec = sec
+    img.header.frame_id = 'camera_optical_frame'
+    if with_info:
+        info = camera_info_from_intrinsics(intr, img.header)
+        rig.info_pub.publish(info)
+    rig.image_pub.publish(img)
+
+
+def _setup_pubs(rig):
+    from sensor_msgs.msg import CameraInfo
+    rig.image_pub = rig.publisher(Image, 'image')
+    rig.info_pub = rig.publisher(CameraInfo, 'camera_info')
+    assert rig.wait_for_subscribers(rig.image_pub)
+    assert rig.wait_for_subscribers(rig.info_pub)
+
+
+def test_grid_outputs_match_a_direct_projection_of_the_truth(ground_rig):
+    rig = ground_rig
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    clouds = rig.collect(PointCloud2, 'free_space/obstacles')
+    pictures = rig.collect(Image, 'free_space/grid_image')
+    _setup_pubs(rig)
+    node = rig.node
+    assert rig.wait_for(lambda: node._wanted(node._pub_grid) and node._wanted(node._pub_points))
+    frame, intr = _frame()
+    _publish(rig, frame, intr, 77)
+    assert rig.wait_for(lambda: grids and clouds and pictures, timeout=15)
+    msg = grids[0]
+    spec = GridSpec()
+    assert msg.header.frame_id == 'base_link' and msg.header.stamp.sec == 77
+    assert (msg.info.width, msg.info.height) == (spec.nx, spec.ny)
+    assert msg.info.resolution == pytest.approx(0.05)
+    assert (msg.info.origin.position.x, msg.info.origin.position.y) == (0.0, -2.0)
+    assert msg.info.origin.orientation.w == 1.0
+    grid = np.frombuffer(array.array('b', msg.data), np.int8).reshape(spec.ny, spec.nx)
+    direct = GroundProjector(intr, default_mount(), spec).project(frame.free)
+    np.testing.assert_array_equal(grid, direct)
+    assert (grid == 0).sum() > 500 and (grid == 100).sum() > 5
+    # The box at x = 1.0 .. 1.4 m, y = 0.1 .. 0.5 m: its front face meets the floor at x = 1.0.
+    row, col = spec.cell_of(1.0 + 0.02, 0.3)
+    assert grid[row, col] == 100
+    cloud = clouds[0]
+    assert cloud.header.frame_id == 'base_link' and cloud.header.stamp.sec == 77
+    pts = np.frombuffer(bytes(cloud.data), '<f4').reshape(-1, 3)
+    assert len(pts) == cloud.width == (grid == 100).sum()
+    assert np.all(pts[:, 2] == 0.0)
+    pic = pictures[0]
+    assert pic.encoding == 'rgb8' and pic.header.stamp.sec == 77
+    assert image_to_array(pic).shape[0] > spec.ny
+
+
+def test_no_grid_until_camera_info_and_diagnostics_say_why(ground_rig):
+    rig = ground_rig
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    masks = rig.collect(Image, 'free_space/mask')
+    _setup_pubs(rig)
+    node = rig.node
+    assert rig.wait_for(lambda: node._wanted(node._pub_grid) and node._wanted(node._pub_free))
+    frame, intr = _frame()
+    _publish(rig, frame, intr, 5, with_info=False)
+    assert rig.wait_for(lambda: masks)
+    assert not grids
+    status = node.diagnostics_status()
+    assert 'grid not published' in status.message and 'CameraInfo' in status.message
+    _publish(rig, frame, intr, 6, with_info=True)
+    assert rig.wait_for(lambda: grids, timeout=15)
+    assert grids[0].header.stamp.sec == 6
+
+
+def test_late_transient_local_subscriber_gets_the_grid(ground_rig):
+    """Nav2's StaticLayer subscribes transient_local by default: it must get the last grid."""
+    rig = ground_rig
+    first = rig.collect(OccupancyGrid, 'free_space/grid')
+    _setup_pubs(rig)
+    frame, intr = _frame()
+    assert rig.wait_for(lambda: rig.node._wanted(rig.node._pub_grid))
+    _publish(rig, frame, intr, 9)
+    assert rig.wait_for(lambda: first, timeout=15)
+    late = []
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    rig.client.create_subscription(OccupancyGrid, 'free_space/grid', late.append, qos)
+    assert rig.wait_for(lambda: late, timeout=10)
+    assert late[0].header.stamp.sec == 9
+
+
+def test_mount_parameters_change_the_projection_at_run_time(ground_rig):
+    rig = ground_rig
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    _setup_pubs(rig)
+    node = rig.node
+    frame, intr = _frame()
+    assert rig.wait_for(lambda: node._wanted(node._pub_grid))
+    _publish(rig, frame, intr, 1)
+    assert rig.wait_for(lambda: grids, timeout=15)
+    builds = node._projector.rebuild_count
+    bad = node.set_parameters([Parameter('camera_height', value=-1.0)])[0]
+    assert not bad.successful and node.get_parameter('camera_height').value == 0.25
+    bad = node.set_parameters([Parameter('grid_origin', value=[1.0])])[0]
+    assert not bad.successful
+    ok = node.set_parameters([Parameter('camera_pitch', value=0.5)])[0]
+    assert ok.successful
+    _publish(rig, frame, intr, 2)
+    assert rig.wait_for(lambda: any(g.header.stamp.sec == 2 for g in grids), timeout=15)
+    assert node._projector.rebuild_count == builds + 1
+    g2 = [g for g in grids if g.header.stamp.sec == 2][0]
+    # Same image read with a steeper pitch: the floor maps nearer, so the grid differs.
+    assert bytes(g2.data) != bytes(grids[0].data)
+
+
+def test_use_tf_without_tf2_falls_back_to_parameters(ros_init, tmp_path):
+    pytest.importorskip('rclpy')
+    try:
+        import tf2_ros  # noqa: F401
+        pytest.skip('tf2_ros is installed here; the fallback path is not reachable')
+    except ImportError:
+        pass
+    model = write_tiny_model(tmp_path, 64, 36)
+    node = SegmentationNode(namespace=unique_namespace('tf'), parameter_overrides=[
+        Parameter('model_file_path', value=model), Parameter('use_tf', value=True)])
+    try:
+        assert 'tf2_ros is not importable' in node._pose_source.status
+        assert node._pose_source.lookup('camera_optical_frame', None) is None
+        values = {kv.key: kv.value for kv in node.diagnostics_status().values}
+        assert 'tf2_ros is not importable' in values['camera_pose']
+    finally:
+        node.destroy_node()
