@@ -15,7 +15,7 @@ import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_harness import Harness, unique_namespace
-from sensor_msgs.msg import Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 W, H = 640, 360
 
@@ -50,7 +50,6 @@ def ground_rig(ros_init, tmp_path):
 
 
 def _publish(rig, frame, intr, sec, with_info=True):
-    from sensor_msgs.msg import CameraInfo
     img = array_to_image(_truth_image(frame), 'rgb8')
     img.header.stamp.sec = sec
     img.header.frame_id = 'camera_optical_frame'
@@ -61,7 +60,6 @@ def _publish(rig, frame, intr, sec, with_info=True):
 
 
 def _setup_pubs(rig):
-    from sensor_msgs.msg import CameraInfo
     rig.image_pub = rig.publisher(Image, 'image')
     rig.info_pub = rig.publisher(CameraInfo, 'camera_info')
     assert rig.wait_for_subscribers(rig.image_pub)
