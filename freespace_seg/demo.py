@@ -6,8 +6,9 @@
    large-image profile from ``config/``.
 3. Publishes the frames as a camera would (``image`` + ``camera_info``) and listens to the
    node's outputs.
-4. Prints fps, stamp-to-publish latency and mIoU against the ground truth, and writes PNGs
-   (input, colored mask, overlay, ground truth) to the output folder. No display needed.
+4. Prints fps, stamp-to-publish latency, mIoU against the ground truth and the IoU of the
+   free cells of ``free_space/grid``, and writes PNGs (input, ground truth, colored mask,
+   overlay, the node's grid and the true grid) to the output folder. No display needed.
 """
 
 import os
@@ -22,11 +23,12 @@ from freespace_seg.image_codec import image_to_array
 from freespace_seg.metrics import ConfusionAccumulator, summarize
 from freespace_seg.model_card import load_card
 from freespace_seg.postprocess import colorize, palette_lut
+from freespace_seg.projection import grid_iou, GridSpec, GroundProjector, render_grid
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT_TOPICS = ('segmentation/mask', 'segmentation/colored_mask', 'segmentation/overlay',
-                 'free_space/mask')
+                 'free_space/mask', 'free_space/grid_image')
 
 
 def add_arguments(parser):
@@ -101,24 +103,49 @@ class NodeProcess:
         return self.proc.returncode
 
 
-def save_panels(out_dir, index, rgb, colored, overlay, truth, palette):
-    """Write the four pictures of one frame plus a 2x2 panel of them."""
-    truth_rgb = colorize(truth, palette)
-    pictures = {'input': rgb, 'colored_mask': colored, 'overlay': overlay,
-                'ground_truth': truth_rgb}
+def save_panels(out_dir, index, pictures):
+    """Write each picture of one frame plus a panel: camera views left, grids right."""
     for name, img in pictures.items():
         cv2.imwrite(os.path.join(out_dir, f'frame{index:02d}_{name}.png'),
                     cv2.cvtColor(img, cv2.COLOR_RGB2BGR))
-    tiles = []
-    for name in ('input', 'ground_truth', 'colored_mask', 'overlay'):
-        tile = cv2.cvtColor(pictures[name], cv2.COLOR_RGB2BGR).copy()
+    h = pictures['input'].shape[0]
+    tiles = {}
+    for name, img in pictures.items():
+        if img.shape[0] != h:
+            img = cv2.resize(img, (int(round(img.shape[1] * h / img.shape[0])), h),
+                             interpolation=cv2.INTER_NEAREST)
+        tile = cv2.cvtColor(img, cv2.COLOR_RGB2BGR)
         cv2.putText(tile, name.replace('_', ' '), (8, 24), cv2.FONT_HERSHEY_SIMPLEX, 0.7,
                     (255, 255, 255), 2, cv2.LINE_AA)
-        tiles.append(tile)
-    panel = np.vstack([np.hstack(tiles[:2]), np.hstack(tiles[2:])])
+        tiles[name] = tile
+    panel = np.vstack([np.hstack([tiles['input'], tiles['ground_truth'], tiles['true_grid']]),
+                       np.hstack([tiles['colored_mask'], tiles['overlay'],
+                                  tiles['node_grid']])])
     path = os.path.join(out_dir, f'frame{index:02d}_panel.png')
     cv2.imwrite(path, panel)
     return path
+
+
+def grid_scores(frame, pred_free, spec):
+    """
+    Score the grid of a predicted mask against the truth; return two free-cell IoUs.
+
+    1. Against the grid projected from the exact mask: what the model's errors cost.
+    2. Against the true floor: cells seen in the exact grid (not unknown) whose centre is
+       truly free in the room (``Scene.blocked_top_down``); this also counts what the
+       projection itself gets wrong at cell edges.
+    """
+    projector = GroundProjector(frame.intrinsics, frame.mount, spec)
+    pred = projector.project(pred_free)
+    exact = projector.project(frame.free)
+    a = grid_iou(pred, exact == 0, exact != -1)
+    x, y = spec.cell_centers()
+    px, py, yaw = frame.robot_pose
+    wx = px + np.cos(yaw) * x - np.sin(yaw) * y
+    wy = py + np.sin(yaw) * x + np.cos(yaw) * y
+    true_free = ~frame.scene.blocked_top_down(wx, wy)
+    b = grid_iou(pred, true_free, exact != -1)
+    return a, b
 
 
 def run(args):
@@ -212,10 +239,15 @@ def report(args, card, camera, received, arrival, elapsed, out_dir):
     acc = ConfusionAccumulator(2)
     palette = palette_lut(card.palette)
     free_ids = np.array(card.free_space)
+    spec = GridSpec()
+    iou_vs_mask, iou_vs_floor = [], []
     for stamp in matched:
         frame = camera.frames[sent[stamp]]
         pred_free = np.isin(image_to_array(masks[stamp]), free_ids).astype(np.uint8)
         acc.update(pred_free, frame.free.astype(np.uint8))
+        a, b = grid_scores(frame, pred_free, spec)
+        iou_vs_mask.append(a)
+        iou_vs_floor.append(b)
     scores = summarize(acc.matrix, ['blocked', 'free'], positive_class='free')
     lat = np.array([(arrival[s] - s) * 1e-6 for s in matched])
     first, last = min(matched), max(matched)
@@ -226,13 +258,17 @@ def report(args, card, camera, received, arrival, elapsed, out_dir):
     for stamp in sorted(matched)[::max(1, len(matched) // max(1, args.save))][:args.save]:
         i = sent[stamp]
         frame = camera.frames[i]
-        topics = ('segmentation/colored_mask', 'segmentation/overlay')
+        topics = ('segmentation/colored_mask', 'segmentation/overlay', 'free_space/grid_image')
         parts = [received[t].get(stamp) for t in topics]
         if any(p is None for p in parts):
             continue
-        saved.append(save_panels(out_dir, len(saved), frame.image, image_to_array(parts[0]),
-                                 image_to_array(parts[1]), frame.free.astype(np.uint8),
-                                 palette))
+        true_grid = GroundProjector(frame.intrinsics, frame.mount, spec).project(frame.free)
+        pictures = {
+            'input': frame.image, 'ground_truth': colorize(frame.free.astype(np.uint8), palette),
+            'true_grid': render_grid(true_grid, grid_spec=spec),
+            'colored_mask': image_to_array(parts[0]), 'overlay': image_to_array(parts[1]),
+            'node_grid': image_to_array(parts[2])}
+        saved.append(save_panels(out_dir, len(saved), pictures))
 
     lines = [
         '',
@@ -247,11 +283,14 @@ def report(args, card, camera, received, arrival, elapsed, out_dir):
         f'| IoU free / blocked | {scores["iou"]["free"]:.3f} / {scores["iou"]["blocked"]:.3f} |',
         f'| F1 free | {scores["f1_free"]:.3f} |',
         f'| pixel accuracy | {scores["pixel_accuracy"]:.3f} |',
+        f'| grid free-cell IoU vs grid of the true mask | {np.mean(iou_vs_mask):.3f} |',
+        f'| grid free-cell IoU vs true floor in view (<= {spec.max_range:g} m) | '
+        f'{np.mean(iou_vs_floor):.3f} |',
         '',
     ]
     print('\n'.join(lines))
-    print(f'pictures: {out_dir} ({len(saved)} panels: input, ground truth, colored mask, '
-          'overlay)')
+    print(f'pictures: {out_dir} ({len(saved)} panels: input, ground truth, true grid / '
+          'colored mask, overlay, node grid)')
     with open(os.path.join(out_dir, 'summary.md'), 'w') as f:
         f.write('\n'.join(lines))
     return 0
