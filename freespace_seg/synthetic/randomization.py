@@ -1,0 +1,153 @@
+"""
+Domain-randomization settings and the default (TurtleBot 4 like) camera.
+
+Every randomized factor is a boolean switch in :class:`RandomizationConfig`; all are on by
+default. Switching a factor off does not remove the effect altogether but replaces the random
+draw by a fixed, neutral choice (for example ``lighting=False`` gives one white light above the
+room centre, ``floor_materials=False`` a plain grey floor, ``pose_jitter=False`` the nominal
+camera). Scene-level factors are drawn by :func:`freespace_seg.synthetic.make_scene`, camera
+(image-level) factors by :func:`freespace_seg.synthetic.render` when it is given an ``rng``.
+"""
+
+from dataclasses import asdict, dataclass, fields, replace
+import math
+
+from freespace_seg.geometry import CameraIntrinsics, CameraMount
+
+DEFAULT_HFOV_DEG = 69.0
+
+
+@dataclass(frozen=True)
+class RandomizationConfig:
+    """
+    Switches and ranges for the synthetic data.
+
+    Scene content (drawn in ``make_scene``):
+
+    * ``obstacles``: boxes, cylinders, furniture and low objects (off: an empty room).
+    * ``furniture``: tables and chairs, i.e. groups of thin legs with raised tops.
+    * ``low_objects``: thin, low things on the floor (books, shoes, cables, toys).
+    * ``l_shaped_rooms``: some rooms are L-shaped instead of rectangular.
+    * ``doors``: closed doors in the walls.
+    * ``decals``: rugs, mats and tape markings; they are floor, hence free.
+
+    Scene appearance (drawn in ``make_scene``):
+
+    * ``floor_materials``: wood, tiles, carpet, concrete, vinyl (off: plain grey).
+    * ``wall_textures``: wall paint colours, textures, baseboards (off: light grey walls).
+    * ``object_textures``: obstacle colours and textures (off: mid grey).
+    * ``lighting``: 1-3 lights of random position and power plus ambient (off: one light).
+    * ``shadows``: hard or soft shadows and contact darkening on the floor (off: none).
+    * ``specular``: glossy floors and objects (off: matte everything).
+    * ``color_temperature``: warm or cool light colours and white-balance error (off: white).
+
+    Camera (drawn in ``render`` when it gets an ``rng``; in ``random_sample``):
+
+    * ``exposure``: exposure error and gamma (off: auto exposure to mid grey, gamma 2.2).
+    * ``noise``: shot and read noise.
+    * ``blur``: defocus or motion blur.
+    * ``vignetting``: darker image corners.
+    * ``compression``: JPEG artefacts.
+    * ``pose_jitter``: camera height, pitch, roll, yaw and field of view around the
+      nominal ones (``random_sample`` only).
+
+    Ranges: ``room_size`` (metres, each side), ``max_obstacles`` (object groups per room),
+    ``camera_height`` and ``camera_pitch`` (uniform ranges, metres and radians),
+    ``camera_roll`` and ``camera_yaw`` (half ranges, radians), ``hfov_jitter_deg`` (half range)
+    and ``robot_clearance`` (metres from the robot centre to anything blocked).
+    """
+
+    obstacles: bool = True
+    furniture: bool = True
+    low_objects: bool = True
+    l_shaped_rooms: bool = True
+    doors: bool = True
+    decals: bool = True
+    floor_materials: bool = True
+    wall_textures: bool = True
+    object_textures: bool = True
+    lighting: bool = True
+    shadows: bool = True
+    specular: bool = True
+    color_temperature: bool = True
+    exposure: bool = True
+    noise: bool = True
+    blur: bool = True
+    vignetting: bool = True
+    compression: bool = True
+    pose_jitter: bool = True
+    room_size: tuple = (2.0, 10.0)
+    max_obstacles: int = 20
+    camera_height: tuple = (0.1, 0.5)
+    camera_pitch: tuple = (0.0, 0.6)
+    camera_roll: float = 0.05
+    camera_yaw: float = 0.05
+    hfov_jitter_deg: float = 10.0
+    robot_clearance: float = 0.25
+
+    @classmethod
+    def switches(cls):
+        """Names of the boolean factors, in declaration order."""
+        return tuple(f.name for f in fields(cls) if f.type in (bool, 'bool'))
+
+    @classmethod
+    def none(cls, **overrides):
+        """Return a config with every factor off (a fixed, neutral world), then ``overrides``."""
+        values = dict.fromkeys(cls.switches(), False)
+        values.update(overrides)
+        return cls(**values)
+
+    def without(self, *names):
+        """Return a copy with the named factors switched off."""
+        unknown = set(names) - set(self.switches())
+        if unknown:
+            raise ValueError(f'unknown randomization factors: {sorted(unknown)}')
+        return replace(self, **dict.fromkeys(names, False))
+
+    def to_dict(self):
+        """Return a JSON-friendly dict (tuples become lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data):
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f'unknown randomization keys: {sorted(unknown)}')
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def default_intrinsics(width=640, height=360):
+    """Return an OAK-D-like colour camera: HFOV 69 deg, square pixels, centred principal point."""
+    return CameraIntrinsics.from_fov(int(width), int(height), math.radians(DEFAULT_HFOV_DEG))
+
+
+def default_mount():
+    """Return the TurtleBot 4 like front camera: 0.25 m above the floor, pitched 0.3 rad down."""
+    return CameraMount(x=0.0, y=0.0, z=0.25, roll=0.0, pitch=0.3, yaw=0.0)
+
+
+def jitter_camera(rng, intrinsics, mount, config):
+    """
+    Draw a camera around ``intrinsics`` and ``mount`` within the config's ranges.
+
+    Returns ``(intrinsics, mount)``; unchanged when ``config.pose_jitter`` is off.
+    """
+    if not config.pose_jitter:
+        return intrinsics, mount
+    height = float(rng.uniform(*config.camera_height))
+    pitch = float(rng.uniform(*config.camera_pitch))
+    roll = float(rng.uniform(-config.camera_roll, config.camera_roll))
+    yaw = float(rng.uniform(-config.camera_yaw, config.camera_yaw))
+    new_mount = replace(mount, z=height, pitch=pitch, roll=roll, yaw=yaw)
+    hfov = 2.0 * math.atan(intrinsics.width / (2.0 * intrinsics.fx))
+    hfov += math.radians(float(rng.uniform(-config.hfov_jitter_deg, config.hfov_jitter_deg)))
+    hfov = min(max(hfov, math.radians(30.0)), math.radians(120.0))
+    scale = (intrinsics.width / 2.0) / math.tan(hfov / 2.0) / intrinsics.fx
+    cx = intrinsics.cx + float(rng.normal(0.0, 0.01)) * intrinsics.width
+    cy = intrinsics.cy + float(rng.normal(0.0, 0.01)) * intrinsics.height
+    new_intrinsics = CameraIntrinsics(intrinsics.width, intrinsics.height,
+                                      intrinsics.fx * scale, intrinsics.fy * scale, cx, cy,
+                                      intrinsics.distortion)
+    return new_intrinsics, new_mount

@@ -1,0 +1,890 @@
+"""
+A vectorized numpy ray caster for :class:`~freespace_seg.synthetic.scene.Scene`.
+
+Every pixel's ray (from :mod:`freespace_seg.geometry`) is intersected analytically with the
+floor plane, the ceiling, the vertical walls of the room outline, oriented boxes (slab test in
+the box frame) and vertical finite cylinders; the nearest hit wins. Obstacles are only tested
+in the image rectangle that their bounding box projects to. The ground-truth mask comes from
+the same casting: a pixel is free (1) iff its ray first hits the floor plane inside the room
+at a point not covered by an obstacle footprint (rugs and markings are floor, so free); walls,
+doors, obstacles, anything above the floor, the ceiling and the sky are 0.
+
+Shading (linear RGB): procedural materials from world or surface coordinates with a simple
+pixel-footprint filter against aliasing, Lambert and Blinn-Phong lighting from point lights
+plus ambient, shadows cast by obstacles on the floor (from top-down shadow maps, soft for area
+lights), contact darkening near the floor; then a camera model: auto exposure with error,
+white balance, vignetting, blur, shot and read noise, gamma and JPEG artefacts.
+"""
+
+from dataclasses import dataclass
+import functools
+import math
+
+import cv2
+from freespace_seg.geometry import CameraIntrinsics, CameraMount, rotation_rpy
+from freespace_seg.synthetic.randomization import (default_intrinsics, default_mount,
+                                                   jitter_camera, RandomizationConfig)
+from freespace_seg.synthetic.scene import Box, Cylinder, make_scene, Scene
+import numpy as np
+
+ID_NONE, ID_FLOOR, ID_CEILING, ID_WALL0 = 0, 1, 2, 3
+_NEAR = 1e-3
+
+
+@dataclass
+class Frame:
+    """
+    One rendered camera frame with its exact labels.
+
+    ``image``: (H, W, 3) uint8 RGB. ``free``: (H, W) uint8, 1 where the pixel's ray first hits
+    free floor. ``depth``: (H, W) float32 ray length to the first hit in metres (inf for
+    nothing). ``robot_pose``: (x, y, yaw) of base_link in the world; ``mount``: the camera in
+    base_link. ``scene``: the scene it was rendered from (for exact top-down truth).
+    """
+
+    image: np.ndarray
+    free: np.ndarray
+    depth: np.ndarray
+    intrinsics: CameraIntrinsics
+    mount: CameraMount
+    robot_pose: tuple
+    scene: Scene = None
+
+
+# --- camera and rays -------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=8)
+def _normalized_rays(intrinsics):
+    xn, yn = intrinsics.normalized_rays()
+    return xn.astype(np.float32), yn.astype(np.float32)
+
+
+def camera_in_world(mount, robot_pose):
+    """Return (origin (3,), R_world_from_optical (3, 3)) for a mount on a robot pose."""
+    x, y, yaw = (float(v) for v in robot_pose)
+    r_wb = rotation_rpy(0.0, 0.0, yaw)
+    origin = r_wb @ mount.position + np.array([x, y, 0.0])
+    return origin, r_wb @ mount.rotation_base_from_optical()
+
+
+def world_rays(intrinsics, mount, robot_pose):
+    """Return the origin and unit world ray directions (three float32 (H, W) arrays)."""
+    origin, r = camera_in_world(mount, robot_pose)
+    xn, yn = _normalized_rays(intrinsics)
+    r = [[float(v) for v in row] for row in r]
+    dx = xn * r[0][0] + yn * r[0][1] + r[0][2]
+    dy = xn * r[1][0] + yn * r[1][1] + r[1][2]
+    dz = xn * r[2][0] + yn * r[2][1] + r[2][2]
+    inv = 1.0 / np.sqrt(dx * dx + dy * dy + dz * dz)
+    return origin, dx * inv, dy * inv, dz * inv
+
+
+def _screen_rects(points, origin, r_wo, intrinsics):
+    """Pixel rectangles (u0, u1, v0, v1) covering each object's points (M, K, 3), or None."""
+    w, h = intrinsics.width, intrinsics.height
+    if intrinsics.has_distortion:
+        return [(0, w, 0, h) if np.any((points[m] - origin) @ r_wo[:, 2] > 0) else None
+                for m in range(len(points))]
+    p = (points - origin) @ r_wo  # optical frame, (M, K, 3)
+    z = p[..., 2]
+    front = z >= _NEAR
+    # Where an edge crosses the near plane, add the crossing point.
+    i, j = np.triu_indices(p.shape[1], 1)
+    zi, zj = z[:, i], z[:, j]
+    cross = (zi >= _NEAR) != (zj >= _NEAR)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        f = np.where(cross, (_NEAR - zi) / (zj - zi), 0.0)
+    q = p[:, i] + f[..., None] * (p[:, j] - p[:, i])
+    allp = np.concatenate([p, q], axis=1)
+    valid = np.concatenate([front, cross], axis=1)
+    zz = np.where(valid, np.maximum(allp[..., 2], _NEAR), 1.0)
+    u = intrinsics.fx * allp[..., 0] / zz + intrinsics.cx
+    v = intrinsics.fy * allp[..., 1] / zz + intrinsics.cy
+    big = 1e9
+    u_lo = np.where(valid, u, big).min(axis=1)
+    u_hi = np.where(valid, u, -big).max(axis=1)
+    v_lo = np.where(valid, v, big).min(axis=1)
+    v_hi = np.where(valid, v, -big).max(axis=1)
+    rects = []
+    for m in range(len(points)):
+        if not valid[m].any():
+            rects.append(None)
+            continue
+        u0 = int(max(0, math.floor(min(max(u_lo[m], -big), w)) - 1))
+        u1 = int(min(w, math.ceil(max(min(u_hi[m], big), -1)) + 2))
+        v0 = int(max(0, math.floor(min(max(v_lo[m], -big), h)) - 1))
+        v1 = int(min(h, math.ceil(max(min(v_hi[m], big), -1)) + 2))
+        rects.append((u0, u1, v0, v1) if u1 > u0 and v1 > v0 else None)
+    return rects
+
+
+# --- ray casting -----------------------------------------------------------------------
+
+def _update(t, ids, t_new, hit, ident):
+    closer = hit & (t_new < t)
+    np.copyto(t, t_new, where=closer)
+    ids[closer] = ident
+
+
+def _cast_box(box, o, dx, dy, dz, t, ids, ident):
+    c, s = math.cos(float(box.yaw)), math.sin(float(box.yaw))
+    px, py = o[0] - float(box.x), o[1] - float(box.y)
+    lox, loy, loz = c * px + s * py, -s * px + c * py, o[2]
+    ldx = c * dx + s * dy
+    ldy = c * dy - s * dx
+    hx, hy = float(box.size_x) / 2.0, float(box.size_y) / 2.0
+    with np.errstate(divide='ignore', invalid='ignore'):
+        near = None
+        far = None
+        for lo_, d, a, b in ((lox, ldx, -hx, hx), (loy, ldy, -hy, hy),
+                             (loz, dz, float(box.bottom), float(box.height))):
+            inv = 1.0 / d
+            t1 = (a - lo_) * inv
+            t2 = (b - lo_) * inv
+            tmin = np.minimum(t1, t2)
+            tmax = np.maximum(t1, t2)
+            near = tmin if near is None else np.maximum(near, tmin)
+            far = tmax if far is None else np.minimum(far, tmax)
+        hit = (near <= far) & (near > 0.0)
+    _update(t, ids, near, hit, ident)
+
+
+def _cast_cylinder(cyl, o, dx, dy, dz, t, ids, ident):
+    px, py, oz = o[0] - float(cyl.x), o[1] - float(cyl.y), o[2]
+    r = float(cyl.radius)
+    bottom, top = float(cyl.bottom), float(cyl.height)
+    c = px * px + py * py - r * r
+    with np.errstate(divide='ignore', invalid='ignore'):
+        if c > 0.0:
+            a = dx * dx + dy * dy
+            b = px * dx + py * dy
+            disc = b * b - a * c
+            ts = (-b - np.sqrt(np.maximum(disc, 0.0))) / a
+            z = oz + ts * dz
+            hit = (disc >= 0.0) & (ts > 0.0) & (z >= bottom) & (z <= top)
+            _update(t, ids, ts, hit, ident)
+        for plane, ok in ((top, oz > top), (bottom, oz < bottom)):
+            if not ok:
+                continue
+            tc = (plane - oz) / dz
+            qx, qy = px + tc * dx, py + tc * dy
+            hit = (tc > 0.0) & (qx * qx + qy * qy <= r * r)
+            _update(t, ids, tc, hit, ident)
+
+
+def _cast(scene, origin, dx, dy, dz, rects):
+    """Nearest hit distance t (inf for none) and surface id for every pixel."""
+    h, w = dx.shape
+    ox, oy, oz = (float(v) for v in origin)
+    t = np.full((h, w), np.inf, dtype=np.float32)
+    ids = np.zeros((h, w), dtype=np.int16)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        if oz > 0.0:
+            tf = np.float32(-oz) / dz
+            _update(t, ids, tf, dz < 0.0, ID_FLOOR)
+        if scene.outline is not None and scene.ceiling:
+            tc = np.float32(scene.wall_height - oz) / dz
+            _update(t, ids, tc, dz > 0.0, ID_CEILING)
+        a, b = scene.walls()
+        for k in range(len(a)):
+            ax, ay = float(a[k][0]), float(a[k][1])
+            ex, ey = float(b[k][0]) - ax, float(b[k][1]) - ay
+            wx, wy = ax - ox, ay - oy
+            den = dx * ey - dy * ex
+            inv = 1.0 / den
+            tw = (wx * ey - wy * ex) * inv
+            s = (wx * dy - wy * dx) * inv
+            hit = (tw > 0.0) & (s >= 0.0) & (s <= 1.0)
+            if not scene.ceiling:
+                zw = oz + tw * dz
+                hit &= (zw >= 0.0) & (zw <= scene.wall_height)
+            _update(t, ids, tw, hit, ID_WALL0 + k)
+    base = ID_WALL0 + len(a)
+    o = (ox, oy, oz)
+    for m, obj in enumerate(scene.obstacles):
+        rect = rects[m]
+        if rect is None:
+            continue
+        u0, u1, v0, v1 = rect
+        sl = (slice(v0, v1), slice(u0, u1))
+        if isinstance(obj, Box):
+            _cast_box(obj, o, dx[sl], dy[sl], dz[sl], t[sl], ids[sl], base + m)
+        else:
+            _cast_cylinder(obj, o, dx[sl], dy[sl], dz[sl], t[sl], ids[sl], base + m)
+    return t, ids
+
+
+def _object_points(scene):
+    """Bounding points of each obstacle, (M, 8, 3), for the screen rectangles."""
+    if not scene.obstacles:
+        return np.zeros((0, 8, 3))
+    return np.stack([o.corners() for o in scene.obstacles])
+
+
+# --- procedural textures ---------------------------------------------------------------
+
+_TILE = 256
+
+
+@functools.lru_cache(maxsize=1)
+def _noise_tiles():
+    """Two tileable noise textures (smooth, fine), zero mean, unit std, float32."""
+    gen = np.random.default_rng(12345)
+    f = np.fft.fftfreq(_TILE)
+    rad = np.hypot(f[:, None], f[None, :])
+    tiles = []
+    for sigma in (0.02, 0.12):
+        spec = np.fft.fft2(gen.standard_normal((_TILE, _TILE))) * np.exp(-(rad / sigma) ** 2)
+        tile = np.real(np.fft.ifft2(spec))
+        tile = (tile - tile.mean()) / tile.std()
+        tiles.append(np.ascontiguousarray(tile, dtype=np.float32))
+    return tuple(tiles)
+
+
+# Correlation length of each tile in tile pixels (roughly 1 / (2 pi sigma)).
+_TILE_FEATURE = (8.0, 1.3)
+
+
+def _mod(x, period):
+    return x - np.floor(x * (1.0 / period)) * period
+
+
+def _remap_points(src, mx, my, border):
+    """cv2.remap at n points (1-D float32 maps); returns (n,) or (n, channels)."""
+    n = mx.size
+    cols = 1024
+    rows = max(1, -(-n // cols))
+    pad = rows * cols - n
+    mx = np.pad(mx.ravel(), (0, pad)).reshape(rows, cols)
+    my = np.pad(my.ravel(), (0, pad)).reshape(rows, cols)
+    out = cv2.remap(src, mx, my, cv2.INTER_LINEAR, borderMode=border)
+    return out.reshape((rows * cols,) + out.shape[2:])[:n]
+
+
+def _noise(u, v, feature, seed, fp=None, which=0):
+    """Smooth noise with features about ``feature`` metres big at surface coords (u, v)."""
+    k = _TILE_FEATURE[which] / feature
+    mx = _mod(u * k + (seed % 997) * 0.37, _TILE).astype(np.float32)
+    my = _mod(v * k + (seed % 991) * 0.73, _TILE).astype(np.float32)
+    out = _remap_points(_noise_tiles()[which], mx, my, cv2.BORDER_WRAP).reshape(u.shape)
+    if fp is not None:
+        out *= np.clip(feature / (2.0 * fp + 1e-9), 0.0, 1.0)
+    return out
+
+
+def _hash(i, j, seed):
+    """Hash integer cells (i, j) to floats in [0, 1)."""
+    n = (i.astype(np.int64) * 374761393 + j.astype(np.int64) * 668265263
+         + np.int64(seed % 100003) * 982451653)
+    n = (n ^ (n >> 13)) * 1274126177
+    n = n ^ (n >> 16)
+    return (n & 0xFFFF).astype(np.float32) * np.float32(1.0 / 65536.0)
+
+
+def _line_coverage(dist, half_width, period, fp):
+    """Fraction of a pixel footprint ``fp`` wide covered by periodic lines at distance dist."""
+    lo = np.maximum(dist - fp * 0.5, -half_width)
+    hi = np.minimum(dist + fp * 0.5, half_width)
+    cov = np.clip((hi - lo) / np.maximum(fp, 1e-6), 0.0, 1.0)
+    np.copyto(cov, np.float32(2.0 * half_width / period), where=fp > 0.5 * period)
+    return cov
+
+
+def _col(c):
+    return np.asarray(c, dtype=np.float32).reshape(3, 1)
+
+
+def _lerp(c1, c2, f):
+    """Planar (3, n) blend of two colours by f (n,)."""
+    c1 = _col(c1)
+    return c1 + (_col(c2) - c1) * f[None, :]
+
+
+def material_albedo(mat, u, v, fp):
+    """
+    Linear RGB albedo, planar (3, n), of material ``mat`` at surface coords u, v (metres).
+
+    ``fp`` is the pixel footprint on the surface in metres, used to fade out detail that the
+    pixel cannot resolve (instead of aliasing it).
+    """
+    u = np.asarray(u, dtype=np.float32).ravel()
+    v = np.asarray(v, dtype=np.float32).ravel()
+    fp = np.broadcast_to(np.asarray(fp, dtype=np.float32), u.shape)
+    if mat.angle:
+        c, s = math.cos(mat.angle), math.sin(mat.angle)
+        u, v = c * u + s * v, c * v - s * u
+    u = u + float(mat.offset[0])
+    v = v + float(mat.offset[1])
+    var = float(mat.variation)
+    seed = int(mat.seed)
+    kind = mat.kind
+    if kind == 'wood':
+        w, length = float(mat.scale), float(mat.scale2)
+        row = np.floor(v * (1.0 / w))
+        shift = _hash(row, row * 0 + 7, seed) * length
+        col = np.floor((u + shift) * (1.0 / length))
+        tone = _hash(row, col, seed)
+        grain = _noise(u * 0.1, v * 2.0, 0.02, seed, fp, 0)
+        out = _lerp(mat.color, mat.color2, np.clip(tone * (0.3 + 2.0 * var), 0.0, 1.0))
+        out *= 1.0 + 0.12 * grain
+        dv = np.abs(_mod(v, w) - w / 2.0)
+        seam_v = _line_coverage(w / 2.0 - dv, 0.0015, w, fp)
+        du = np.abs(_mod(u + shift, length) - length / 2.0)
+        seam_u = _line_coverage(length / 2.0 - du, 0.0015, length, fp)
+        out *= (1.0 - 0.55 * (1.0 - (1.0 - seam_v) * (1.0 - seam_u)))
+        return out
+    if kind in ('tile', 'checker'):
+        size, grout = float(mat.scale), float(mat.scale2)
+        i, j = np.floor(u * (1.0 / size)), np.floor(v * (1.0 / size))
+        if kind == 'checker':
+            out = _lerp(mat.color, mat.color2, _mod(i + j, 2.0))
+            grout_color = _col(mat.color) * 0.8
+        else:
+            out = np.repeat(_col(mat.color), u.size, axis=1)
+            grout_color = _col(mat.color2)
+        tone = 1.0 + var * 2.0 * (_hash(i, j, seed) - 0.5)
+        tone += var * 0.5 * _noise(u, v, size * 0.3, seed, fp, 0)
+        out *= tone
+        du = np.abs(_mod(u, size) - size / 2.0)
+        dv = np.abs(_mod(v, size) - size / 2.0)
+        cov = 1.0 - ((1.0 - _line_coverage(size / 2.0 - du, grout / 2.0, size, fp))
+                     * (1.0 - _line_coverage(size / 2.0 - dv, grout / 2.0, size, fp)))
+        out += (grout_color - out) * cov
+        return out
+    if kind == 'noise':
+        fine = _noise(u, v, max(float(mat.scale), 1e-3), seed, fp, 1)
+        coarse = _noise(u, v, float(mat.scale2), seed + 1, fp, 0)
+        out = _lerp(mat.color, mat.color2, np.clip(0.5 + 0.25 * coarse, 0.0, 1.0))
+        out *= np.clip(1.0 + var * (fine + 0.3 * coarse), 0.2, 2.0)
+        return out
+    if kind == 'stripes':
+        period = float(mat.scale)
+        d = np.abs(_mod(v, period) - period / 2.0)
+        out = _lerp(mat.color, mat.color2, _line_coverage(period / 2.0 - d, period / 4.0,
+                                                          period, fp))
+        out *= 1.0 + var * _noise(u, v, 0.3, seed, fp, 0)
+        return out
+    out = np.repeat(_col(mat.color), u.size, axis=1)
+    if var > 0.0:
+        n = _noise(u, v, float(mat.scale2), seed, fp, 0)
+        n += 0.5 * _noise(u, v, max(float(mat.scale), 0.003), seed + 3, fp, 1)
+        out *= 1.0 + var * n
+    return out
+
+
+# --- top-down shadow and contact maps --------------------------------------------------
+
+_SHADOW_SAMPLES = ((0.0, 0.0), (1.0, 0.0), (-0.5, 0.866), (-0.5, -0.866))
+
+
+def _shadow_points(obstacles):
+    """Points (M, 24, 3) whose convex hull is each obstacle (boxes repeat their corners)."""
+    out = np.empty((len(obstacles), 24, 3))
+    for m, obj in enumerate(obstacles):
+        out[m] = obj.ring(12) if isinstance(obj, Cylinder) else np.tile(obj.corners(), (3, 1))
+    return out
+
+
+def _topdown_maps(scene, use_shadows):
+    """Grid (x0, y0, cell) and float32 maps (L + 1, h, w): per-light lit factor, contact."""
+    lights = scene.appearance.lights
+    key = (use_shadows, tuple(scene.obstacles), scene.outline, lights,
+           scene.appearance.contact_shadows)
+    cached = scene._cache.get('topdown')
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    x0, y0, x1, y1 = scene.bounds()
+    margin = 0.1
+    x0, y0, x1, y1 = x0 - margin, y0 - margin, x1 + margin, y1 + margin
+    cell = min(max(max(x1 - x0, y1 - y0) / 320.0, 0.005), 0.04)
+    gw, gh = int(math.ceil((x1 - x0) / cell)), int(math.ceil((y1 - y0) / cell))
+    shift = 4
+    scale = cell / (1 << shift)
+    origin = np.array([x0, y0])
+    maps = np.ones((len(lights) + 1, gh, gw), np.float32)
+    pts = _shadow_points(scene.obstacles) if scene.obstacles else None
+    for li, light in enumerate(lights):
+        if not use_shadows or pts is None:
+            continue
+        lp = np.asarray(light.position, dtype=np.float64)
+        n_samples = len(_SHADOW_SAMPLES) if light.radius > 0 else 1
+        acc = np.zeros((gh, gw), np.float32)
+        layer = np.empty((gh, gw), np.uint8)
+        for k in range(n_samples):
+            off = np.asarray(_SHADOW_SAMPLES[k]) * light.radius
+            pos = lp + (off[0], off[1], 0.0)
+            # Tall things are cut at 80 % of the light's height: shadows at most 5x long.
+            dz = pos[2] - np.minimum(pts[..., 2], 0.8 * pos[2])
+            proj = pos[:2] + (pts[..., :2] - pos[:2]) * (pos[2] / dz)[..., None]
+            grid = np.round((proj - origin) / scale).astype(np.int32)
+            layer[:] = 0
+            for m in range(len(grid)):
+                cv2.fillConvexPoly(layer, cv2.convexHull(grid[m].reshape(-1, 1, 2)), 1,
+                                   cv2.LINE_8, shift)
+            acc += layer
+        lit = 1.0 - acc * np.float32(1.0 / n_samples)
+        sigma = max(0.6, (0.004 + light.radius * 0.02) / cell)
+        maps[li] = cv2.GaussianBlur(lit, (0, 0), sigma)
+    strength = float(scene.appearance.contact_shadows) if use_shadows else 0.0
+    if strength > 0.0:
+        occ = np.zeros((gh, gw), np.uint8)
+        raised = np.zeros((gh, gw), np.uint8)
+
+        def to_grid(xy):
+            return np.round((xy - origin) / scale).astype(np.int32).reshape(-1, 1, 2)
+
+        if scene.outline is not None:
+            occ[:] = 1
+            cv2.fillPoly(occ, [to_grid(scene.polygon)], 0, cv2.LINE_8, shift)
+        for obj in scene.obstacles:
+            cv2.fillConvexPoly(occ if obj.standing else raised, to_grid(obj.outline()), 1,
+                               cv2.LINE_8, shift)
+        dist = cv2.distanceTransform(1 - occ, cv2.DIST_L2, 5) * np.float32(cell)
+        contact = 1.0 - strength * np.exp(dist * np.float32(-1.0 / 0.07))
+        if raised.any():
+            under = cv2.GaussianBlur(raised.astype(np.float32), (0, 0), 0.15 / cell)
+            contact *= 1.0 - 0.5 * strength * under
+        maps[-1] = contact
+    result = ((x0, y0, cell), maps)
+    scene._cache['topdown'] = (key, result)
+    return result
+
+
+def _sample_maps(grid, maps, xs, ys):
+    """Bilinear samples (C, n) of planar maps (C, h, w) at world points (xs, ys)."""
+    x0, y0, cell = grid
+    mx = ((xs - x0) * (1.0 / cell)).astype(np.float32)  # cell i is centred on x0 + i cell
+    my = ((ys - y0) * (1.0 / cell)).astype(np.float32)
+    c = maps.shape[0]
+    stacked = cv2.merge(list(maps)) if c > 1 else maps[0]
+    out = np.empty((c, xs.size), np.float32)
+    for start in range(0, c, 4):
+        part = np.ascontiguousarray(stacked[..., start:start + 4]) if c > 1 else stacked
+        n = part.shape[2] if part.ndim == 3 else 1
+        out[start:start + n] = _remap_points(part, mx, my, cv2.BORDER_REPLICATE).reshape(-1, n).T
+    return out
+
+
+# --- shading ---------------------------------------------------------------------------
+
+def _scatter(dst, idx, src):
+    """dst[:, idx] = src for planar (3, n) arrays (src may be (3, 1))."""
+    for c in range(dst.shape[0]):
+        dst[c, idx] = src[c]
+
+
+def _shade(scene, intrinsics, origin, dx, dy, dz, t, ids, rects, config):
+    """Linear RGB radiance, planar (3, H, W) float32."""
+    h, w = t.shape
+    n = h * w
+    app = scene.appearance
+    tf = t.ravel().copy()
+    tf[~np.isfinite(tf)] = 0.0
+    dxf, dyf, dzf = dx.ravel(), dy.ravel(), dz.ravel()
+    ox, oy, oz = (float(v) for v in origin)
+    X = ox + tf * dxf
+    Y = oy + tf * dyf
+    Z = oz + tf * dzf
+    fid = ids.ravel()
+    albedo = np.empty((3, n), np.float32)
+    albedo[:] = _col(app.sky_color)
+    nx = np.zeros(n, np.float32)
+    ny = np.zeros(n, np.float32)
+    nz = np.zeros(n, np.float32)
+    ks = np.zeros(n, np.float32)
+    shin = np.ones(n, np.float32)
+    inv_f = 1.0 / float(intrinsics.fx)
+    use_spec = config.specular
+    geo = (X, Y, Z, dxf, dyf, dzf, tf, inv_f)
+    surf = (albedo, nx, ny, nz, ks, shin)
+
+    # Floor, with decals, shadows and contact darkening from the top-down maps.
+    fi = np.flatnonzero(fid == ID_FLOOR)
+    floor_maps = None
+    if fi.size:
+        fxs, fys = X[fi], Y[fi]
+        fp = tf[fi] * inv_f / np.maximum(np.abs(dzf[fi]), 0.05)
+        alb = material_albedo(app.floor, fxs, fys, fp)
+        for decal in scene.decals:
+            _apply_decal(decal, fxs, fys, fp, alb)
+        _scatter(albedo, fi, alb)
+        nz[fi] = 1.0
+        if use_spec and app.floor.specular > 0.0:
+            ks[fi] = app.floor.specular
+            shin[fi] = app.floor.shininess
+        grid, maps = _topdown_maps(scene, config.shadows and app.shadows)
+        floor_maps = _sample_maps(grid, maps, fxs, fys)
+    # Ceiling, with lamp discs.
+    emit = None
+    ci = np.flatnonzero(fid == ID_CEILING)
+    if ci.size:
+        _scatter(albedo, ci, _col(app.ceiling_color))
+        nz[ci] = -1.0
+        emit = np.zeros(n, np.float32)
+        for light in app.lights:
+            d2 = (X[ci] - light.position[0]) ** 2 + (Y[ci] - light.position[1]) ** 2
+            emit[ci] += (d2 < app.lamp_radius ** 2) * np.float32(6.0 * light.intensity)
+    _shade_walls(scene, fid, geo, surf, use_spec)
+    base = ID_WALL0 + len(scene.walls()[0])
+    for m, obj in enumerate(scene.obstacles):
+        rect = rects[m]
+        if rect is None:
+            continue
+        u0, u1, v0, v1 = rect
+        sub = ids[v0:v1, u0:u1] == base + m
+        if not sub.any():
+            continue
+        rr, cc = np.nonzero(sub)
+        _shade_object(obj, (rr + v0) * w + (cc + u0), geo, surf, use_spec)
+
+    # Lighting: ambient (darkened near contacts) plus each light's diffuse and specular.
+    ao = 1.0 - 0.35 * np.exp(np.maximum(Z, 0.0) * np.float32(-1.0 / 0.05))
+    ao[fid <= ID_CEILING] = 1.0
+    if floor_maps is not None:
+        ao[fi] = floor_maps[-1]
+    ao_direct = 0.5 + 0.5 * ao
+    irr = np.empty((3, n), np.float32)
+    irr[:] = ao * np.float32(app.ambient)
+    si = np.flatnonzero(ks > 0.0) if use_spec else np.zeros(0, np.int64)
+    spec_acc = None
+    # Highlights from the (at most) two strongest lights.
+    spec_lights = sorted(range(len(app.lights)), key=lambda i: -app.lights[i].intensity)[:2]
+    if si.size:
+        sX, sY, sZ = X[si], Y[si], Z[si]
+        snx, sny, snz = nx[si], ny[si], nz[si]
+        svx, svy, svz = -dxf[si], -dyf[si], -dzf[si]
+        sks, sshin = ks[si], shin[si]
+        s_lit = None
+        if floor_maps is not None:
+            where = np.full(n, -1, np.int64)
+            where[fi] = np.arange(fi.size)
+            pos = where[si]
+            on_floor = np.flatnonzero(pos >= 0)
+            s_lit = np.ones((len(app.lights), si.size), np.float32)
+            s_lit[:, on_floor] = floor_maps[:-1][:, pos[on_floor]]
+        spec_acc = np.zeros((3, si.size), np.float32)
+    for li, light in enumerate(app.lights):
+        px, py, pz = (float(v) for v in light.position)
+        lx = px - X
+        ly = py - Y
+        lz = pz - Z
+        d2 = lx * lx + ly * ly + lz * lz
+        inv = 1.0 / np.sqrt(d2 + 1e-6)
+        ndotl = np.maximum((nx * lx + ny * ly + nz * lz) * inv, 0.0)
+        att = np.float32(light.intensity) / (1.0 + d2 * np.float32(1.0 / 6.0))
+        shade = ndotl * att * ao_direct
+        if floor_maps is not None:
+            shade[fi] *= floor_maps[li]
+        irr += _col(light.color) * shade
+        if spec_acc is not None and li in spec_lights:
+            lx, ly, lz = px - sX, py - sY, pz - sZ
+            d2 = lx * lx + ly * ly + lz * lz
+            inv = 1.0 / np.sqrt(d2 + 1e-6)
+            lx *= inv
+            ly *= inv
+            lz *= inv
+            hx, hy, hz = lx + svx, ly + svy, lz + svz
+            hn = 1.0 / np.sqrt(hx * hx + hy * hy + hz * hz + 1e-12)
+            ndoth = np.maximum((snx * hx + sny * hy + snz * hz) * hn, 1e-6)
+            lit = (snx * lx + sny * ly + snz * lz) > 0.0
+            spec = sks * np.exp(sshin * np.log(ndoth)) * lit
+            spec *= np.float32(light.intensity) / (1.0 + d2 * np.float32(1.0 / 6.0))
+            if s_lit is not None:
+                spec *= s_lit[li]
+            spec_acc += _col(light.color) * spec
+    rad = albedo * irr
+    if spec_acc is not None:
+        for c in range(3):
+            rad[c, si] += spec_acc[c]
+    if emit is not None:
+        rad += emit
+    sky = np.flatnonzero(fid == ID_NONE)
+    if sky.size:
+        _scatter(rad, sky, _col(app.sky_color))
+    return rad.reshape(3, h, w)
+
+
+def _shade_walls(scene, fid, geo, surf, use_spec):
+    X, Y, Z, dxf, dyf, dzf, tf, inv_f = geo
+    albedo, nx, ny, nz, ks, shin = surf
+    app = scene.appearance
+    a, b = scene.walls()
+    doors = {}
+    for door in scene.doors:
+        doors.setdefault(door.wall, []).append(door)
+    for k in range(len(a)):
+        wi = np.flatnonzero(fid == ID_WALL0 + k)
+        if not wi.size:
+            continue
+        e = b[k] - a[k]
+        length = float(np.hypot(*e))
+        ux, uy = float(e[0]) / length, float(e[1]) / length
+        nxk, nyk = -uy, ux
+        s = (X[wi] - float(a[k][0])) * ux + (Y[wi] - float(a[k][1])) * uy
+        z = Z[wi]
+        fp = tf[wi] * inv_f / np.maximum(np.abs(dxf[wi] * nxk + dyf[wi] * nyk), 0.05)
+        alb = material_albedo(app.wall, s, z, fp)
+        spec = np.full(wi.size, app.wall.specular if use_spec else 0.0, np.float32)
+        if app.baseboard_height > 0.0:
+            m = z < app.baseboard_height
+            if m.any():
+                alb[:, m] = material_albedo(app.baseboard, s[m], z[m], fp[m])
+                spec[m] = app.baseboard.specular if use_spec else 0.0
+            line = _line_coverage(np.abs(z - app.baseboard_height), 0.004, 1e9, fp)
+            alb *= 1.0 - 0.4 * line
+        for door in doors.get(k, ()):
+            _apply_door(door, s, z, fp, alb)
+        _scatter(albedo, wi, alb)
+        nx[wi] = nxk
+        ny[wi] = nyk
+        ks[wi] = spec
+        shin[wi] = 20.0
+
+
+def _apply_decal(decal, xs, ys, fp, alb):
+    c, s = math.cos(float(decal.yaw)), math.sin(float(decal.yaw))
+    r = 0.5 * math.hypot(decal.size_x, decal.size_y)
+    near = np.flatnonzero((np.abs(xs - float(decal.x)) <= r) & (np.abs(ys - float(decal.y)) <= r))
+    if not near.size:
+        return
+    px, py = xs[near] - float(decal.x), ys[near] - float(decal.y)
+    lu, lv = c * px + s * py, c * py - s * px
+    hx, hy = decal.size_x / 2.0, decal.size_y / 2.0
+    if decal.shape == 'ellipse':
+        q = (lu / hx) ** 2 + (lv / hy) ** 2
+        inside = q <= 1.0
+        edge = (1.0 - np.sqrt(np.minimum(q, 1.0))) * min(hx, hy)
+    else:
+        inside = (np.abs(lu) <= hx) & (np.abs(lv) <= hy)
+        edge = np.minimum(hx - np.abs(lu), hy - np.abs(lv))
+    if not inside.any():
+        return
+    idx = near[inside]
+    col = material_albedo(decal.material, lu[inside], lv[inside], fp[idx])
+    if decal.border > 0.0:
+        band = edge[inside] < decal.border
+        col[:, band] = _col(decal.border_color)
+    alb[:, idx] = col
+
+
+def _apply_door(door, s, z, fp, alb):
+    m = (s >= door.start) & (s <= door.start + door.width) & (z <= door.height)
+    if not m.any():
+        return
+    ds = s[m] - door.start
+    dz = z[m]
+    col = material_albedo(door.material, ds, dz, fp[m])
+    edge = np.minimum(np.minimum(ds, door.width - ds), door.height - dz)
+    col[:, edge < 0.05] = _col(door.frame_color)
+    handle = (np.abs(ds - (door.width - 0.1)) < 0.04) & (np.abs(dz - 1.0) < 0.015)
+    col[:, handle] *= 0.3
+    alb[:, m] = col
+
+
+def _shade_object(obj, oi, geo, surf, use_spec):
+    X, Y, Z, dxf, dyf, dzf, tf, inv_f = geo
+    albedo, nx, ny, nz, ks, shin = surf
+    x, y, z = X[oi], Y[oi], Z[oi]
+    mat = obj.material
+    if isinstance(obj, Box):
+        c, s = math.cos(float(obj.yaw)), math.sin(float(obj.yaw))
+        px, py = x - float(obj.x), y - float(obj.y)
+        lx, ly = c * px + s * py, c * py - s * px
+        hx, hy = float(obj.size_x) / 2.0, float(obj.size_y) / 2.0
+        hz = (float(obj.height) - float(obj.bottom)) / 2.0
+        lz = z - (float(obj.height) + float(obj.bottom)) / 2.0
+        # The face whose plane is nearest, measured in metres.
+        ex, ey, ez = np.abs(np.abs(lx) - hx), np.abs(np.abs(ly) - hy), np.abs(np.abs(lz) - hz)
+        face_x = (ex <= ey) & (ex <= ez)
+        face_y = ~face_x & (ey <= ez)
+        face_z = ~face_x & ~face_y
+        sx, sy, sz = np.sign(lx), np.sign(ly), np.sign(lz)
+        n_x = (face_x * (c * sx) - face_y * (s * sy)).astype(np.float32)
+        n_y = (face_x * (s * sx) + face_y * (c * sy)).astype(np.float32)
+        n_z = (face_z * sz).astype(np.float32)
+        tu = np.where(face_x, ly, lx)
+        tv = np.where(face_z, ly, z)
+    else:
+        px, py = x - float(obj.x), y - float(obj.y)
+        r = float(obj.radius)
+        rr = np.hypot(px, py)
+        side = (rr >= 0.98 * r) & (z > float(obj.bottom) + 1e-4) & (z < float(obj.height) - 1e-4)
+        inv_r = 1.0 / np.maximum(rr, 1e-6)
+        n_x = (side * px * inv_r).astype(np.float32)
+        n_y = (side * py * inv_r).astype(np.float32)
+        top = z >= (float(obj.height) + float(obj.bottom)) / 2.0
+        n_z = (~side * np.where(top, 1.0, -1.0)).astype(np.float32)
+        tu = np.where(side, np.arctan2(py, px) * r, px)
+        tv = np.where(side, z, py)
+    cos_inc = dxf[oi] * n_x + dyf[oi] * n_y + dzf[oi] * n_z
+    fp = tf[oi] * inv_f / np.maximum(np.abs(cos_inc), 0.05)
+    _scatter(albedo, oi, material_albedo(mat, tu, tv, fp))
+    nx[oi] = n_x
+    ny[oi] = n_y
+    nz[oi] = n_z
+    if use_spec and mat.specular > 0.0:
+        ks[oi] = mat.specular
+        shin[oi] = mat.shininess
+
+
+# --- camera model ----------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=64)
+def _gamma_lut(gamma_x100):
+    x = np.linspace(0.0, 1.0, 4096, dtype=np.float64)
+    srgb = np.where(x <= 0.0031308, 12.92 * x, 1.055 * x ** (1.0 / 2.4) - 0.055)
+    g = gamma_x100 / 100.0
+    return np.clip(np.round(255.0 * srgb ** g), 0, 255).astype(np.uint8)
+
+
+@functools.lru_cache(maxsize=4)
+def _vignette(h, w):
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    return ((xx - w / 2.0) ** 2 + (yy - h / 2.0) ** 2) / ((w / 2.0) ** 2 + (h / 2.0) ** 2)
+
+
+@functools.lru_cache(maxsize=1)
+def _noise_bank():
+    """Return standard normal float32 numbers to cut per-frame sensor noise from (fast)."""
+    return np.random.default_rng(54321).standard_normal(1 << 22, dtype=np.float32)
+
+
+def _sensor_noise(rng, shape):
+    size = int(np.prod(shape))
+    bank = _noise_bank()
+    if size > bank.size // 2:
+        return rng.standard_normal(shape, dtype=np.float32)
+    start = int(rng.integers(0, bank.size - size))
+    out = bank[start:start + size].reshape(shape)
+    return out if rng.random() < 0.5 else -out
+
+
+def _camera(rad, scene, rng, config):
+    """Turn planar linear radiance (3, H, W) into an 8-bit RGB (H, W, 3) image."""
+    _, h, w = rad.shape
+    sample = rad[:, ::4, ::4]
+    lum = float(np.mean(0.2126 * sample[0] + 0.7152 * sample[1] + 0.0722 * sample[2]))
+    target = 0.18
+    gamma = 1.0
+    if rng is not None and config.exposure:
+        target *= 2.0 ** float(rng.uniform(-1.2, 0.8))
+        gamma = float(rng.uniform(0.8, 1.2))
+    gain = np.full(3, target / max(lum, 1e-6))
+    lights = scene.appearance.lights
+    if lights:  # the camera white-balances to the lights' mean colour
+        mean = np.mean([np.asarray(li.color) * li.intensity for li in lights], axis=0)
+        mean = np.maximum(mean / max(float(np.mean(mean)), 1e-6), 0.05)
+        gain /= mean * float(np.mean(1.0 / mean))
+    if rng is not None and config.color_temperature:
+        gain *= np.exp([rng.normal(0, 0.08), 0.0, rng.normal(0, 0.08)])
+    planes = [rad[c] * np.float32(gain[c]) for c in range(3)]
+    if rng is not None and config.vignetting:
+        vig = 1.0 - np.float32(rng.uniform(0.0, 0.45)) * _vignette(h, w)
+        planes = [p * vig for p in planes]
+    img = cv2.merge(planes)
+    if rng is not None and config.blur:
+        choice = rng.random()
+        if choice < 0.35:
+            img = cv2.GaussianBlur(img, (0, 0), float(rng.uniform(0.3, 1.2)))
+        elif choice < 0.5:
+            length = int(rng.integers(3, 10))
+            kernel = np.zeros((length, length), np.float32)
+            kernel[length // 2, :] = 1.0
+            rot = cv2.getRotationMatrix2D(((length - 1) / 2.0, (length - 1) / 2.0),
+                                          float(rng.uniform(0, 180)), 1.0)
+            kernel = cv2.warpAffine(kernel, rot, (length, length))
+            kernel /= max(float(kernel.sum()), 1e-6)
+            img = cv2.filter2D(img, -1, kernel)
+    if rng is not None and config.noise:
+        shot = float(rng.uniform(0.0, 4e-4))
+        read = float(rng.uniform(0.0, 0.004))
+        sigma = np.sqrt(np.maximum(img, 0.0) * np.float32(shot) + np.float32(read * read))
+        img = img + sigma * _sensor_noise(rng, img.shape)
+    idx = np.clip(img * 4095.0 + 0.5, 0, 4095).astype(np.uint16)
+    out = _gamma_lut(int(round(gamma * 100)))[idx]
+    if rng is not None and config.compression and rng.random() < 0.5:
+        quality = int(rng.integers(35, 95))
+        ok, buf = cv2.imencode('.jpg', out[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, quality])
+        if ok:
+            out = cv2.imdecode(buf, cv2.IMREAD_COLOR)[..., ::-1]
+    return np.ascontiguousarray(out)
+
+
+# --- public API ------------------------------------------------------------------------
+
+def render(scene, intrinsics, mount, robot_pose=(0.0, 0.0, 0.0), rng=None, randomization=None):
+    """
+    Render ``scene`` seen by a camera ``mount``-ed on a robot at ``robot_pose``.
+
+    ``robot_pose`` is (x, y, yaw) of base_link in the world; ``mount`` is the camera pose in
+    base_link. ``rng`` (a numpy Generator) draws the camera effects (exposure error, white
+    balance, vignetting, blur, noise, JPEG) that ``randomization`` enables; without an ``rng``
+    the image is clean and deterministic. Returns a :class:`Frame`.
+    """
+    config = randomization if randomization is not None else RandomizationConfig()
+    origin, r_wo = camera_in_world(mount, robot_pose)
+    _, dx, dy, dz = world_rays(intrinsics, mount, robot_pose)
+    rects = _screen_rects(_object_points(scene), origin, r_wo, intrinsics)
+    t, ids = _cast(scene, origin, dx, dy, dz, rects)
+    free = (ids == ID_FLOOR).astype(np.uint8)
+    rad = _shade(scene, intrinsics, origin, dx, dy, dz, t, ids, rects, config)
+    image = _camera(rad, scene, rng, config)
+    pose = tuple(float(v) for v in robot_pose)
+    return Frame(image, free, t, intrinsics, mount, pose, scene)
+
+
+def _camera_is_clear(scene, mount, pose, margin=0.05):
+    """Check that the camera centre is not inside or just under a raised object's top."""
+    origin, _ = camera_in_world(mount, pose)
+    for obj in scene.obstacles:
+        if obj.standing:
+            continue
+        if obj.distance_xy(origin[0], origin[1]) <= margin and origin[2] > obj.bottom - margin:
+            return False
+    return True
+
+
+def _pick_heading(rng, scene, x, y):
+    """
+    Pick a heading for the robot at (x, y).
+
+    40 % of the time towards the most open floor, 40 % towards something blocked about
+    1-3 m ahead (so that obstacles and walls are in view, not filling it), else any.
+    """
+    yaws = rng.uniform(-math.pi, math.pi, 12)
+    choice = rng.random()
+    if choice >= 0.8:
+        return float(yaws[0])
+    steps = np.linspace(0.25, 5.0, 20)
+    xs = x + np.cos(yaws)[:, None] * steps
+    ys = y + np.sin(yaws)[:, None] * steps
+    blocked = scene.blocked_top_down(xs, ys)
+    reach = np.where(blocked.any(axis=1), steps[np.argmax(blocked, axis=1)], 1e3)
+    if choice < 0.4:
+        return float(yaws[int(np.argmax(reach))])
+    target = float(rng.uniform(1.0, 3.0))
+    return float(yaws[int(np.argmin(np.abs(reach - target)))])
+
+
+def random_sample(rng, intrinsics=None, randomization=None):
+    """
+    One training sample: a new random scene, a free robot pose and a jittered camera.
+
+    ``intrinsics`` defaults to :func:`default_intrinsics` (640x360); with ``pose_jitter`` the
+    camera height, pitch, roll, yaw and field of view vary within the config's ranges around
+    :func:`default_mount` and ``intrinsics``.
+    """
+    config = randomization if randomization is not None else RandomizationConfig()
+    base_intrinsics = intrinsics if intrinsics is not None else default_intrinsics()
+    for _ in range(20):
+        scene = make_scene(rng, config)
+        cam_intrinsics, mount = jitter_camera(rng, base_intrinsics, default_mount(), config)
+        for _ in range(10):
+            try:
+                x, y, _yaw = scene.sample_free_pose(rng, clearance=config.robot_clearance)
+            except RuntimeError:
+                break
+            pose = (x, y, _pick_heading(rng, scene, x, y))
+            if _camera_is_clear(scene, mount, pose):
+                return render(scene, cam_intrinsics, mount, pose, rng, config)
+    raise RuntimeError('could not place a robot in 20 random scenes')

@@ -1,0 +1,851 @@
+"""
+Synthetic indoor rooms: primitives, seeded room generation and exact top-down truth.
+
+A :class:`Scene` lives in a WORLD frame: x and y on the floor, z up, the floor is the plane
+z = 0. The room is a simple polygon (rectangular or L-shaped) of vertical walls from the floor
+up to ``wall_height`` (with a ceiling there, or open above); ``outline=None`` gives an endless
+floor without walls. Obstacles are :class:`Box` (oriented about z) and :class:`Cylinder`
+(vertical) primitives. A primitive whose ``bottom`` is 0 stands on the floor and has a
+footprint; a raised one (a tabletop, a chair seat) has none, and the floor under it stays free.
+
+Ground-truth rule: a pixel is free (1) iff its ray first hits the floor plane (z = 0) inside
+the room at a point not covered by any obstacle footprint. Rugs, mats and floor markings
+(:class:`Decal`) are floor and thus free. Everything else (walls, doors, obstacles, anything
+above the floor, the ceiling or the sky) is blocked (0). :meth:`Scene.blocked_top_down` is
+the same rule on the floor: True outside the room, in the walls and on footprints.
+"""
+
+from dataclasses import dataclass, field, replace
+import math
+
+from freespace_seg.synthetic.randomization import RandomizationConfig
+import numpy as np
+
+#: A primitive whose bottom is at most this high (metres) stands on the floor.
+FOOTPRINT_EPS = 1e-6
+
+
+def _tuple3(values):
+    return tuple(float(v) for v in values)
+
+
+@dataclass(frozen=True)
+class Material:
+    """
+    Procedural surface appearance, evaluated from surface coordinates in metres.
+
+    ``kind`` is one of ``plain``, ``noise`` (carpet, fabric, concrete), ``wood`` (planks of
+    width ``scale`` and length ``scale2``), ``tile`` (tiles of size ``scale``, grout of width
+    ``scale2`` in ``color2``), ``checker`` (tiles alternating ``color`` and ``color2``) or
+    ``stripes`` (bands of period ``scale``). Colours are linear RGB albedos in [0, 1].
+    ``variation`` scales the noise and per-element colour variation; ``specular`` and
+    ``shininess`` set Blinn-Phong highlights.
+    """
+
+    kind: str = 'plain'
+    color: tuple = (0.5, 0.5, 0.5)
+    color2: tuple = (0.25, 0.25, 0.25)
+    scale: float = 0.3
+    scale2: float = 0.005
+    angle: float = 0.0
+    variation: float = 0.05
+    specular: float = 0.0
+    shininess: float = 30.0
+    offset: tuple = (0.0, 0.0)
+    seed: int = 0
+
+
+DEFAULT_FLOOR = Material('plain', (0.30, 0.30, 0.30), variation=0.0)
+DEFAULT_WALL = Material('plain', (0.60, 0.60, 0.60), variation=0.0)
+DEFAULT_OBJECT = Material('plain', (0.20, 0.20, 0.20), variation=0.0)
+DEFAULT_BASEBOARD = Material('plain', (0.75, 0.75, 0.75), variation=0.0)
+
+
+@dataclass(frozen=True)
+class Box:
+    """
+    A box with vertical sides, yawed about z, spanning z in [bottom, height].
+
+    ``(x, y)`` is the centre of the footprint, ``size_x``/``size_y`` are the full side lengths
+    along the box's own axes (rotated by ``yaw`` from the world axes) and ``height`` is the z of
+    the top face. A box with ``bottom`` > 0 is raised and has no footprint.
+    """
+
+    x: float
+    y: float
+    size_x: float
+    size_y: float
+    height: float
+    yaw: float = 0.0
+    bottom: float = 0.0
+    material: Material = DEFAULT_OBJECT
+    label: str = ''
+
+    @property
+    def standing(self):
+        """Return True when the box stands on the floor (it has a footprint)."""
+        return self.bottom <= FOOTPRINT_EPS
+
+    def corners(self):
+        """Return the 8 corners in the world frame, shape (8, 3)."""
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        hx, hy = self.size_x / 2.0, self.size_y / 2.0
+        out = []
+        for lz in (self.bottom, self.height):
+            for lx, ly in ((-hx, -hy), (hx, -hy), (hx, hy), (-hx, hy)):
+                out.append((self.x + c * lx - s * ly, self.y + s * lx + c * ly, lz))
+        return np.array(out)
+
+    def outline(self):
+        """Return the footprint polygon (4, 2), counter-clockwise."""
+        return self.corners()[:4, :2]
+
+    def _local(self, xs, ys):
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        dx, dy = xs - self.x, ys - self.y
+        return c * dx + s * dy, -s * dx + c * dy
+
+    def contains_xy(self, xs, ys):
+        """Return True where (x, y) lies in the box's footprint rectangle (edges included)."""
+        lx, ly = self._local(xs, ys)
+        return (np.abs(lx) <= self.size_x / 2.0) & (np.abs(ly) <= self.size_y / 2.0)
+
+    def distance_xy(self, xs, ys):
+        """Distance on the floor from (x, y) to the footprint rectangle (0 inside)."""
+        lx, ly = self._local(xs, ys)
+        qx = np.maximum(np.abs(lx) - self.size_x / 2.0, 0.0)
+        qy = np.maximum(np.abs(ly) - self.size_y / 2.0, 0.0)
+        return np.hypot(qx, qy)
+
+
+@dataclass(frozen=True)
+class Cylinder:
+    """A vertical cylinder (pole, bin, table leg) of ``radius`` spanning z in [bottom, height]."""
+
+    x: float
+    y: float
+    radius: float
+    height: float
+    bottom: float = 0.0
+    material: Material = DEFAULT_OBJECT
+    label: str = ''
+
+    @property
+    def standing(self):
+        """Return True when the cylinder stands on the floor (it has a footprint)."""
+        return self.bottom <= FOOTPRINT_EPS
+
+    def corners(self):
+        """Return the 8 corners of the bounding box in the world frame, shape (8, 3)."""
+        r = self.radius
+        out = []
+        for lz in (self.bottom, self.height):
+            for lx, ly in ((-r, -r), (r, -r), (r, r), (-r, r)):
+                out.append((self.x + lx, self.y + ly, lz))
+        return np.array(out)
+
+    def ring(self, n=16):
+        """Points on the top and bottom rims, shape (2 n, 3), slightly outside the circle."""
+        a = np.arange(n) * (2.0 * np.pi / n)
+        r = self.radius / math.cos(math.pi / n)
+        pts = []
+        for lz in (self.bottom, self.height):
+            pts.append(np.stack([self.x + r * np.cos(a), self.y + r * np.sin(a),
+                                 np.full(n, lz)], axis=1))
+        return np.concatenate(pts)
+
+    def outline(self, n=16):
+        """Return the footprint as a polygon (n, 2), circumscribing the circle."""
+        return self.ring(n)[:n, :2]
+
+    def contains_xy(self, xs, ys):
+        """Return True where (x, y) lies in the footprint disc (edge included)."""
+        return (xs - self.x) ** 2 + (ys - self.y) ** 2 <= self.radius ** 2
+
+    def distance_xy(self, xs, ys):
+        """Distance on the floor from (x, y) to the footprint disc (0 inside)."""
+        return np.maximum(np.hypot(xs - self.x, ys - self.y) - self.radius, 0.0)
+
+
+@dataclass(frozen=True)
+class Door:
+    """
+    A closed door drawn on wall ``wall`` (index of the outline edge from vertex ``wall``).
+
+    ``start`` is the distance along the edge from its first vertex, ``width`` and ``height`` the
+    door size. Doors are part of the wall: blocked.
+    """
+
+    wall: int
+    start: float
+    width: float = 0.9
+    height: float = 2.05
+    material: Material = Material('plain', (0.45, 0.30, 0.18))
+    frame_color: tuple = (0.8, 0.8, 0.8)
+
+
+@dataclass(frozen=True)
+class Decal:
+    """
+    A rug, mat or tape marking lying flat on the floor; it is floor, hence free.
+
+    ``shape`` is ``rect`` or ``ellipse``; ``size_x``/``size_y`` the full extents along its axes
+    (rotated by ``yaw``). A ``border`` wider than 0 draws a band of ``border_color`` inside the
+    edge.
+    """
+
+    x: float
+    y: float
+    size_x: float
+    size_y: float
+    yaw: float = 0.0
+    shape: str = 'rect'
+    material: Material = Material('plain', (0.5, 0.1, 0.1))
+    border: float = 0.0
+    border_color: tuple = (0.8, 0.7, 0.5)
+
+
+@dataclass(frozen=True)
+class Light:
+    """
+    A point light (world position, metres) with an RGB colour and a power.
+
+    ``radius`` > 0 makes it an area light with soft shadows.
+    """
+
+    position: tuple
+    intensity: float = 1.0
+    color: tuple = (1.0, 1.0, 1.0)
+    radius: float = 0.0
+
+
+@dataclass(frozen=True)
+class Appearance:
+    """Surfaces and lighting of a scene (everything that is not geometry)."""
+
+    floor: Material = DEFAULT_FLOOR
+    wall: Material = DEFAULT_WALL
+    baseboard: Material = DEFAULT_BASEBOARD
+    baseboard_height: float = 0.08
+    ceiling_color: tuple = (0.75, 0.75, 0.75)
+    sky_color: tuple = (0.55, 0.6, 0.7)
+    lights: tuple = ()
+    ambient: float = 0.35
+    shadows: bool = True
+    contact_shadows: float = 0.4
+    lamp_radius: float = 0.2
+
+
+def _polygon_area(poly):
+    x, y = poly[:, 0], poly[:, 1]
+    return 0.5 * float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
+
+
+@dataclass
+class Scene:
+    """
+    A room (or an endless floor) with obstacles, decals and an appearance.
+
+    ``outline``: the room polygon as ((x, y), ...) in the world frame (stored
+    counter-clockwise), or None for an endless floor without walls or ceiling. ``ceiling``:
+    whether a ceiling closes the room at ``wall_height``.
+    """
+
+    outline: tuple = None
+    obstacles: list = field(default_factory=list)
+    wall_height: float = 2.6
+    ceiling: bool = True
+    doors: list = field(default_factory=list)
+    decals: list = field(default_factory=list)
+    appearance: Appearance = field(default_factory=Appearance)
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.outline is not None:
+            poly = np.asarray(self.outline, dtype=np.float64).reshape(-1, 2)
+            if len(poly) < 3:
+                raise ValueError('a room outline needs at least 3 vertices')
+            if _polygon_area(poly) < 0.0:
+                poly = poly[::-1]
+            self.outline = tuple((float(x), float(y)) for x, y in poly)
+        self.obstacles = list(self.obstacles)
+        self.doors = list(self.doors)
+        self.decals = list(self.decals)
+        if not self.appearance.lights:
+            self.appearance = replace(self.appearance, lights=(self.default_light(),))
+
+    @classmethod
+    def empty(cls, size=(6.0, 6.0), center=(0.0, 0.0), obstacles=(), wall_height=2.6,
+              ceiling=True, **kwargs):
+        """
+        Make a rectangular room of ``size`` (x, y metres) centred on ``center``.
+
+        ``obstacles`` are Box/Cylinder primitives; ``size=None`` gives an endless floor without
+        walls or ceiling. Uses the plain default appearance and one light above the centre, so
+        hand-built test scenes render deterministically.
+        """
+        if size is None:
+            outline = None
+        else:
+            hx, hy = size[0] / 2.0, size[1] / 2.0
+            cx, cy = center
+            outline = ((cx - hx, cy - hy), (cx + hx, cy - hy), (cx + hx, cy + hy),
+                       (cx - hx, cy + hy))
+        return cls(outline=outline, obstacles=list(obstacles), wall_height=wall_height,
+                   ceiling=ceiling and size is not None, **kwargs)
+
+    # --- geometry helpers -------------------------------------------------------------
+
+    @property
+    def polygon(self):
+        """Return the outline as an (N, 2) float array (None without walls)."""
+        if self.outline is None:
+            return None
+        return np.asarray(self.outline, dtype=np.float64)
+
+    def walls(self):
+        """Wall segments as (a, b): two (N, 2) arrays of edge start and end points."""
+        poly = self.polygon
+        if poly is None:
+            return np.zeros((0, 2)), np.zeros((0, 2))
+        return poly, np.roll(poly, -1, axis=0)
+
+    def area(self):
+        """Floor area of the room in square metres (inf without walls)."""
+        poly = self.polygon
+        return math.inf if poly is None else _polygon_area(poly)
+
+    def bounds(self):
+        """(xmin, ymin, xmax, ymax) of the room, or of the obstacles for an endless floor."""
+        poly = self.polygon
+        if poly is None:
+            pts = [np.zeros((1, 2))] + [o.corners()[:, :2] for o in self.obstacles]
+            pts = np.concatenate(pts)
+            lo, hi = pts.min(axis=0) - 3.0, pts.max(axis=0) + 3.0
+        else:
+            lo, hi = poly.min(axis=0), poly.max(axis=0)
+        return float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])
+
+    def default_light(self):
+        """One white light near the ceiling above the middle of the room."""
+        x0, y0, x1, y1 = self.bounds() if self.outline is not None else (-1, -1, 1, 1)
+        z = self.wall_height - 0.05 if self.outline is not None else 3.0
+        return Light(((x0 + x1) / 2.0, (y0 + y1) / 2.0, z), 1.0)
+
+    def inside(self, xs, ys):
+        """Return True where (x, y) is inside the room polygon (even-odd rule)."""
+        xs, ys = np.broadcast_arrays(np.asarray(xs, dtype=np.float64),
+                                     np.asarray(ys, dtype=np.float64))
+        if self.outline is None:
+            return np.ones(xs.shape, dtype=bool)
+        a, b = self.walls()
+        inside = np.zeros(xs.shape, dtype=bool)
+        for (x1, y1), (x2, y2) in zip(a, b):
+            if y1 == y2:
+                continue
+            crosses = (y1 > ys) != (y2 > ys)
+            x_cross = x1 + (ys - y1) * (x2 - x1) / (y2 - y1)
+            inside ^= crosses & (xs < x_cross)
+        return inside
+
+    def footprints(self):
+        """Return the obstacles that stand on the floor."""
+        return [o for o in self.obstacles if o.standing]
+
+    def blocked_top_down(self, xs, ys):
+        """
+        Exact top-down truth: True where the floor point (x, y) is not free.
+
+        That is outside the room (or in its walls) or on an obstacle footprint; rugs and
+        markings are free. ``xs`` and ``ys`` may be any broadcastable shapes.
+        """
+        xs, ys = np.broadcast_arrays(np.asarray(xs, dtype=np.float64),
+                                     np.asarray(ys, dtype=np.float64))
+        blocked = ~self.inside(xs, ys)
+        for o in self.footprints():
+            blocked |= o.contains_xy(xs, ys)
+        return blocked
+
+    def clearance(self, xs, ys):
+        """Distance from (x, y) to the nearest blocked floor (0 where blocked)."""
+        xs, ys = np.broadcast_arrays(np.asarray(xs, dtype=np.float64),
+                                     np.asarray(ys, dtype=np.float64))
+        dist = np.full(xs.shape, np.inf)
+        a, b = self.walls()
+        for (x1, y1), (x2, y2) in zip(a, b):
+            ex, ey = x2 - x1, y2 - y1
+            s = np.clip(((xs - x1) * ex + (ys - y1) * ey) / (ex * ex + ey * ey), 0.0, 1.0)
+            dist = np.minimum(dist, np.hypot(xs - x1 - s * ex, ys - y1 - s * ey))
+        for o in self.footprints():
+            dist = np.minimum(dist, o.distance_xy(xs, ys))
+        return np.where(self.inside(xs, ys), dist, 0.0)
+
+    def collides(self, x, y, radius):
+        """Return True when a disc of ``radius`` centred on (x, y) touches anything blocked."""
+        return bool(self.clearance(float(x), float(y)) <= radius)
+
+    def sample_free_pose(self, rng, clearance=0.3, attempts=4096):
+        """
+        Draw a random robot pose (x, y, yaw) whose disc of ``clearance`` touches nothing.
+
+        Raises RuntimeError when no such place is found.
+        """
+        x0, y0, x1, y1 = self.bounds()
+        if self.outline is None:
+            x0, y0, x1, y1 = x0 + 2.0, y0 + 2.0, x1 - 2.0, y1 - 2.0
+        batch = 256
+        for _ in range(max(1, attempts // batch)):
+            xs = rng.uniform(x0, x1, batch)
+            ys = rng.uniform(y0, y1, batch)
+            ok = np.flatnonzero(self.clearance(xs, ys) > clearance)
+            if ok.size:
+                i = ok[0]
+                return float(xs[i]), float(ys[i]), float(rng.uniform(-math.pi, math.pi))
+        raise RuntimeError(f'no free pose with clearance {clearance} m in this scene')
+
+
+# --- random scenes ----------------------------------------------------------------------
+
+def _srgb_to_linear(c):
+    c = np.asarray(c, dtype=np.float64)
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _lin(rgb):
+    return _tuple3(np.clip(_srgb_to_linear(rgb), 0.0, 1.0))
+
+
+def _hsv(rng, h, s, v):
+    """Draw a linear RGB colour from HSV ranges (each a (lo, hi) pair), uniformly."""
+    hue = rng.uniform(*h) % 1.0
+    sat = rng.uniform(*s)
+    val = rng.uniform(*v)
+    k = (np.array([5.0, 3.0, 1.0]) + hue * 6.0) % 6.0
+    rgb = val - val * sat * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
+    return _lin(rgb)
+
+
+def _jitter_color(rng, color, amount):
+    return _tuple3(np.clip(np.asarray(color) * np.exp(rng.normal(0.0, amount, 3)), 0.0, 1.0))
+
+
+def _kelvin_rgb(kelvin):
+    """Approximate linear RGB of a light of colour temperature ``kelvin``, luminance 1."""
+    table_k = [2500.0, 3000.0, 3500.0, 4000.0, 5000.0, 6500.0, 8000.0]
+    table = np.array([[1.00, 0.62, 0.30], [1.00, 0.70, 0.42], [1.00, 0.77, 0.54],
+                      [1.00, 0.82, 0.64], [1.00, 0.90, 0.81], [1.00, 1.00, 1.00],
+                      [0.88, 0.93, 1.00]])
+    rgb = np.array([np.interp(kelvin, table_k, table[:, i]) for i in range(3)])
+    rgb = _srgb_to_linear(rgb)
+    return _tuple3(rgb / (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]))
+
+
+def random_floor_material(rng, config):
+    """Draw a floor material: wood, tiles, checker, carpet, concrete or vinyl."""
+    if not config.floor_materials:
+        return DEFAULT_FLOOR
+    kind = rng.choice(['wood', 'tile', 'checker', 'carpet', 'concrete', 'vinyl', 'plain'],
+                      p=[0.27, 0.2, 0.05, 0.18, 0.12, 0.1, 0.08])
+    spec = config.specular
+    seed = int(rng.integers(1 << 30))
+    angle = float(rng.choice([0.0, math.pi / 2])) + float(rng.normal(0.0, 0.02))
+    off = (float(rng.uniform(0, 50)), float(rng.uniform(0, 50)))
+    if kind == 'wood':
+        base = _hsv(rng, (0.05, 0.1), (0.2, 0.7), (0.3, 0.85))
+        second = _tuple3(np.clip(np.asarray(base) * rng.uniform(0.5, 0.85)
+                                 * np.exp(rng.normal(0.0, 0.04, 3)), 0.0, 1.0))
+        return Material('wood', base, second,
+                        scale=float(rng.uniform(0.08, 0.25)), scale2=float(rng.uniform(0.6, 2.2)),
+                        angle=angle, variation=float(rng.uniform(0.05, 0.3)),
+                        specular=float(rng.uniform(0.0, 0.35)) if spec else 0.0,
+                        shininess=float(rng.uniform(10, 80)), offset=off, seed=seed)
+    if kind in ('tile', 'checker'):
+        base = _hsv(rng, (0.0, 1.0), (0.0, 0.3), (0.35, 0.95))
+        if kind == 'checker':
+            second = _hsv(rng, (0.0, 1.0), (0.0, 0.4), (0.05, 0.5))
+        else:
+            second = _hsv(rng, (0.0, 1.0), (0.0, 0.15), (0.2, 0.8))
+        if rng.random() < 0.2:
+            angle += math.pi / 4
+        return Material(kind, base, second, scale=float(rng.uniform(0.15, 0.7)),
+                        scale2=float(rng.uniform(0.002, 0.008)), angle=angle,
+                        variation=float(rng.uniform(0.02, 0.2)),
+                        specular=float(rng.uniform(0.05, 0.6)) if spec else 0.0,
+                        shininess=float(rng.uniform(20, 150)), offset=off, seed=seed)
+    if kind == 'carpet':
+        base = _hsv(rng, (0.0, 1.0), (0.05, 0.5), (0.1, 0.7))
+        return Material('noise', base, _jitter_color(rng, base, 0.1),
+                        scale=float(rng.uniform(0.003, 0.02)), scale2=float(rng.uniform(0.2, 1.0)),
+                        variation=float(rng.uniform(0.1, 0.4)), offset=off, seed=seed)
+    if kind == 'concrete':
+        base = _hsv(rng, (0.05, 0.15), (0.0, 0.12), (0.35, 0.75))
+        return Material('noise', base, _jitter_color(rng, base, 0.1),
+                        scale=float(rng.uniform(0.005, 0.03)), scale2=float(rng.uniform(0.3, 2.0)),
+                        variation=float(rng.uniform(0.05, 0.2)),
+                        specular=float(rng.uniform(0.0, 0.4)) if spec else 0.0,
+                        shininess=float(rng.uniform(5, 40)), offset=off, seed=seed)
+    base = _hsv(rng, (0.0, 1.0), (0.0, 0.3) if rng.random() < 0.8 else (0.3, 0.6), (0.15, 0.9))
+    return Material('plain', base, base, scale=0.05, scale2=float(rng.uniform(0.5, 3.0)),
+                    variation=float(rng.uniform(0.0, 0.12)) if kind == 'vinyl' else 0.02,
+                    specular=float(rng.uniform(0.0, 0.5)) if spec else 0.0,
+                    shininess=float(rng.uniform(10, 100)), offset=off, seed=seed)
+
+
+def random_object_material(rng, config, floor=None):
+    """Draw a material for furniture and clutter (sometimes the floor's own, a hard case)."""
+    if not config.object_textures:
+        return DEFAULT_OBJECT
+    seed = int(rng.integers(1 << 30))
+    if floor is not None and rng.random() < 0.08:
+        return replace(floor, seed=seed)
+    spec = float(rng.uniform(0.0, 0.5)) if config.specular and rng.random() < 0.5 else 0.0
+    kind = rng.choice(['plain', 'wood', 'noise', 'stripes'], p=[0.5, 0.2, 0.22, 0.08])
+    palette = rng.random()
+    if palette < 0.35:  # neutrals: white, grey, black
+        base = _hsv(rng, (0.0, 1.0), (0.0, 0.1), (0.05, 0.95))
+    elif palette < 0.65:  # wood and cardboard browns
+        base = _hsv(rng, (0.04, 0.12), (0.3, 0.8), (0.2, 0.85))
+    else:  # painted and plastic colours
+        base = _hsv(rng, (0.0, 1.0), (0.3, 1.0), (0.2, 1.0))
+    return Material(str(kind), base, _jitter_color(rng, base, 0.2),
+                    scale=float(rng.uniform(0.02, 0.3)), scale2=float(rng.uniform(0.3, 1.5)),
+                    angle=float(rng.choice([0.0, math.pi / 2])),
+                    variation=float(rng.uniform(0.02, 0.25)), specular=spec,
+                    shininess=float(rng.uniform(10, 120)), seed=seed)
+
+
+def random_appearance(rng, config, outline, wall_height, floor=None):
+    """Walls, baseboard, ceiling and lights for a room (inside ``outline``)."""
+    wall = DEFAULT_WALL
+    baseboard = DEFAULT_BASEBOARD
+    bb_height = 0.08
+    if config.wall_textures:
+        if rng.random() < 0.7:  # paint: mostly light neutrals
+            wcol = _hsv(rng, (0.0, 1.0), (0.0, 0.25), (0.55, 0.97))
+        else:
+            wcol = _hsv(rng, (0.0, 1.0), (0.1, 0.7), (0.25, 0.9))
+        kind = rng.choice(['plain', 'noise', 'stripes', 'tile'], p=[0.55, 0.25, 0.1, 0.1])
+        wall = Material(str(kind), wcol, _jitter_color(rng, wcol, 0.2),
+                        scale=float(rng.uniform(0.05, 0.4)), scale2=0.004,
+                        variation=float(rng.uniform(0.01, 0.1)), seed=int(rng.integers(1 << 30)),
+                        specular=float(rng.uniform(0, 0.15)) if config.specular else 0.0)
+        bcol = rng.choice(3)
+        if bcol == 0:
+            bcolor = _hsv(rng, (0.0, 1.0), (0.0, 0.05), (0.8, 0.98))
+        elif bcol == 1:
+            bcolor = _hsv(rng, (0.04, 0.1), (0.4, 0.8), (0.2, 0.6))
+        else:
+            bcolor = _hsv(rng, (0.0, 1.0), (0.0, 0.2), (0.05, 0.4))
+        baseboard = Material('plain', bcolor, variation=0.01,
+                             specular=0.1 if config.specular else 0.0, shininess=20.0)
+        bb_height = float(rng.uniform(0.0, 0.15)) if rng.random() < 0.85 else 0.0
+    lights = []
+    poly = np.asarray(outline)
+    lo, hi = poly.min(axis=0), poly.max(axis=0)
+    z = wall_height - 0.05
+    if config.lighting:
+        n = int(rng.integers(1, 4))
+        ambient = float(rng.uniform(0.08, 0.4))
+        for _ in range(n):
+            x, y = rng.uniform(lo, hi)
+            kelvin = rng.uniform(2700, 7000) if config.color_temperature else 6500.0
+            color = _kelvin_rgb(kelvin) if config.color_temperature else (1.0, 1.0, 1.0)
+            radius = 0.0
+            if config.shadows and rng.random() < 0.6:
+                radius = float(rng.uniform(0.1, 0.6))
+            lights.append(Light((float(x), float(y), float(z - rng.uniform(0.0, 0.6))),
+                                float(rng.uniform(0.3, 1.5)), color, radius))
+    else:
+        ambient = 0.35
+        lights.append(Light((float(lo[0] + hi[0]) / 2, float(lo[1] + hi[1]) / 2, z), 1.0))
+    ceiling = _hsv(rng, (0.0, 1.0), (0.0, 0.08), (0.7, 0.95)) if config.wall_textures \
+        else (0.75, 0.75, 0.75)
+    return Appearance(floor=floor if floor is not None else DEFAULT_FLOOR, wall=wall,
+                      baseboard=baseboard, baseboard_height=bb_height, ceiling_color=ceiling,
+                      lights=tuple(lights), ambient=ambient, shadows=config.shadows,
+                      contact_shadows=float(rng.uniform(0.2, 0.6)) if config.shadows else 0.0,
+                      lamp_radius=float(rng.uniform(0.1, 0.3)))
+
+
+def _random_outline(rng, config):
+    lo, hi = config.room_size
+    sx, sy = rng.uniform(lo, hi, 2)
+    hx, hy = sx / 2.0, sy / 2.0
+    rect = [(-hx, -hy), (hx, -hy), (hx, hy), (-hx, hy)]
+    if config.l_shaped_rooms and min(sx, sy) >= 3.5 and rng.random() < 0.35:
+        nx = float(rng.uniform(0.3, 0.55)) * sx
+        ny = float(rng.uniform(0.3, 0.55)) * sy
+        # Cut the notch out of the (+x, +y) corner, then rotate the room by k quarter turns.
+        outline = [(-hx, -hy), (hx, -hy), (hx, hy - ny), (hx - nx, hy - ny), (hx - nx, hy),
+                   (-hx, hy)]
+    else:
+        outline = rect
+    k = int(rng.integers(4))
+    c, s = round(math.cos(k * math.pi / 2)), round(math.sin(k * math.pi / 2))
+    return tuple((float(c * x - s * y), float(s * x + c * y)) for x, y in outline)
+
+
+class _Placer:
+    """Rejection sampling of obstacle positions inside a room."""
+
+    def __init__(self, rng, scene):
+        self.rng = rng
+        self.scene = scene
+        self.x0, self.y0, self.x1, self.y1 = scene.bounds()
+        self.a, self.b = scene.walls()
+
+    def free_point(self, margin):
+        """Find a point inside the room at least ``margin`` from walls and obstacles, or None."""
+        xs = self.rng.uniform(self.x0, self.x1, 64)
+        ys = self.rng.uniform(self.y0, self.y1, 64)
+        ok = np.flatnonzero(self.scene.clearance(xs, ys) > margin)
+        return (float(xs[ok[0]]), float(ys[ok[0]])) if ok.size else None
+
+    def wall_spot(self, depth, length, gap):
+        """
+        Find a spot against a random wall for an object of ``depth`` x ``length``.
+
+        Returns (x, y, yaw) with the object's local x axis across the wall, or None.
+        """
+        i = int(self.rng.integers(len(self.a)))
+        a, b = self.a[i], self.b[i]
+        e = b - a
+        wall_len = float(np.hypot(*e))
+        if wall_len < length + 0.1:
+            return None
+        t = self.rng.uniform(length / 2 + 0.05, wall_len - length / 2 - 0.05)
+        u = e / wall_len
+        inward = np.array([-u[1], u[0]])
+        p = a + u * t + inward * (depth / 2 + gap)
+        return float(p[0]), float(p[1]), float(math.atan2(inward[1], inward[0]))
+
+    def fits(self, obstacles, margin=0.02):
+        """Check that the standing parts of ``obstacles`` stay in the room, clear of others."""
+        for o in obstacles:
+            if not o.standing:
+                continue
+            pts = o.outline()
+            if not np.all(self.scene.inside(pts[:, 0], pts[:, 1])):
+                return False
+            cx, cy = float(np.mean(pts[:, 0])), float(np.mean(pts[:, 1]))
+            r = float(np.max(np.hypot(pts[:, 0] - cx, pts[:, 1] - cy)))
+            others = self.scene.footprints()
+            for p in others:
+                if p.distance_xy(cx, cy) < r + margin:
+                    return False
+        return True
+
+
+def _table(rng, x, y, yaw, top_mat, leg_mat):
+    sx, sy = rng.uniform(0.6, 1.8), rng.uniform(0.5, 1.0)
+    h = rng.uniform(0.45, 0.8)
+    th = rng.uniform(0.02, 0.06)
+    parts = []
+    c, s = math.cos(yaw), math.sin(yaw)
+    if rng.random() < 0.2:  # round pedestal table
+        r = rng.uniform(0.3, 0.6)
+        parts.append(Cylinder(x, y, r, h, h - th, top_mat))
+        parts.append(Cylinder(x, y, rng.uniform(0.03, 0.07), h - th, 0.0, leg_mat))
+        parts.append(Cylinder(x, y, rng.uniform(0.15, 0.3), rng.uniform(0.02, 0.05), 0.0,
+                              leg_mat))
+        return parts
+    parts.append(Box(x, y, sx, sy, h, yaw, h - th, top_mat))
+    inset = rng.uniform(0.03, 0.12)
+    square = rng.random() < 0.4
+    lr = rng.uniform(0.012, 0.035)
+    for lx, ly in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+        px = lx * (sx / 2 - inset)
+        py = ly * (sy / 2 - inset)
+        wx, wy = x + c * px - s * py, y + s * px + c * py
+        if square:
+            parts.append(Box(wx, wy, 2 * lr, 2 * lr, h - th, yaw, 0.0, leg_mat))
+        else:
+            parts.append(Cylinder(wx, wy, lr, h - th, 0.0, leg_mat))
+    return parts
+
+
+def _chair(rng, x, y, yaw, mat, leg_mat):
+    c, s = math.cos(yaw), math.sin(yaw)
+    seat_h = rng.uniform(0.38, 0.5)
+    size = rng.uniform(0.38, 0.5)
+    th = rng.uniform(0.03, 0.08)
+    parts = [Box(x, y, size, size, seat_h, yaw, seat_h - th, mat)]
+    back_h = seat_h + rng.uniform(0.3, 0.5)
+    bx, by = x - c * (size / 2 - 0.02), y - s * (size / 2 - 0.02)
+    if rng.random() < 0.85:
+        parts.append(Box(bx, by, 0.03, size, back_h, yaw, seat_h, mat))
+    if rng.random() < 0.3:  # office chair: a pole and a five-star base of low spokes
+        parts.append(Cylinder(x, y, rng.uniform(0.025, 0.04), seat_h - th, 0.0, leg_mat))
+        a0 = rng.uniform(0, 2 * math.pi)
+        spoke = rng.uniform(0.25, 0.33)
+        for k in range(5):
+            a = a0 + k * 2 * math.pi / 5
+            parts.append(Box(x + math.cos(a) * spoke / 2, y + math.sin(a) * spoke / 2, spoke,
+                             0.04, rng.uniform(0.04, 0.09), a, 0.0, leg_mat))
+        return parts
+    inset = 0.02
+    lr = rng.uniform(0.01, 0.025)
+    for lx, ly in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+        px, py = lx * (size / 2 - inset), ly * (size / 2 - inset)
+        wx, wy = x + c * px - s * py, y + s * px + c * py
+        parts.append(Cylinder(wx, wy, lr, seat_h - th, 0.0, leg_mat))
+    return parts
+
+
+def _random_group(rng, placer, config, wall_height, floor_mat):
+    """One obstacle group (a list of primitives, labelled by kind) or None."""
+    kind, parts = _random_parts(rng, placer, config, wall_height, floor_mat)
+    return [replace(p, label=kind) for p in parts] if parts else None
+
+
+def _random_parts(rng, placer, config, wall_height, floor_mat):
+    kinds = ['box', 'bin', 'pole', 'table', 'chair', 'low', 'cable']
+    p = np.array([0.3, 0.12, 0.05, 0.1, 0.13, 0.22, 0.08])
+    if not config.furniture:
+        p[3:5] = 0.0
+    if not config.low_objects:
+        p[5:7] = 0.0
+    kind = str(rng.choice(kinds, p=p / p.sum()))
+    mat = random_object_material(rng, config, floor_mat)
+    if kind == 'box':
+        depth, length = rng.uniform(0.2, 1.0), rng.uniform(0.2, 2.0)
+        height = rng.uniform(0.15, 1.8) if rng.random() < 0.8 else rng.uniform(0.05, 0.2)
+        if rng.random() < 0.5:
+            spot = placer.wall_spot(depth, length, float(rng.uniform(0.0, 0.06)))
+            if spot is None:
+                return kind, None
+            x, y, yaw = spot
+        else:
+            pt = placer.free_point(0.3)
+            if pt is None:
+                return kind, None
+            x, y = pt
+            yaw = float(rng.uniform(-math.pi, math.pi))
+        parts = [Box(x, y, depth, length, height, yaw, 0.0, mat)]
+        if rng.random() < 0.15 and height < 0.6:  # a sofa-like backrest
+            c, s = math.cos(yaw), math.sin(yaw)
+            parts.append(Box(x - c * (depth / 2 - 0.08), y - s * (depth / 2 - 0.08), 0.16,
+                             length, height + rng.uniform(0.2, 0.5), yaw, 0.0, mat))
+        return kind, parts
+    if kind == 'bin':
+        pt = placer.free_point(0.3)
+        if pt is None:
+            return kind, None
+        return kind, [Cylinder(pt[0], pt[1], rng.uniform(0.08, 0.3), rng.uniform(0.2, 1.0),
+                               0.0, mat)]
+    if kind == 'pole':
+        pt = placer.free_point(0.3)
+        if pt is None:
+            return kind, None
+        top = wall_height if rng.random() < 0.5 else rng.uniform(0.8, 1.8)
+        return kind, [Cylinder(pt[0], pt[1], rng.uniform(0.015, 0.1), top, 0.0, mat)]
+    if kind in ('table', 'chair'):
+        pt = placer.free_point(0.6)
+        if pt is None:
+            return kind, None
+        leg = random_object_material(rng, config) if rng.random() < 0.6 else mat
+        yaw = float(rng.uniform(-math.pi, math.pi)) if rng.random() < 0.5 \
+            else float(rng.choice([0.0, math.pi / 2]))
+        if kind == 'table':
+            return kind, _table(rng, pt[0], pt[1], yaw, mat, leg)
+        return kind, _chair(rng, pt[0], pt[1], yaw, mat, leg)
+    pt = placer.free_point(0.2)
+    if pt is None:
+        return kind, None
+    yaw = float(rng.uniform(-math.pi, math.pi))
+    if kind == 'cable':
+        return kind, [Box(pt[0], pt[1], rng.uniform(0.5, 2.0), rng.uniform(0.01, 0.03),
+                          rng.uniform(0.01, 0.025), yaw, 0.0, mat)]
+    parts = []
+    for _ in range(int(rng.integers(1, 4))):  # books, shoes, toys
+        ox, oy = rng.normal(0.0, 0.15, 2)
+        if rng.random() < 0.25:
+            parts.append(Cylinder(pt[0] + ox, pt[1] + oy, rng.uniform(0.02, 0.08),
+                                  rng.uniform(0.03, 0.15), 0.0, mat))
+        else:
+            parts.append(Box(pt[0] + ox, pt[1] + oy, rng.uniform(0.08, 0.4),
+                             rng.uniform(0.05, 0.3), rng.uniform(0.02, 0.12),
+                             yaw + rng.normal(0.0, 0.4), 0.0, mat))
+    return kind, parts
+
+
+def _random_decals(rng, scene, config, floor_mat):
+    decals = []
+    x0, y0, x1, y1 = scene.bounds()
+    for _ in range(int(rng.poisson(0.8))):  # rugs and mats
+        x, y = rng.uniform((x0, y0), (x1, y1))
+        sx, sy = rng.uniform(0.4, min(3.0, x1 - x0)), rng.uniform(0.4, min(2.5, y1 - y0))
+        mat = random_object_material(rng, replace(config, specular=False), None)
+        if mat.kind == 'wood':
+            mat = replace(mat, kind='noise', scale=float(rng.uniform(0.003, 0.02)))
+        border = float(rng.uniform(0.03, 0.15)) if rng.random() < 0.5 else 0.0
+        decals.append(Decal(float(x), float(y), float(sx), float(sy),
+                            float(rng.choice([0.0, rng.uniform(-math.pi, math.pi)])),
+                            'ellipse' if rng.random() < 0.2 else 'rect', mat, border,
+                            _hsv(rng, (0.0, 1.0), (0.0, 0.8), (0.1, 0.9))))
+    for _ in range(int(rng.poisson(0.35))):  # tape markings
+        x, y = rng.uniform((x0, y0), (x1, y1))
+        color = _lin(rng.choice([[0.95, 0.8, 0.1], [0.95, 0.95, 0.95], [0.1, 0.6, 0.2],
+                                 [0.8, 0.15, 0.1], [0.1, 0.3, 0.8]]))
+        mat = Material('stripes' if rng.random() < 0.3 else 'plain', color, (0.05, 0.05, 0.05),
+                       scale=0.1, angle=math.pi / 4, variation=0.02)
+        decals.append(Decal(float(x), float(y), float(rng.uniform(0.5, 6.0)),
+                            float(rng.uniform(0.03, 0.1)),
+                            float(rng.choice([0.0, math.pi / 2, rng.uniform(-math.pi, math.pi)])),
+                            'rect', mat))
+    return decals
+
+
+def _random_doors(rng, scene):
+    doors = []
+    a, b = scene.walls()
+    for i in range(len(a)):
+        wall_len = float(np.hypot(*(b[i] - a[i])))
+        if wall_len > 1.4 and rng.random() < 0.3:
+            width = float(rng.uniform(0.75, 1.0))
+            start = float(rng.uniform(0.15, wall_len - width - 0.15))
+            mat = Material('plain' if rng.random() < 0.6 else 'wood',
+                           _hsv(rng, (0.0, 1.0), (0.0, 0.6), (0.1, 0.95)),
+                           _hsv(rng, (0.05, 0.1), (0.4, 0.7), (0.2, 0.5)), scale=0.2,
+                           scale2=2.5, angle=math.pi / 2, variation=0.05)
+            doors.append(Door(i, start, width, float(rng.uniform(1.95, 2.2)), mat,
+                              _hsv(rng, (0.0, 1.0), (0.0, 0.2), (0.2, 0.98))))
+    return doors
+
+
+def make_scene(rng, randomization=None):
+    """
+    Make a random room seeded by ``rng`` (a numpy Generator), in the WORLD frame.
+
+    ``randomization`` is a :class:`RandomizationConfig` (default: everything on). The room
+    outline is centred near the origin; obstacles are placed inside it.
+    """
+    config = randomization if randomization is not None else RandomizationConfig()
+    outline = _random_outline(rng, config)
+    wall_height = float(rng.uniform(2.4, 3.2))
+    floor = random_floor_material(rng, config)
+    appearance = random_appearance(rng, config, outline, wall_height, floor)
+    scene = Scene(outline=outline, wall_height=wall_height, ceiling=True, appearance=appearance)
+    if config.doors:
+        scene.doors = _random_doors(rng, scene)
+    if config.decals:
+        scene.decals = _random_decals(rng, scene, config, floor)
+    if config.obstacles and config.max_obstacles > 0:
+        area = scene.area()
+        if rng.random() < 0.08:
+            n = 0
+        else:
+            n = int(min(config.max_obstacles, rng.poisson(area * rng.uniform(0.1, 0.5)) + 1))
+        placer = _Placer(rng, scene)
+        covered = 0.0
+        for _ in range(n):
+            group = _random_group(rng, placer, config, wall_height, floor)
+            if not group or not placer.fits(group):
+                continue
+            g_area = sum(o.size_x * o.size_y if isinstance(o, Box) else math.pi * o.radius ** 2
+                         for o in group if o.standing)
+            if covered + g_area > 0.4 * area:
+                continue
+            covered += g_area
+            scene.obstacles.extend(group)
+    return scene

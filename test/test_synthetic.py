@@ -1,0 +1,470 @@
+"""The synthetic renderer: exact labels, determinism, randomization switches, generate."""
+
+import dataclasses
+import io
+import json
+import math
+import os
+
+import cv2
+from freespace_seg.cli import main as cli_main
+from freespace_seg.geometry import CameraIntrinsics, CameraMount
+from freespace_seg.progress import Progress, progress
+from freespace_seg.synthetic import (Box, Cylinder, default_intrinsics, default_mount, Frame,
+                                     make_scene, random_sample, RandomizationConfig, render,
+                                     Scene)
+from freespace_seg.synthetic.scene import DEFAULT_FLOOR, DEFAULT_OBJECT, DEFAULT_WALL
+import numpy as np
+import pytest
+
+SMALL = default_intrinsics(160, 90)
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _world_points(frame):
+    """Hit points (H, W, 3) in the world from the frame's depth and its camera rays."""
+    k = frame.intrinsics
+    xn, yn = k.normalized_rays()
+    rays = np.stack([xn, yn, np.ones_like(xn)], axis=-1)
+    rays /= np.linalg.norm(rays, axis=-1, keepdims=True)
+    x, y, yaw = frame.robot_pose
+    c, s = math.cos(yaw), math.sin(yaw)
+    r_wb = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    r_wo = r_wb @ frame.mount.rotation_base_from_optical()
+    origin = r_wb @ frame.mount.position + np.array([x, y, 0.0])
+    depth = np.where(np.isfinite(frame.depth), frame.depth, 0.0).astype(np.float64)
+    return origin + (rays @ r_wo.T) * depth[..., None]
+
+
+def _project_world(frame, points):
+    """Pixel coordinates (N, 2) and optical depth (N,) of world points (robot at its pose)."""
+    x, y, yaw = frame.robot_pose
+    c, s = math.cos(yaw), math.sin(yaw)
+    r_wb = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    r_wo = r_wb @ frame.mount.rotation_base_from_optical()
+    origin = r_wb @ frame.mount.position + np.array([x, y, 0.0])
+    p_opt = (np.asarray(points, dtype=np.float64) - origin) @ r_wo
+    return frame.intrinsics.project(p_opt), p_opt[:, 2]
+
+
+def _blocked_with_tolerance(scene, xs, ys, tol=1e-3):
+    """Blocked, also a ``tol`` step away in every direction (ignores float rounding)."""
+    blocked = np.ones(np.shape(xs), dtype=bool)
+    for ox, oy in ((0, 0), (tol, 0), (-tol, 0), (0, tol), (0, -tol)):
+        blocked &= scene.blocked_top_down(xs + ox, ys + oy)
+    return blocked
+
+
+# --- camera defaults and the public API ---------------------------------------------------
+
+def test_default_camera_is_oak_d_like_on_a_turtlebot():
+    k = default_intrinsics()
+    assert (k.width, k.height) == (640, 360)
+    hfov = math.degrees(2.0 * math.atan(k.width / (2.0 * k.fx)))
+    assert 66.0 < hfov < 72.0
+    assert k.fx == pytest.approx(k.fy)
+    assert k.cx == pytest.approx((k.width - 1) / 2.0) and k.cy == pytest.approx((k.height - 1) / 2)
+    m = default_mount()
+    assert isinstance(m, CameraMount)
+    assert m.z == pytest.approx(0.25) and m.pitch == pytest.approx(0.3)
+    assert default_intrinsics(480, 270).width == 480
+
+
+def test_frame_shapes_and_dtypes():
+    frame = random_sample(_rng(0), SMALL)
+    assert isinstance(frame, Frame)
+    assert frame.image.shape == (90, 160, 3) and frame.image.dtype == np.uint8
+    assert frame.free.shape == (90, 160) and frame.free.dtype == np.uint8
+    assert frame.depth.shape == (90, 160) and frame.depth.dtype == np.float32
+    assert set(np.unique(frame.free)) <= {0, 1}
+    assert isinstance(frame.intrinsics, CameraIntrinsics)
+    assert isinstance(frame.mount, CameraMount)
+    assert len(frame.robot_pose) == 3
+    assert np.all(frame.depth > 0.0)
+
+
+def test_same_seed_same_sample_other_seed_other_sample():
+    a = random_sample(_rng(7), SMALL)
+    b = random_sample(_rng(7), SMALL)
+    c = random_sample(_rng(8), SMALL)
+    np.testing.assert_array_equal(a.image, b.image)
+    np.testing.assert_array_equal(a.free, b.free)
+    np.testing.assert_array_equal(a.depth, b.depth)
+    assert a.robot_pose == b.robot_pose and a.mount == b.mount
+    assert not np.array_equal(a.image, c.image)
+    s1, s2 = make_scene(_rng(3)), make_scene(_rng(3))
+    assert s1.outline == s2.outline and s1.obstacles == s2.obstacles
+    assert s1.appearance == s2.appearance and s1.decals == s2.decals
+    assert make_scene(_rng(4)).outline != s1.outline
+
+
+def test_render_without_rng_is_deterministic():
+    scene = make_scene(_rng(11))
+    pose = scene.sample_free_pose(_rng(1))
+    a = render(scene, SMALL, default_mount(), pose)
+    b = render(scene, SMALL, default_mount(), pose)
+    np.testing.assert_array_equal(a.image, b.image)
+
+
+# --- the mask agrees with geometry --------------------------------------------------------
+
+def test_camera_looking_straight_down_sees_only_floor():
+    scene = Scene.empty((6.0, 6.0))
+    mount = CameraMount(z=0.5, pitch=math.pi / 2)
+    frame = render(scene, SMALL, mount, robot_pose=(0.3, -0.2, 0.7))
+    assert frame.free.all()
+    # The ray through the principal point is vertical: its length is the camera height.
+    k = SMALL
+    assert frame.depth[int(k.cy), int(k.cx)] == pytest.approx(0.5, abs=2e-3)
+    assert frame.depth.max() < 0.5 / math.cos(math.radians(45.0))
+
+
+def test_camera_looking_up_sees_no_floor_in_the_top_rows():
+    scene = Scene.empty((6.0, 6.0))
+    frame = render(scene, SMALL, CameraMount(z=0.25, pitch=-0.5), robot_pose=(0.0, 0.0, 0.0))
+    assert frame.free[:SMALL.height // 3].sum() == 0
+    assert frame.free.sum() == 0  # the whole view is above the horizon
+    assert np.isfinite(frame.depth).all()  # walls and ceiling close the room
+
+
+def test_endless_floor_horizon_and_sky():
+    scene = Scene.empty(size=None)
+    k = SMALL
+    frame = render(scene, k, CameraMount(z=0.3, pitch=0.0))
+    horizon = k.cy
+    rows = np.arange(k.height)
+    assert frame.free[rows < horizon - 1].sum() == 0
+    assert np.isinf(frame.depth[rows < horizon - 1]).all()
+    assert frame.free[rows > horizon + 1].all()
+
+
+def test_box_in_front_blocks_the_pixels_it_projects_to():
+    box = Box(2.0, 0.0, 0.4, 0.6, 0.5)
+    scene = Scene.empty((8.0, 8.0), obstacles=[box])
+    k = default_intrinsics(320, 180)
+    frame = render(scene, k, default_mount(), robot_pose=(0.0, 0.0, 0.0))
+    # Points on the box's front face (x = 1.8) project to blocked pixels at that distance.
+    ys, zs = np.meshgrid(np.linspace(-0.25, 0.25, 5), np.linspace(0.02, 0.48, 7))
+    face = np.stack([np.full(ys.size, 1.8), ys.ravel(), zs.ravel()], axis=1)
+    uv, _ = _project_world(frame, face)
+    inside = (uv[:, 0] > 0) & (uv[:, 0] < k.width - 1) & (uv[:, 1] > 0) & (uv[:, 1] < k.height - 1)
+    assert inside.sum() >= 10
+    origin = np.array([0.0, 0.0, 0.25])
+    for (u, v), p in zip(uv[inside], face[inside]):
+        iu, iv = int(round(u)), int(round(v))
+        assert frame.free[iv, iu] == 0
+        assert frame.depth[iv, iu] == pytest.approx(np.linalg.norm(p - origin), rel=0.03)
+    # Floor between the robot and the box is free; floor right behind the box is hidden.
+    uv, _ = _project_world(frame, [[1.0, 0.0, 0.0], [1.2, 0.8, 0.0]])
+    for u, v in uv:
+        assert frame.free[int(round(v)), int(round(u))] == 1
+    uv, _ = _project_world(frame, [[2.5, 0.0, 0.0]])
+    u, v = uv[0]
+    assert frame.free[int(round(v)), int(round(u))] == 0
+    assert frame.depth[int(round(v)), int(round(u))] < 2.0
+    # Same scene without the box: those pixels are free floor.
+    empty = render(Scene.empty((8.0, 8.0)), k, default_mount())
+    assert empty.free.sum() > frame.free.sum()
+
+
+def test_floor_under_a_raised_tabletop_is_free():
+    top = Box(1.5, 0.0, 0.8, 1.2, 0.75, bottom=0.72)
+    legs = [Cylinder(1.5 + sx * 0.35, sy * 0.55, 0.02, 0.72) for sx in (-1, 1) for sy in (-1, 1)]
+    scene = Scene.empty((6.0, 6.0), obstacles=[top] + legs)
+    assert not scene.blocked_top_down(1.5, 0.0)
+    assert scene.blocked_top_down(1.85, 0.55)
+    frame = render(scene, default_intrinsics(320, 180), default_mount())
+    uv, _ = _project_world(frame, [[1.5, 0.0, 0.0]])
+    u, v = uv[0]
+    assert frame.free[int(round(v)), int(round(u))] == 1
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2, 3, 4, 5])
+def test_free_pixels_hit_free_floor_and_the_rest_do_not(seed):
+    frame = random_sample(_rng(100 + seed), SMALL)
+    scene = frame.scene
+    pts = _world_points(frame)
+    free = frame.free.astype(bool)
+    fp = pts[free]  # some views (facing a wall up close) have no free floor at all
+    np.testing.assert_allclose(fp[:, 2], 0.0, atol=2e-3)
+    assert not _blocked_with_tolerance(scene, fp[:, 0], fp[:, 1]).any()
+    # Every blocked pixel with a hit is either above the floor or on blocked floor.
+    hit = ~free & np.isfinite(frame.depth)
+    bp = pts[hit]
+    on_floor = np.abs(bp[:, 2]) < 1e-4
+    interior = on_floor & (scene.clearance(bp[:, 0], bp[:, 1]) > 1e-3)
+    assert not interior.any()
+
+
+def test_render_with_lens_distortion_keeps_exact_labels():
+    k = CameraIntrinsics(120, 68, 70.0, 70.0, 60.0, 33.0, (-0.2, 0.05, 0.0, 0.0, 0.0))
+    box = Box(1.5, 0.3, 0.5, 0.5, 0.4, yaw=0.4)
+    scene = Scene.empty((5.0, 5.0), obstacles=[box])
+    frame = render(scene, k, default_mount())
+    pts = _world_points(frame)
+    free = frame.free.astype(bool)
+    assert free.any() and (~free).any()
+    np.testing.assert_allclose(pts[free][:, 2], 0.0, atol=2e-3)
+    assert not _blocked_with_tolerance(scene, pts[free][:, 0], pts[free][:, 1]).any()
+
+
+# --- top-down truth, collisions, poses ---------------------------------------------------
+
+def test_blocked_top_down_is_exact_and_broadcasts():
+    box = Box(1.0, 0.0, 0.6, 0.2, 0.3, yaw=math.pi / 2)  # 0.2 wide in x, 0.6 long in y
+    pole = Cylinder(-1.0, 0.5, 0.2, 1.0)
+    top = Box(0.0, -1.0, 0.5, 0.5, 0.8, bottom=0.7)
+    scene = Scene.empty((4.0, 3.0), obstacles=[box, pole, top])
+    check = {
+        (1.0, 0.25): True, (1.0, 0.35): False, (1.08, 0.0): True, (1.15, 0.0): False,
+        (-1.0, 0.5): True, (-1.0, 0.69): True, (-1.0, 0.75): False,
+        (0.0, -1.0): False,  # under the raised top
+        (0.0, 0.0): False, (1.9, 1.4): False, (2.1, 0.0): True, (0.0, -1.6): True,
+    }
+    for (x, y), expected in check.items():
+        assert bool(scene.blocked_top_down(x, y)) == expected, (x, y)
+    xs = np.linspace(-2.5, 2.5, 7)[:, None]
+    ys = np.linspace(-2.0, 2.0, 5)[None, :]
+    out = scene.blocked_top_down(xs, ys)
+    assert out.shape == (7, 5) and out.dtype == bool
+    assert out[0].all() and out[-1].all()  # x = +-2.5 is outside the room
+    assert not scene.blocked_top_down(np.zeros((2, 3)), np.zeros((2, 3))).any()
+
+
+def test_l_shaped_room_notch_is_blocked():
+    outline = ((0, 0), (4, 0), (4, 2), (2, 2), (2, 4), (0, 4))
+    scene = Scene(outline=outline)
+    assert not scene.blocked_top_down(1.0, 3.0)
+    assert not scene.blocked_top_down(3.0, 1.0)
+    assert scene.blocked_top_down(3.0, 3.0)
+    frame = render(scene, SMALL, default_mount(), robot_pose=(1.0, 1.0, math.pi / 4))
+    pts = _world_points(frame)
+    free = frame.free.astype(bool)
+    assert free.any()
+    assert not _blocked_with_tolerance(scene, pts[free][:, 0], pts[free][:, 1]).any()
+
+
+def test_collides():
+    scene = Scene.empty((4.0, 4.0), obstacles=[Cylinder(1.0, 0.0, 0.2, 0.5),
+                                               Box(-1.0, -1.0, 0.4, 0.4, 0.3)])
+    assert not scene.collides(0.0, 0.0, 0.3)
+    assert scene.collides(0.5, 0.0, 0.31)  # 0.3 from the cylinder's rim
+    assert not scene.collides(0.5, 0.0, 0.29)
+    assert scene.collides(1.75, 1.0, 0.3)  # 0.25 from the wall at x = 2
+    assert not scene.collides(1.65, 1.0, 0.3)
+    assert scene.collides(-0.65, -1.0, 0.2)  # 0.15 from the box's side
+    assert scene.collides(5.0, 0.0, 0.1)  # outside the room
+    assert scene.collides(1.0, 0.0, 0.01)  # inside the cylinder
+
+
+def test_sample_free_pose_keeps_clearance():
+    for seed in range(5):
+        scene = make_scene(_rng(seed))
+        rng = _rng(50 + seed)
+        for _ in range(5):
+            x, y, yaw = scene.sample_free_pose(rng, clearance=0.3)
+            assert scene.clearance(x, y) > 0.3
+            assert not scene.collides(x, y, 0.29)
+            assert -math.pi <= yaw <= math.pi
+    with pytest.raises(RuntimeError):
+        Scene.empty((1.0, 1.0)).sample_free_pose(_rng(0), clearance=0.6)
+
+
+def test_random_scenes_have_content():
+    kinds = set()
+    for seed in range(12):
+        scene = make_scene(_rng(seed))
+        x0, y0, x1, y1 = scene.bounds()
+        assert 2.0 <= x1 - x0 <= 10.0 + 1e-9 and 2.0 <= y1 - y0 <= 10.0 + 1e-9
+        kinds |= {o.label for o in scene.obstacles}
+        assert scene.appearance.lights
+    assert {'box', 'table', 'chair', 'low'} <= kinds
+
+
+# --- randomization switches --------------------------------------------------------------
+
+SCENE_CHECKS = {
+    'obstacles': lambda s: not s.obstacles,
+    'furniture': lambda s: not {o.label for o in s.obstacles} & {'table', 'chair'},
+    'low_objects': lambda s: not {o.label for o in s.obstacles} & {'low', 'cable'},
+    'l_shaped_rooms': lambda s: len(s.outline) == 4,
+    'doors': lambda s: not s.doors,
+    'decals': lambda s: not s.decals,
+    'floor_materials': lambda s: s.appearance.floor == DEFAULT_FLOOR,
+    'wall_textures': lambda s: (s.appearance.wall == DEFAULT_WALL
+                                and s.appearance.ceiling_color == (0.75, 0.75, 0.75)),
+    'object_textures': lambda s: all(o.material == DEFAULT_OBJECT for o in s.obstacles),
+    'lighting': lambda s: (len(s.appearance.lights) == 1 and s.appearance.ambient == 0.35
+                           and s.appearance.lights[0].intensity == 1.0),
+    'shadows': lambda s: (not s.appearance.shadows
+                          and all(li.radius == 0.0 for li in s.appearance.lights)),
+    'specular': lambda s: (s.appearance.floor.specular == 0.0
+                           and s.appearance.wall.specular == 0.0
+                           and all(o.material.specular == 0.0 for o in s.obstacles)),
+    'color_temperature': lambda s: all(li.color == (1.0, 1.0, 1.0)
+                                       for li in s.appearance.lights),
+}
+
+
+@pytest.mark.parametrize('factor', sorted(SCENE_CHECKS))
+def test_scene_factor_can_be_switched_off(factor):
+    check = SCENE_CHECKS[factor]
+    on = [make_scene(_rng(seed)) for seed in range(16)]
+    off_config = RandomizationConfig().without(factor)
+    off = [make_scene(_rng(seed), off_config) for seed in range(16)]
+    assert not all(check(s) for s in on), f'{factor} never varies when on'
+    assert all(check(s) for s in off), f'{factor} still varies when off'
+
+
+CAMERA_FACTORS = ('exposure', 'noise', 'blur', 'vignetting', 'compression', 'color_temperature')
+
+
+def test_camera_factors_off_give_the_clean_image():
+    scene = make_scene(_rng(5), RandomizationConfig.none(obstacles=True))
+    pose = scene.sample_free_pose(_rng(5))
+    clean = render(scene, SMALL, default_mount(), pose).image
+    config = RandomizationConfig.none()
+    for seed in range(3):
+        img = render(scene, SMALL, default_mount(), pose, _rng(seed), config).image
+        np.testing.assert_array_equal(img, clean)
+
+
+@pytest.mark.parametrize('factor', CAMERA_FACTORS)
+def test_camera_factor_switches_its_effect(factor):
+    scene = make_scene(_rng(5), RandomizationConfig.none(obstacles=True))
+    pose = scene.sample_free_pose(_rng(5))
+    clean = render(scene, SMALL, default_mount(), pose).image
+    only = RandomizationConfig.none(**{factor: True})
+    changed = [not np.array_equal(
+        render(scene, SMALL, default_mount(), pose, _rng(seed), only).image, clean)
+        for seed in range(6)]
+    assert any(changed), f'{factor} on never changes the image'
+    without = RandomizationConfig.none().without()  # all off, as a control
+    img = render(scene, SMALL, default_mount(), pose, _rng(0), without).image
+    np.testing.assert_array_equal(img, clean)
+
+
+def test_pose_jitter_switch():
+    config = RandomizationConfig()
+    mounts = [random_sample(_rng(seed), SMALL, config) for seed in range(4)]
+    for frame in mounts:
+        m = frame.mount
+        assert config.camera_height[0] <= m.z <= config.camera_height[1]
+        assert config.camera_pitch[0] <= m.pitch <= config.camera_pitch[1]
+        assert abs(m.roll) <= config.camera_roll
+    assert len({f.mount for f in mounts}) == 4
+    assert len({f.intrinsics.fx for f in mounts}) == 4
+    off = config.without('pose_jitter')
+    for seed in range(3):
+        frame = random_sample(_rng(seed), SMALL, off)
+        assert frame.mount == default_mount()
+        assert frame.intrinsics == SMALL
+
+
+def test_config_helpers():
+    config = RandomizationConfig()
+    assert all(getattr(config, name) for name in config.switches())
+    assert 'pose_jitter' in config.switches() and 'room_size' not in config.switches()
+    none = RandomizationConfig.none()
+    assert not any(getattr(none, name) for name in none.switches())
+    assert RandomizationConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    with pytest.raises(ValueError):
+        config.without('no_such_factor')
+    assert dataclasses.replace(config, noise=False) == config.without('noise')
+
+
+# --- python -m freespace_seg generate ----------------------------------------------------
+
+def _generate(out, *extra):
+    return cli_main(['generate', '--out', str(out), '--width', '64', '--height', '36', *extra])
+
+
+def test_generate_writes_disjoint_seeded_splits(tmp_path, capsys):
+    out = tmp_path / 'ds'
+    assert _generate(out, '--num', '6', '--seed', '3', '--splits', '0.5,0.34,0.16') == 0
+    meta = json.loads((out / 'meta.json').read_text())
+    assert meta['seed'] == 3 and meta['counts'] == {'train': 3, 'val': 2, 'test': 1}
+    assert meta['classes'] == {'0': 'blocked', '1': 'free'}
+    assert RandomizationConfig.from_dict(meta['randomization']) == RandomizationConfig()
+    records = [json.loads(line) for line in (out / 'samples.jsonl').read_text().splitlines()]
+    assert len(records) == 6
+    images = {}
+    for rec in records:
+        img = cv2.imread(str(out / rec['image']), cv2.IMREAD_UNCHANGED)
+        mask = cv2.imread(str(out / rec['mask']), cv2.IMREAD_UNCHANGED)
+        assert img.shape == (36, 64, 3) and mask.shape == (36, 64) and mask.dtype == np.uint8
+        assert set(np.unique(mask)) <= {0, 1}
+        assert rec['mask'] == f"{rec['split']}/{rec['index']:06d}_mask.png"
+        assert rec['intrinsics']['width'] == 64
+        images[(rec['split'], rec['index'])] = img
+    names = sorted(os.listdir(out / 'train'))
+    assert names == [f'{i:06d}_{kind}.png' for i in range(3) for kind in ('image', 'mask')]
+    keys = list(images)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            assert not np.array_equal(images[a], images[b]), (a, b)
+    assert 'generate' in capsys.readouterr().err  # the progress bar and summary
+
+    # Sample i of a split does not depend on the split sizes.
+    out2 = tmp_path / 'ds2'
+    assert _generate(out2, '--num', '4', '--seed', '3', '--splits', '0.25,0.75,0') == 0
+    val = cv2.imread(str(out2 / 'val' / '000001_image.png'))
+    np.testing.assert_array_equal(val, cv2.imread(str(out / 'val' / '000001_image.png')))
+    assert not (out2 / 'test').exists()
+    # Another seed gives other images.
+    out3 = tmp_path / 'ds3'
+    assert _generate(out3, '--num', '1', '--seed', '4') == 0
+    assert not np.array_equal(cv2.imread(str(out3 / 'train' / '000000_image.png')),
+                              cv2.imread(str(out / 'train' / '000000_image.png')))
+
+
+def test_generate_refuses_a_non_empty_directory(tmp_path, capsys):
+    out = tmp_path / 'ds'
+    out.mkdir()
+    (out / 'keep.txt').write_text('x')
+    assert _generate(out, '--num', '2') != 0
+    assert 'not empty' in capsys.readouterr().err
+    assert sorted(os.listdir(out)) == ['keep.txt']
+    assert _generate(out, '--num', '2', '--overwrite', '--no-noise', '--no-blur') == 0
+    meta = json.loads((out / 'meta.json').read_text())
+    assert meta['randomization']['noise'] is False and meta['randomization']['blur'] is False
+    assert meta['randomization']['lighting'] is True
+    assert (out / 'keep.txt').exists()
+    assert _generate(out, '--num', '1', '--overwrite') == 0
+    assert sorted(os.listdir(out / 'train')) == ['000000_image.png', '000000_mask.png']
+    assert _generate(tmp_path / 'bad', '--num', '2', '--splits', '1,2') != 0
+
+
+# --- progress bar ------------------------------------------------------------------------
+
+class _Tty(io.StringIO):
+
+    def isatty(self):
+        return True
+
+
+def test_progress_prints_lines_when_not_a_terminal():
+    buf = io.StringIO()
+    items = list(progress(range(5), desc='work', file=buf))
+    assert items == [0, 1, 2, 3, 4]
+    last = buf.getvalue().strip().splitlines()[-1]
+    assert last.startswith('work: 100%') and '5/5' in last and 'it/s' in last
+
+
+def test_progress_final_line_on_early_exit_and_unknown_total():
+    buf = io.StringIO()
+    for i in progress(iter(range(100)), desc='gen', file=buf):
+        if i == 2:
+            break
+    text = buf.getvalue()
+    assert text.count('\n') == 1 and text.startswith('gen: 2 [')
+
+    tty = _Tty()
+    bar = Progress(range(3), desc='train', file=tty, interval=0.0)
+    for _ in bar:
+        bar.set_postfix(loss=0.5)
+    out = tty.getvalue()
+    assert '\r' in out and out.endswith('\n') and 'loss=0.5' in out and '3/3' in out
