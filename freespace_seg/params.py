@@ -95,6 +95,9 @@ def palette_from_ints(values):
 
 QOS_CHOICES = ('SENSOR_DATA', 'DEFAULT', 'SYSTEM_DEFAULT')
 
+#: names of SEGMENTATION_PARAMS passed to the engine as keyword options (backend-specific)
+ENGINE_OPTION_PARAMS = ()
+
 #: parameters of ``segmentation_node``; defaults must match config/freespace_seg.yaml
 SEGMENTATION_PARAMS = (
     ParamSpec('model_file_path', '', 'ONNX model to run; its YAML model card must sit beside it '

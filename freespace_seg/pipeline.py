@@ -40,12 +40,14 @@ class SegmentationPipeline:
     size and kept. Results are fresh arrays, safe to hand to other threads.
     """
 
-    def __init__(self, model_path=None, backend='auto', num_threads=0, card=None):
+    def __init__(self, model_path=None, backend='auto', num_threads=0, card=None,
+                 engine_options=None):
         model_path = model_path or packaged_model_path()
         card = card or load_card(card_path_for_model(model_path))
         # Run the file we were given, even if a copied card names another one.
         self.card = dataclasses.replace(card, model_file=os.path.abspath(model_path))
-        self.engine, self.backend_notes = create_engine(self.card, backend, num_threads)
+        self.engine, self.backend_notes = create_engine(self.card, backend, num_threads,
+                                                        **(engine_options or {}))
         self._pre = {}
         self.free_lut = postprocess.class_lut(self.card.free_space)
         self.color_lut = postprocess.palette_lut(self.card.palette)

@@ -25,7 +25,7 @@ from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.grid_msgs import grid_to_msg, points_to_cloud
 from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_from_name,
                                           spin_node, StartupError)
-from freespace_seg.params import palette_from_ints, SEGMENTATION_PARAMS
+from freespace_seg.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
 from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
 from freespace_seg.postprocess import colorize, palette_lut
 from freespace_seg.projection import GridSpec, GroundProjector, intrinsics_from_camera_info_msg
@@ -70,7 +70,9 @@ class SegmentationNode(Node):
         p = self.params
         model_path = p['model_file_path'] or packaged_model_path()
         try:
-            self.pipeline = SegmentationPipeline(model_path, p['backend'], p['num_threads'])
+            self.pipeline = SegmentationPipeline(
+                model_path, p['backend'], p['num_threads'],
+                engine_options={k: p[k] for k in ENGINE_OPTION_PARAMS})
         except (ModelCardError, EngineError, OSError) as e:
             raise StartupError(f'cannot load model {model_path}: {e}') from e
         for note in self.pipeline.backend_notes:
