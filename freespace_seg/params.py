@@ -101,8 +101,10 @@ ENGINE_OPTION_PARAMS = ()
 #: parameters of ``segmentation_node``; defaults must match config/freespace_seg.yaml
 SEGMENTATION_PARAMS = (
     ParamSpec('model_file_path', '', 'ONNX model to run; its YAML model card must sit beside it '
-              'with the same name. Empty: the packaged model (models/freespace_unet.onnx).',
-              'string', read_only=True),
+              'with the same name. Empty: the packaged model (models/freespace_unet.onnx). '
+              'Changing it at run time loads the new model and swaps it in between frames; '
+              'a model that fails to load is rejected and the old one keeps running.',
+              'string'),
     ParamSpec('backend', 'auto', 'Inference backend. auto tries TensorRT, then ONNX Runtime; '
               'naming a backend that cannot run is an error, never a silent fallback.',
               'string', choices=('auto', 'onnxruntime', 'tensorrt'), read_only=True),
@@ -134,6 +136,12 @@ SEGMENTATION_PARAMS = (
               'nobody subscribes to it (for bags and benchmarks).', 'bool'),
     ParamSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics messages.', 'double',
               min_value=0.1, max_value=60.0, read_only=True),
+    ParamSpec('input_stale_timeout', 1.0, 'Diagnostics turn WARN when no image has arrived '
+              'for this long (s), and ERROR after three times as long.', 'double',
+              min_value=0.05, max_value=600.0),
+    ParamSpec('autostart', True, 'Configure and activate the lifecycle node at startup, so '
+              'ros2 run and plain launch files work; false waits for a lifecycle manager.',
+              'bool', read_only=True),
     # -- ground projection (free_space/grid, free_space/obstacles, free_space/grid_image) --
     ParamSpec('base_frame', 'base_link', 'Robot base frame (REP 105) of the grid and the '
               'obstacle points; z up, origin on the floor.', 'string', read_only=True),

@@ -38,12 +38,13 @@ def tiny_card(width, height, **overrides):
     return card
 
 
-def write_tiny_model(directory, width=64, height=48, name='tiny', card_overrides=None):
+def write_tiny_model(directory, width=64, height=48, name='tiny', card_overrides=None,
+                     invert=False):
     """
     Write ``name``.onnx + ``name``.yaml: a 1x1 conv whose class 1 (free) wins where G > R.
 
     logits[0] = R - G, logits[1] = G - R on the normalized input, so a pixel is free
-    exactly where its green value exceeds its red value.
+    exactly where its green value exceeds its red value (``invert``: where red exceeds green).
     """
     import onnx
     from onnx import helper, numpy_helper, TensorProto
@@ -51,6 +52,8 @@ def write_tiny_model(directory, width=64, height=48, name='tiny', card_overrides
     w = np.zeros((2, 3, 1, 1), np.float32)
     w[0, 0], w[0, 1] = 1.0, -1.0
     w[1, 0], w[1, 1] = -1.0, 1.0
+    if invert:
+        w = -w
     graph = helper.make_graph(
         [helper.make_node('Conv', ['input', 'w'], ['logits'])], 'tiny',
         [helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, height, width])],

@@ -32,7 +32,7 @@ from freespace_seg.projection import GridSpec, GroundProjector, intrinsics_from_
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
@@ -61,47 +61,120 @@ def mount_and_grid(p):
     return mount, grid
 
 
-class SegmentationNode(Node):
-    """Free-floor segmentation of camera images with a model described by a model card."""
+class SegmentationNode(LifecycleNode):
+    """
+    Free-floor segmentation of camera images with a model described by a model card.
+
+    A managed (lifecycle) node. ``configure`` loads the model and engine and creates the
+    publishers; ``activate`` subscribes and starts the worker; ``deactivate`` stops work and
+    frees the engine; ``cleanup`` and ``shutdown`` release everything. With ``autostart``
+    (the default) the constructor configures and activates, and raises StartupError with
+    the reason when that fails.
+    """
 
     def __init__(self, node_name='freespace_segmentation', **kwargs):
         super().__init__(node_name, **kwargs)
         self.params = declare_and_validate(self, SEGMENTATION_PARAMS)
         p = self.params
-        model_path = p['model_file_path'] or packaged_model_path()
-        try:
-            self.pipeline = SegmentationPipeline(
-                model_path, p['backend'], p['num_threads'],
-                engine_options={k: p[k] for k in ENGINE_OPTION_PARAMS})
-        except (ModelCardError, EngineError, OSError) as e:
-            raise StartupError(f'cannot load model {model_path}: {e}') from e
-        for note in self.pipeline.backend_notes:
-            self.get_logger().info(f'backend {note}')
-        card = self.pipeline.card
-        self._color_lut = self._palette_lut(p['color_palette'])
-        self._alpha = p['overlay_alpha']
-        self._publish_all = p['publish_unsubscribed']
         try:
             self._mount, self._grid_spec = mount_and_grid(p)
         except ValueError as e:
             raise StartupError(f'invalid grid parameters: {e}') from e
+        self.pipeline = None
+        self._color_lut = None
+        self._alpha = p['overlay_alpha']
+        self._publish_all = p['publish_unsubscribed']
         self._projector = None
         self._infos = collections.deque(maxlen=INFO_HISTORY)
         self._info_error = ''
         self._pose_source = CameraPoseSource(self, p['use_tf'], p['base_frame'],
                                              p['tf_timeout'])
+        self._sub = self._info_sub = None
+        self._pubs = []
+        self._slot = None
+        self._worker = None
+        # Held while a frame is processed, and while the model is swapped.
+        self._pipeline_lock = threading.Lock()
+        self.failure = ''
+
+        # Counters and recent latencies for diagnostics (written by the worker).
+        self._stats_lock = threading.Lock()
+        self.received = 0
+        self.processed = 0
+        self.bad_frames = 0
+        self.dropped_before = 0
+        self.last_error = ''
+        self._latencies = collections.deque(maxlen=300)
+        self._proc_times = collections.deque(maxlen=300)
+        self._done_times = collections.deque(maxlen=300)
+        self._last_input_time = None
+        self._start_time = time.monotonic()
+
         self.add_on_set_parameters_callback(self._on_parameters_set)
-
-        out_qos = qos_from_name(p['output_qos'], p['output_qos_depth'])
-        self._pub_mask = self.create_publisher(Image, 'segmentation/mask', out_qos)
-        self._pub_colored = self.create_publisher(Image, 'segmentation/colored_mask', out_qos)
-        self._pub_overlay = self.create_publisher(Image, 'segmentation/overlay', out_qos)
-        self._pub_free = self.create_publisher(Image, 'free_space/mask', out_qos)
-        self._pub_grid = self.create_publisher(OccupancyGrid, 'free_space/grid', GRID_QOS)
-        self._pub_points = self.create_publisher(PointCloud2, 'free_space/obstacles', out_qos)
-        self._pub_grid_image = self.create_publisher(Image, 'free_space/grid_image', out_qos)
         self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._diag_timer = self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
+        if p['autostart']:
+            if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                raise StartupError(self.failure or 'configure failed')
+            if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                raise StartupError(self.failure or 'activate failed')
 
+    # -- lifecycle ----------------------------------------------------------------------------
+    def _load_pipeline(self, model_file_path):
+        p = self.params
+        model_path = model_file_path or packaged_model_path()
+        try:
+            pipeline = SegmentationPipeline(
+                model_path, p['backend'], p['num_threads'],
+                engine_options={k: p[k] for k in ENGINE_OPTION_PARAMS})
+        except (ModelCardError, EngineError, OSError) as e:
+            raise StartupError(f'cannot load model {model_path}: {e}') from e
+        except Exception as e:  # noqa: B902 - rclpy would swallow it in a transition
+            raise StartupError(f'cannot load model {model_path}: {type(e).__name__}: {e}') \
+                from e
+        for note in pipeline.backend_notes:
+            self.get_logger().info(f'backend {note}')
+        return pipeline
+
+    def on_configure(self, state):
+        """Load the model and engine, and create the publishers."""
+        try:
+            pipeline = self._load_pipeline(self.params['model_file_path'])
+            self._color_lut = self._palette_lut(self.params['color_palette'], pipeline.card)
+        except StartupError as e:
+            self.failure = str(e)
+            self.get_logger().error(f'configure failed: {e}')
+            return TransitionCallbackReturn.FAILURE
+        self.pipeline = pipeline
+        p = self.params
+        out_qos = qos_from_name(p['output_qos'], p['output_qos_depth'])
+        pub = self.create_lifecycle_publisher
+        self._pub_mask = pub(Image, 'segmentation/mask', out_qos)
+        self._pub_colored = pub(Image, 'segmentation/colored_mask', out_qos)
+        self._pub_overlay = pub(Image, 'segmentation/overlay', out_qos)
+        self._pub_free = pub(Image, 'free_space/mask', out_qos)
+        self._pub_grid = pub(OccupancyGrid, 'free_space/grid', GRID_QOS)
+        self._pub_points = pub(PointCloud2, 'free_space/obstacles', out_qos)
+        self._pub_grid_image = pub(Image, 'free_space/grid_image', out_qos)
+        self._pubs = [self._pub_mask, self._pub_colored, self._pub_overlay, self._pub_free,
+                      self._pub_grid, self._pub_points, self._pub_grid_image]
+        card = pipeline.card
+        self.get_logger().info(
+            f'configured: model {card.name} ({card.model_path}), input '
+            f'{card.input_width}x{card.input_height} {card.resize_mode}, backend '
+            f'{pipeline.engine.describe()}')
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state):
+        """Reload the engine if deactivate freed it, subscribe, and start the worker."""
+        if self.pipeline is None:
+            try:
+                self.pipeline = self._load_pipeline(self.params['model_file_path'])
+            except StartupError as e:
+                self.failure = str(e)
+                self.get_logger().error(f'activate failed: {e}')
+                return TransitionCallbackReturn.FAILURE
+        p = self.params
         in_qos = qos_from_name(p['input_qos'], p['input_qos_depth'])
         if p['image_transport'] == 'compressed':
             self._sub = self.create_subscription(CompressedImage, 'image/compressed',
@@ -110,31 +183,63 @@ class SegmentationNode(Node):
             self._sub = self.create_subscription(Image, 'image', self._on_image, in_qos)
         self._info_sub = self.create_subscription(CameraInfo, 'camera_info', self._on_info,
                                                   in_qos)
-
-        # Counters and recent latencies for diagnostics (written by the worker).
-        self._stats_lock = threading.Lock()
-        self.received = 0
-        self.processed = 0
-        self.bad_frames = 0
-        self.last_error = ''
-        self._latencies = collections.deque(maxlen=300)
-        self._proc_times = collections.deque(maxlen=300)
-        self._done_times = collections.deque(maxlen=300)
-        self._last_input_time = None
-
         self._slot = LatestSlot()
-        self._worker = threading.Thread(target=self._work, name='segmentation_worker',
-                                        daemon=True)
+        self._worker = threading.Thread(target=self._work, args=(self._slot,),
+                                        name='segmentation_worker', daemon=True)
         self._worker.start()
-        self._diag_timer = self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
-        self.get_logger().info(
-            f'model {card.name} ({self.pipeline.card.model_path}), input '
-            f'{card.input_width}x{card.input_height} {card.resize_mode}, backend '
-            f'{self.pipeline.engine.describe()}; listening on {self._sub.topic_name}')
+        self._last_input_time = None
+        self._start_time = time.monotonic()
+        self.get_logger().info(f'active: listening on {self._sub.topic_name}')
+        return super().on_activate(state)
+
+    def _stop_work(self):
+        """Unsubscribe and stop the worker, finishing or dropping the in-flight frame."""
+        for sub in (self._sub, self._info_sub):
+            if sub is not None:
+                self.destroy_subscription(sub)
+        self._sub = self._info_sub = None
+        if self._slot is not None:
+            self.dropped_before += self._slot.dropped
+            self._slot.close()
+        worker = self._worker
+        if worker is not None and worker.is_alive() and threading.current_thread() is not worker:
+            worker.join(timeout=5.0)
+        self._slot = self._worker = None
+
+    def _release_pipeline(self):
+        with self._pipeline_lock:
+            if self.pipeline is not None:
+                self.pipeline.close()
+            self.pipeline = None
+
+    def on_deactivate(self, state):
+        """Stop work and free the engine's memory (activate loads it again)."""
+        self._stop_work()
+        self._release_pipeline()
+        self.get_logger().info('deactivated: engine released')
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state):
+        """Release the publishers and the model."""
+        self._release_pipeline()
+        for pub in self._pubs:
+            self.destroy_lifecycle_publisher(pub)
+        self._pubs = []
+        self._projector = None
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        """Release everything, from any state."""
+        self._stop_work()
+        return self.on_cleanup(state)
+
+    @property
+    def lifecycle_state(self):
+        """Return the current lifecycle state's label, e.g. 'active'."""
+        return self._state_machine.current_state[1]
 
     # -- parameters ---------------------------------------------------------------------------
-    def _palette_lut(self, ints):
-        card = self.pipeline.card
+    def _palette_lut(self, ints, card):
         if list(ints) == [-1]:
             palette = card.palette
         else:
@@ -147,10 +252,18 @@ class SegmentationNode(Node):
     def _on_parameters_set(self, params):
         # Runs after declare_and_validate's callback accepted every value.
         changes = {p.name: p.value for p in params}
+        new_pipeline = None
         try:
-            if 'color_palette' in changes:
-                self._color_lut = self._palette_lut(list(changes['color_palette']))
+            if 'model_file_path' in changes and self.pipeline is not None:
+                new_pipeline = self._load_pipeline(changes['model_file_path'])
+            card = (new_pipeline or self.pipeline).card if (new_pipeline or self.pipeline) \
+                else None
+            if card is not None and ('color_palette' in changes or new_pipeline is not None):
+                lut = self._palette_lut(list(changes.get('color_palette',
+                                                         self.params['color_palette'])), card)
         except StartupError as e:
+            if new_pipeline is not None:
+                new_pipeline.close()
             return SetParametersResult(successful=False, reason=str(e))
         if any(name in GRID_PARAMS for name in changes):
             merged = dict(self.params)
@@ -159,6 +272,13 @@ class SegmentationNode(Node):
                 self._mount, self._grid_spec = mount_and_grid(merged)
             except ValueError as e:
                 return SetParametersResult(successful=False, reason=str(e))
+        if card is not None and ('color_palette' in changes or new_pipeline is not None):
+            self._color_lut = lut
+        if new_pipeline is not None:
+            with self._pipeline_lock:
+                old, self.pipeline = self.pipeline, new_pipeline
+            old.close()
+            self.get_logger().info(f'model swapped to {new_pipeline.card.model_path}')
         for name, value in changes.items():
             if name in self.params:
                 self.params[name] = list(value) if name in ('color_palette', 'grid_origin') \
@@ -169,9 +289,12 @@ class SegmentationNode(Node):
 
     # -- data path ----------------------------------------------------------------------------
     def _on_image(self, msg):
+        slot = self._slot
+        if slot is None:
+            return
         self.received += 1
         self._last_input_time = time.monotonic()
-        self._slot.put(msg)
+        slot.put(msg)
 
     def _on_info(self, msg):
         self._infos.append(msg)
@@ -188,7 +311,7 @@ class SegmentationNode(Node):
         """Bring the projector up to date for this frame; return it, or None (no info)."""
         info = self._info_for(header)
         if info is None:
-            self._info_error = f'no CameraInfo received on {self._info_sub.topic_name}'
+            self._info_error = f'no CameraInfo received on {self.info_topic}'
             return None
         try:
             intrinsics = intrinsics_from_camera_info_msg(info)
@@ -211,17 +334,20 @@ class SegmentationNode(Node):
     def _wanted(self, pub):
         return self._publish_all or pub.get_subscription_count() > 0
 
-    def _work(self):
+    def _work(self, slot):
         while True:
-            msg = self._slot.take(timeout=0.5)
+            msg = slot.take(timeout=0.5)
             if msg is None:
-                if self._slot.closed:
+                if slot.closed:
                     return
                 continue
             try:
-                self._process(msg)
+                with self._pipeline_lock:
+                    if self.pipeline is None:
+                        continue
+                    self._process(msg)
             except ImageCodecError as e:
-                self._count_error(f'bad image on {self._sub.topic_name}: {e}')
+                self._count_error(f'bad image on {self.image_topic}: {e}')
             except Exception as e:  # noqa: B902 - a bad frame must never stop the node
                 if not self.context.ok():
                     return
@@ -303,11 +429,24 @@ class SegmentationNode(Node):
         recent = [t for t in done if now - t <= 5.0]
         fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 and \
             recent[-1] > recent[0] else 0.0
+        pipeline = self.pipeline
+        state = self.lifecycle_state
         st = DiagnosticStatus(name=f'{self.get_name()}: segmentation',
-                              hardware_id=self.pipeline.engine.describe())
-        if self.received == 0:
-            st.level, st.message = DiagnosticStatus.WARN, f'no images received on ' \
-                f'{self._sub.topic_name}'
+                              hardware_id=pipeline.engine.describe() if pipeline else 'none')
+        stale_after = self.params['input_stale_timeout']
+        since = now - (self._last_input_time or self._start_time)
+        if state != 'active':
+            st.level = DiagnosticStatus.ERROR if self.failure else DiagnosticStatus.WARN
+            st.message = f'lifecycle state {state}' + (f': {self.failure}' if self.failure
+                                                       else '')
+        elif not self.received:
+            st.level = DiagnosticStatus.ERROR if since > 3 * stale_after else \
+                DiagnosticStatus.WARN
+            st.message = f'no images received on {self.image_topic}'
+        elif since > stale_after:
+            st.level = DiagnosticStatus.ERROR if since > 3 * stale_after else \
+                DiagnosticStatus.WARN
+            st.message = f'input stale: no image on {self.image_topic} for {since:.1f} s'
         elif self._info_error and self._wanted(self._pub_grid):
             st.level, st.message = DiagnosticStatus.WARN, \
                 f'grid not published: {self._info_error}'
@@ -326,13 +465,15 @@ class SegmentationNode(Node):
             'latency_p50_ms': ms(lat, 50), 'latency_p95_ms': ms(lat, 95),
             'processing_p50_ms': ms(proc, 50), 'processing_p95_ms': ms(proc, 95),
             'frames_received': str(self.received), 'frames_processed': str(processed),
-            'frames_dropped': str(self._slot.dropped), 'frames_bad': str(bad),
-            'backend': self.pipeline.engine.backend,
-            'devices': ', '.join(self.pipeline.engine.devices),
-            'backend_selection': ' | '.join(self.pipeline.backend_notes),
-            'model': self.pipeline.card.model_path,
+            'frames_dropped': str(self.dropped), 'frames_bad': str(bad),
+            'input_age_s': f'{since:.2f}',
+            'lifecycle_state': state,
+            'backend': pipeline.engine.backend if pipeline else 'none',
+            'devices': ', '.join(pipeline.engine.devices) if pipeline else '',
+            'backend_selection': ' | '.join(pipeline.backend_notes) if pipeline else '',
+            'model': pipeline.card.model_path if pipeline else self.params['model_file_path'],
             'camera_info': self._info_error or (
-                'ok' if self._infos else f'none yet on {self._info_sub.topic_name}'),
+                'ok' if self._infos else f'none yet on {self.info_topic}'),
             'camera_pose': self._pose_source.status,
         }
         st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
@@ -344,16 +485,29 @@ class SegmentationNode(Node):
         arr.status = [self.diagnostics_status()]
         self._pub_diag.publish(arr)
 
+    @property
+    def dropped(self):
+        """Frames replaced by a newer one before the worker got to them."""
+        slot = self._slot
+        return self.dropped_before + (slot.dropped if slot is not None else 0)
+
+    @property
+    def image_topic(self):
+        """Resolved name of the image topic the node listens (or would listen) on."""
+        name = 'image/compressed' if self.params['image_transport'] == 'compressed' \
+            else 'image'
+        return self.resolve_topic_name(name)
+
+    @property
+    def info_topic(self):
+        return self.resolve_topic_name('camera_info')
+
     def destroy_node(self):
         """Stop the worker (finishing or dropping the in-flight frame), then destroy."""
         # Tolerates a node whose constructor failed half-way (rclpy destroys it at shutdown).
-        slot, worker = getattr(self, '_slot', None), getattr(self, '_worker', None)
-        if slot is not None:
-            slot.close()
-        if worker is not None and worker.is_alive() and threading.current_thread() is not worker:
-            worker.join(timeout=5.0)
-        if getattr(self, 'pipeline', None) is not None:
-            self.pipeline.close()
+        if getattr(self, '_pipeline_lock', None) is not None:
+            self._stop_work()
+            self._release_pipeline()
         return super().destroy_node()
 
 
