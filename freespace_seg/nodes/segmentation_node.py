@@ -487,13 +487,13 @@ class SegmentationNode(LifecycleNode):
 
     @property
     def dropped(self):
-        """Frames replaced by a newer one before the worker got to them."""
+        """Return how many frames a newer one replaced before the worker got to them."""
         slot = self._slot
         return self.dropped_before + (slot.dropped if slot is not None else 0)
 
     @property
     def image_topic(self):
-        """Resolved name of the image topic the node listens (or would listen) on."""
+        """Return the resolved image topic the node listens (or would listen) on."""
         name = 'image/compressed' if self.params['image_transport'] == 'compressed' \
             else 'image'
         return self.resolve_topic_name(name)
