@@ -16,6 +16,7 @@ COMMANDS = {
     'train': ('freespace_seg.training.train', 'train the UNet on synthetic data (torch, CPU)'),
     'eval': ('freespace_seg.training.evaluate', 'IoU, mIoU, F1 and accuracy of a model'),
     'infer': ('freespace_seg.infer', 'segment image files without ROS'),
+    'build-engine': ('freespace_seg.build_engine', 'build, cache and time a TensorRT engine'),
 }
 
 

@@ -96,7 +96,8 @@ def palette_from_ints(values):
 QOS_CHOICES = ('SENSOR_DATA', 'DEFAULT', 'SYSTEM_DEFAULT')
 
 #: names of SEGMENTATION_PARAMS passed to the engine as keyword options (backend-specific)
-ENGINE_OPTION_PARAMS = ()
+ENGINE_OPTION_PARAMS = ('engine_file_path', 'force_engine_update', 'enable_fp16', 'enable_int8',
+                        'max_workspace_size', 'dla_core', 'gpu_id', 'cuda_graph')
 
 #: parameters of ``segmentation_node``; defaults must match config/freespace_seg.yaml
 SEGMENTATION_PARAMS = (
@@ -105,9 +106,37 @@ SEGMENTATION_PARAMS = (
               'Changing it at run time loads the new model and swaps it in between frames; '
               'a model that fails to load is rejected and the old one keeps running.',
               'string'),
-    ParamSpec('backend', 'auto', 'Inference backend. auto tries TensorRT, then ONNX Runtime; '
-              'naming a backend that cannot run is an error, never a silent fallback.',
-              'string', choices=('auto', 'onnxruntime', 'tensorrt'), read_only=True),
+    ParamSpec('backend', 'auto', 'Inference backend. auto tries tensorrt, then onnxruntime_gpu '
+              '(ONNX Runtime with its TensorRT/CUDA providers), then onnxruntime (CPU), and logs '
+              'why each earlier one was skipped; naming a backend that cannot run is an error, '
+              'never a silent fallback to the CPU.',
+              'string', choices=('auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime'),
+              read_only=True),
+    # -- GPU engine options (Isaac ROS TensorRTNode names); the CPU backend ignores them --
+    ParamSpec('engine_file_path', '', 'TensorRT engine file for the tensorrt backend: loaded if '
+              'it matches the model and settings, else (re)built and saved there. Empty: a '
+              'per-user cache, $XDG_CACHE_HOME/freespace_seg/engines (default '
+              '~/.cache/freespace_seg/engines), with a file name keyed by the model hash, '
+              'TensorRT version, GPU and precision.', 'string', read_only=True),
+    ParamSpec('force_engine_update', False, 'Rebuild the TensorRT engine at startup even if '
+              'the cached one is valid (tensorrt backend).', 'bool', read_only=True),
+    ParamSpec('enable_fp16', True, 'Let TensorRT run layers in FP16 (tensorrt backend and the '
+              'TensorRT provider of onnxruntime_gpu).', 'bool', read_only=True),
+    ParamSpec('enable_int8', False, 'Build INT8 from a QDQ-quantized model (explicit '
+              'quantization; there is no calibration). A model without Q/DQ nodes is an error.',
+              'bool', read_only=True),
+    ParamSpec('max_workspace_size', 536870912, 'Limit, in bytes, of the TensorRT WORKSPACE '
+              'memory pool: scratch GPU memory for layer implementations (tensorrt backend and '
+              'the TensorRT provider of onnxruntime_gpu). Too low can rule out the fastest '
+              'kernels.', 'int', min_value=1 << 20, max_value=1 << 36, read_only=True),
+    ParamSpec('dla_core', -1, 'Jetson DLA core to run on, with GPU fallback for unsupported '
+              'layers; needs FP16 or INT8. -1: the GPU only.', 'int', min_value=-1,
+              max_value=7, read_only=True),
+    ParamSpec('gpu_id', 0, 'CUDA device to run on (GPU backends).', 'int', min_value=0,
+              max_value=63, read_only=True),
+    ParamSpec('cuda_graph', False, 'Capture the TensorRT inference as a CUDA graph once and '
+              'replay it on each frame (less launch overhead; tensorrt backend).', 'bool',
+              read_only=True),
     ParamSpec('num_threads', 0, 'CPU threads for inference (ONNX Runtime intra-op); 0 lets the '
               'runtime choose (one per core).', 'int', min_value=0, max_value=64,
               read_only=True),

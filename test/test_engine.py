@@ -5,6 +5,7 @@ import os
 from conftest import green_red_image, write_tiny_model
 from freespace_seg.engines import create_engine, EngineError
 from freespace_seg.engines.base import BackendUnavailable
+from freespace_seg.engines.onnxruntime import available_providers, GPU_PROVIDERS
 from freespace_seg.engines.tensorrt import tensorrt_unavailable_reason
 from freespace_seg.model_card import load_card
 from freespace_seg.pipeline import SegmentationPipeline
@@ -29,12 +30,15 @@ def test_onnxruntime_engine_runs_the_model(tiny_model):
         engine.run(x)
 
 
-@pytest.mark.skipif(tensorrt_unavailable_reason() is None, reason='TensorRT is installed here')
+@pytest.mark.skipif(tensorrt_unavailable_reason() is None or any(
+    p in available_providers() for p in GPU_PROVIDERS),
+    reason='TensorRT or an onnxruntime GPU provider is installed here')
 def test_auto_falls_back_to_onnxruntime_and_says_why(tiny_model):
     engine, notes = create_engine(load_card(tiny_model), 'auto')
     assert engine.backend == 'onnxruntime'
     assert notes[0].startswith('tensorrt: skipped:') and 'tensorrt' in notes[0]
-    assert notes[1].startswith('onnxruntime: chosen')
+    assert notes[1].startswith('onnxruntime_gpu: skipped:')
+    assert notes[2].startswith('onnxruntime: chosen')
 
 
 @pytest.mark.skipif(tensorrt_unavailable_reason() is None, reason='TensorRT is installed here')
