@@ -19,6 +19,7 @@ import threading
 import time
 
 import cv2
+from freespace_seg.engines import BACKENDS
 from freespace_seg.image_codec import image_to_array
 from freespace_seg.metrics import ConfusionAccumulator, summarize
 from freespace_seg.model_card import load_card
@@ -40,8 +41,7 @@ def add_arguments(parser):
     parser.add_argument('--seed', type=int, default=1000,
                         help='scene seed; the default differs from the training seeds')
     parser.add_argument('--model', default='', help='ONNX model (default: the packaged one)')
-    parser.add_argument('--backend', default='auto', choices=('auto', 'onnxruntime',
-                                                              'tensorrt'))
+    parser.add_argument('--backend', default='auto', choices=BACKENDS)
     parser.add_argument('--num-threads', type=int, default=0)
     parser.add_argument('--save', type=int, default=4, help='frames to save as PNG (4)')
     parser.add_argument('--out', default='demo_output', help='output folder (demo_output)')

@@ -9,14 +9,14 @@ import os
 import sys
 
 import cv2
+from freespace_seg.engines import BACKENDS
 from freespace_seg.pipeline import SegmentationPipeline
 
 
 def add_arguments(parser):
     parser.add_argument('images', nargs='+', help='image files (png, jpg, ...)')
     parser.add_argument('--model', default='', help='ONNX model (default: the packaged one)')
-    parser.add_argument('--backend', default='auto', choices=('auto', 'onnxruntime',
-                                                              'tensorrt'))
+    parser.add_argument('--backend', default='auto', choices=BACKENDS)
     parser.add_argument('--num-threads', type=int, default=0)
     parser.add_argument('--alpha', type=float, default=0.5, help='overlay weight (0.5)')
     parser.add_argument('--out', default='infer_output', help='output folder (infer_output)')

@@ -46,7 +46,7 @@ def generate_launch_description():
                                           'uses the value in params_file (the packaged '
                                           'model by default).'),
         DeclareLaunchArgument('backend', default_value='auto',
-                              choices=['auto', 'onnxruntime', 'tensorrt'],
+                              choices=['auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime'],
                               description='Inference backend.'),
         DeclareLaunchArgument('image_transport', default_value='raw',
                               choices=['raw', 'compressed'],

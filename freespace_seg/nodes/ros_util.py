@@ -145,8 +145,10 @@ def spin_node(node_factory, args=None):
         executor.add_node(node)
         executor.spin()
     except StartupError as e:
-        rclpy.logging.get_logger('freespace_seg').fatal(str(e))
-        code = 2
+        if rclpy.ok():
+            rclpy.logging.get_logger('freespace_seg').fatal(str(e))
+            code = 2
+        # else: SIGINT/SIGTERM interrupted the startup, a clean exit all the same.
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:  # noqa: B902

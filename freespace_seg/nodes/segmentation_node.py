@@ -189,8 +189,9 @@ class SegmentationNode(LifecycleNode):
         self._worker.start()
         self._last_input_time = None
         self._start_time = time.monotonic()
+        result = super().on_activate(state)
         self.get_logger().info(f'active: listening on {self._sub.topic_name}')
-        return super().on_activate(state)
+        return result
 
     def _stop_work(self):
         """Unsubscribe and stop the worker, finishing or dropping the in-flight frame."""
