@@ -480,6 +480,7 @@ def compressed_to_rgb(msg):
         else:
             raise ImageCodecError(
                 'CompressedImage: empty format and data is neither jpeg nor png')
+    _check_compressed_header(codec, buffer, head)
     failure = f'CompressedImage: could not decode {buffer.size} bytes as {codec}'
     try:
         if _IMREAD_RGB is not None:
@@ -492,6 +493,80 @@ def compressed_to_rgb(msg):
     if rgb is None or rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.size == 0:
         raise ImageCodecError(failure)
     return rgb
+
+
+#: largest compressed image accepted, in pixels (a 1 MB PNG can claim gigapixels)
+MAX_COMPRESSED_PIXELS = 64 * 1024 * 1024
+
+
+def _check_compressed_header(codec, buffer, head):
+    """
+    Refuse data whose signature or header cannot be what the format says, before decoding.
+
+    The decoders are only as safe as their inputs: OpenCV's PNG reader allocates whatever a
+    corrupt chunk length claims (gigabytes, for one flipped byte), and ``imdecode`` accepts
+    BMP, TIFF, WebP... whatever the format field says. So: the data must carry a JPEG or PNG
+    signature, PNG chunk lengths must fit in the data, and the declared size must be at most
+    :data:`MAX_COMPRESSED_PIXELS`.
+    """
+    # A jpeg labelled png (or the reverse) still decodes; anything else is refused.
+    if head.startswith(_JPEG_MAGIC):
+        size = _jpeg_size(buffer)
+    elif head.startswith(_PNG_MAGIC):
+        size = _png_size(buffer)
+    else:
+        raise ImageCodecError(f'CompressedImage: could not decode {buffer.size} bytes as '
+                              f'{codec}: the data starts with neither a JPEG nor a PNG '
+                              'signature')
+    if size is not None and size[0] * size[1] > MAX_COMPRESSED_PIXELS:
+        raise ImageCodecError(f'CompressedImage: {codec} declares {size[0]}x{size[1]} pixels, '
+                              f'more than the limit of {MAX_COMPRESSED_PIXELS}')
+
+
+def _png_size(buffer):
+    """Walk the PNG chunks; return (width, height) from IHDR; raise on impossible lengths."""
+    n = buffer.size
+    pos = 8
+    size = None
+    while pos + 8 <= n:
+        chunk = buffer[pos:pos + 8].tobytes()
+        length = int.from_bytes(chunk[:4], 'big')
+        kind = chunk[4:8]
+        if length > n - pos - 12:
+            raise ImageCodecError(f'CompressedImage: corrupt png: chunk {kind!r} claims '
+                                  f'{length} bytes, only {max(0, n - pos - 12)} remain')
+        if kind == b'IHDR' and length >= 8:
+            ihdr = buffer[pos + 8:pos + 16].tobytes()
+            size = (int.from_bytes(ihdr[:4], 'big'), int.from_bytes(ihdr[4:8], 'big'))
+        if kind == b'IEND':
+            break
+        pos += 12 + length
+    return size
+
+
+def _jpeg_size(buffer):
+    """Return (width, height) from the first JPEG start-of-frame marker, or None."""
+    n = buffer.size
+    pos = 2
+    while pos + 4 <= n:
+        if buffer[pos] != 0xFF:
+            return None
+        marker = int(buffer[pos + 1])
+        if marker == 0xFF:
+            pos += 1
+            continue
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            pos += 2
+            continue
+        length = (int(buffer[pos + 2]) << 8) | int(buffer[pos + 3])
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            if pos + 9 > n:
+                return None
+            height = (int(buffer[pos + 5]) << 8) | int(buffer[pos + 6])
+            width = (int(buffer[pos + 7]) << 8) | int(buffer[pos + 8])
+            return width, height
+        pos += 2 + length
+    return None
 
 
 @_convert_errors('msg_to_rgb')

@@ -618,3 +618,21 @@ def test_agrees_with_cv_bridge(encoding):
     swapped = _raw_msg(native, encoding, bigendian=not NATIVE_BIG)
     if encoding in SIXTEEN_BIT:
         np.testing.assert_array_equal(ic.image_to_array(swapped), bridge.imgmsg_to_cv2(swapped))
+
+
+def test_compressed_headers_are_checked_before_decoding():
+    import struct
+    img = np.zeros((10, 10, 3), np.uint8)
+    ok, png = cv2.imencode('.png', img)
+    png = bytearray(png.tobytes())
+    i = png.index(b'IHDR')
+    png[i + 4:i + 12] = struct.pack('>II', 20000, 20000)     # claims 400 MP
+    with pytest.raises(ic.ImageCodecError, match='more than the limit'):
+        ic.compressed_to_rgb(CompressedImage(format='png', data=bytes(png)))
+    ok, bmp = cv2.imencode('.bmp', img)
+    with pytest.raises(ic.ImageCodecError, match='neither a JPEG nor a PNG'):
+        ic.compressed_to_rgb(CompressedImage(format='jpeg', data=bmp.tobytes()))
+    # A jpeg labelled png still decodes: the signature decides.
+    ok, jpg = cv2.imencode('.jpg', img)
+    assert ic.compressed_to_rgb(CompressedImage(format='png', data=jpg.tobytes())).shape == \
+        (10, 10, 3)
