@@ -36,6 +36,8 @@ setup(
         'console_scripts': [
             'segmentation_node = freespace_seg.nodes.segmentation_node:main',
             'synthetic_camera = freespace_seg.nodes.synthetic_camera:main',
+            'freespace_driver = freespace_seg.nodes.freespace_driver:main',
+            'sim_robot = freespace_seg.nodes.sim_robot:main',
         ],
     },
 )

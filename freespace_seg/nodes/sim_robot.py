@@ -1,0 +1,429 @@
+"""
+``sim_robot``: a light simulated Create 3 with a forward camera, in a seeded synthetic room.
+
+The room is ``make_scene(np.random.default_rng(seed))`` (see :mod:`freespace_seg.synthetic`)
+and the start pose is drawn from the same generator with ``Scene.sample_free_pose``. The
+robot is a disc of ``robot_radius`` with unicycle kinematics:
+
+* every step of a fixed ``1 / step_rate`` seconds of simulated time (driven by a wall-clock
+  timer, so the simulation is deterministic in its own clock whatever the CPU load does to
+  the timer) the wheel speeds move towards the newest ``cmd_vel`` (geometry_msgs/Twist, or
+  TwistStamped with ``use_stamped``) within the acceleration limits and the robot's speed
+  caps; a command older than ``cmd_vel_timeout`` (simulated time) means stop, as on a real
+  Create 3;
+* the pose follows the exact arc of the step. When the disc at the new position would touch
+  anything blocked (``Scene.collides``: walls, or the footprint of any standing obstacle, low
+  ones included) the robot does not move into it: it goes only up to touching, its speed
+  drops to zero and the step counts as a contact step. A contact lasts until the robot is
+  more than ``CONTACT_RELEASE`` (1 cm) from touching again; each new contact counts as one
+  collision. Turning in place never collides (the footprint is a disc);
+* the camera (``default_intrinsics(width, height)`` on a mount ``camera_height`` above the
+  floor, pitched ``camera_pitch`` down) renders the room from the robot's pose every
+  ``1 / camera_rate`` seconds of simulated time.
+
+Publishes ``odom`` (nav_msgs/Odometry, ``odom_frame`` -> ``base_frame``, every step),
+``image`` (rgb8) and ``camera_info`` with the same header (frame ``camera_frame``),
+``ground_truth/free_mask`` (mono8, 255 = free floor, exact; only while subscribed),
+``hazard`` (std_msgs/Bool, every step: true while the robot pushes against something, as a
+bumper would report it, for ``freespace_driver``'s hazard input) and ``collisions``
+(std_msgs/UInt32, latched: the count so far). When ``tf2_msgs`` is importable it also
+broadcasts ``odom_frame`` -> ``base_frame`` on ``/tf``.
+
+It tracks the distance travelled, the path and the floor swept by the footprint;
+:meth:`SimRobot.summary` returns them with the coverage fraction of the room's free floor, and
+the summary is logged when the node is destroyed. Parameters: :data:`SIM_PARAMS`.
+"""
+
+import math
+import threading
+
+from freespace_seg.geometry import CameraMount
+from freespace_seg.image_codec import array_to_image
+from freespace_seg.nodes.freespace_driver import stop_signals_via_keyboard_interrupt
+from freespace_seg.nodes.ros_util import declare_and_validate, spin_node, StartupError
+from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
+from freespace_seg.params import ParamSpec, validate
+from freespace_seg.synthetic import default_intrinsics, make_scene, render
+from geometry_msgs.msg import Twist, TwistStamped
+from nav_msgs.msg import Odometry
+import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import Bool, UInt32
+
+try:  # only for the optional /tf broadcast
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+except ImportError:  # pragma: no cover - depends on the installation
+    TFMessage = None
+
+#: the start pose keeps at least this much room around the robot centre, if the room allows
+START_CLEARANCES = (0.5, 0.4, 0.3, 0.25)
+#: a contact ends when the robot is this far (m) from touching; a new contact is a collision
+CONTACT_RELEASE = 0.01
+
+SIM_PARAMS = (
+    ParamSpec('seed', 0, 'Seed of the room and the start pose.', 'int', min_value=0,
+              max_value=2 ** 31 - 1, read_only=True),
+    ParamSpec('step_rate', 20.0, 'Simulation steps per second (fixed steps of 1/step_rate '
+              's of simulated time); odom is published every step.', 'double',
+              min_value=5.0, max_value=200.0, read_only=True),
+    ParamSpec('camera_rate', 10.0, 'Camera frames per second of simulated time.', 'double',
+              min_value=0.5, max_value=60.0, read_only=True),
+    ParamSpec('width', 320, 'Image width in pixels.', 'int', min_value=16, max_value=1920,
+              read_only=True),
+    ParamSpec('height', 180, 'Image height in pixels.', 'int', min_value=16, max_value=1080,
+              read_only=True),
+    ParamSpec('camera_height', 0.25, 'Camera optical centre above the floor (m), at the '
+              'robot centre.', 'double', min_value=0.05, max_value=2.0, read_only=True),
+    ParamSpec('camera_pitch', 0.3, 'Camera pitch, positive down (rad).', 'double',
+              min_value=-0.5, max_value=1.5, read_only=True),
+    ParamSpec('camera_noise', False, 'Render camera effects (exposure, noise, blur, JPEG), '
+              'seeded per frame; false gives clean images.', 'bool', read_only=True),
+    ParamSpec('robot_radius', 0.17, 'Radius of the robot disc (m); Create 3: 0.17.',
+              'double', min_value=0.05, max_value=1.0, read_only=True),
+    ParamSpec('max_linear', 0.306, 'Speed cap (m/s); Create 3 with safety on: 0.306.',
+              'double', min_value=0.0, max_value=2.0),
+    ParamSpec('max_angular', 1.9, 'Turn-rate cap (rad/s).', 'double', min_value=0.0,
+              max_value=10.0),
+    ParamSpec('linear_accel', 1.0, 'Linear acceleration limit (m/s^2).', 'double',
+              min_value=0.01, max_value=20.0),
+    ParamSpec('angular_accel', 5.0, 'Angular acceleration limit (rad/s^2).', 'double',
+              min_value=0.01, max_value=50.0),
+    ParamSpec('cmd_vel_timeout', 0.5, 'Stop when the newest cmd_vel is older than this (s '
+              'of simulated time).', 'double', min_value=0.05, max_value=10.0),
+    ParamSpec('use_stamped', False, 'Subscribe cmd_vel as geometry_msgs/TwistStamped '
+              'instead of Twist.', 'bool', read_only=True),
+    ParamSpec('odom_frame', 'odom', 'frame_id of odom.', 'string', read_only=True),
+    ParamSpec('base_frame', 'base_link', 'child_frame_id of odom.', 'string', read_only=True),
+    ParamSpec('camera_frame', 'camera_optical_frame', 'frame_id of image and camera_info.',
+              'string', read_only=True),
+    ParamSpec('coverage_resolution', 0.05, 'Cell size of the coverage count (m).', 'double',
+              min_value=0.01, max_value=1.0, read_only=True),
+)
+
+
+def _approach(current, target, limit):
+    if abs(target - current) <= limit:
+        return target
+    return current + math.copysign(limit, target - current)
+
+
+def integrate(x, y, yaw, v, w, dt):
+    """Return the pose after ``dt`` s at ``v`` m/s and ``w`` rad/s (exact arc)."""
+    if abs(w) < 1e-9:
+        return x + v * dt * math.cos(yaw), y + v * dt * math.sin(yaw), yaw
+    nyaw = yaw + w * dt
+    r = v / w
+    return (x + r * (math.sin(nyaw) - math.sin(yaw)), y - r * (math.cos(nyaw) - math.cos(yaw)),
+            math.atan2(math.sin(nyaw), math.cos(nyaw)))
+
+
+class Coverage:
+    """Floor swept by a disc of ``radius`` over a room, counted on a grid of ``resolution``."""
+
+    def __init__(self, scene, radius, resolution):
+        x0, y0, x1, y1 = scene.bounds()
+        self.resolution = float(resolution)
+        self.origin = (x0, y0)
+        nx = max(1, int(math.ceil((x1 - x0) / resolution)))
+        ny = max(1, int(math.ceil((y1 - y0) / resolution)))
+        xs = x0 + (np.arange(nx) + 0.5) * resolution
+        ys = y0 + (np.arange(ny) + 0.5) * resolution
+        gx, gy = np.meshgrid(xs, ys)
+        #: free floor cells of the room (cell centres)
+        self.free = ~scene.blocked_top_down(gx, gy)
+        self.visited = np.zeros(self.free.shape, dtype=bool)
+        n = int(math.ceil(radius / resolution)) + 1
+        oy, ox = np.mgrid[-n:n + 1, -n:n + 1]
+        self._offsets = (oy, ox)
+        self._radius = float(radius)
+
+    def add(self, x, y):
+        """Mark the cells whose centres lie within the disc at (x, y)."""
+        res = self.resolution
+        col = int(math.floor((x - self.origin[0]) / res))
+        row = int(math.floor((y - self.origin[1]) / res))
+        oy, ox = self._offsets
+        rows, cols = row + oy, col + ox
+        cx = self.origin[0] + (cols + 0.5) * res
+        cy = self.origin[1] + (rows + 0.5) * res
+        ok = ((cx - x) ** 2 + (cy - y) ** 2 <= self._radius ** 2) & (rows >= 0) & \
+            (cols >= 0) & (rows < self.visited.shape[0]) & (cols < self.visited.shape[1])
+        self.visited[rows[ok], cols[ok]] = True
+
+    @property
+    def fraction(self):
+        """Return the swept share of the free floor, 0..1."""
+        free = int(np.count_nonzero(self.free))
+        return float(np.count_nonzero(self.visited & self.free)) / free if free else 0.0
+
+    @property
+    def free_area(self):
+        """Return the free floor area (m^2) as counted on the grid."""
+        return float(np.count_nonzero(self.free)) * self.resolution ** 2
+
+
+class SimRobot(Node):
+    """A simulated Create 3 in a synthetic room: cmd_vel in; odom, camera, collisions out."""
+
+    def __init__(self, node_name='sim_robot', scene=None, start_pose=None, **kwargs):
+        super().__init__(node_name, **kwargs)
+        p = self.params = declare_and_validate(self, SIM_PARAMS)
+        rng = np.random.default_rng(p['seed'])
+        # In-process users (tests) may bring their own room and start pose.
+        self.scene = scene if scene is not None else make_scene(rng)
+        self.start_pose = tuple(float(v) for v in start_pose) if start_pose else None
+        for clearance in START_CLEARANCES if self.start_pose is None else ():
+            try:
+                self.start_pose = self.scene.sample_free_pose(rng, clearance=clearance)
+                break
+            except RuntimeError:
+                continue
+        if self.start_pose is None or self.scene.collides(*self.start_pose[:2],
+                                                          p['robot_radius']):
+            raise StartupError(f'room {p["seed"]} has no free start pose for a robot of '
+                               f'radius {p["robot_radius"]} m')
+        self.intrinsics = default_intrinsics(p['width'], p['height'])
+        self.mount = CameraMount(x=0.0, y=0.0, z=p['camera_height'], roll=0.0,
+                                 pitch=p['camera_pitch'], yaw=0.0)
+        self.dt = 1.0 / p['step_rate']
+        self._camera_period = 1.0 / p['camera_rate']
+
+        self._lock = threading.Lock()
+        self.x, self.y, self.yaw = self.start_pose
+        self.v = self.w = 0.0
+        self.steps = 0
+        self.frames = 0
+        self.distance = 0.0
+        self.collisions = 0
+        self.contact_steps = 0
+        self.in_contact = False
+        #: pushing against something this step (what a bumper reports)
+        self.bumper = False
+        self.collision_points = []
+        self._cmd = (0.0, 0.0)
+        self._cmd_time = None
+        self._next_frame = 0.0
+        self._path = [(0.0, self.x, self.y, self.yaw)]
+        self.coverage = Coverage(self.scene, p['robot_radius'], p['coverage_resolution'])
+        self.coverage.add(self.x, self.y)
+
+        cmd_type = TwistStamped if p['use_stamped'] else Twist
+        self._sub = self.create_subscription(cmd_type, 'cmd_vel', self._on_cmd, 10)
+        self._pub_odom = self.create_publisher(Odometry, 'odom', 10)
+        self._pub_image = self.create_publisher(Image, 'image', 2)
+        self._pub_info = self.create_publisher(CameraInfo, 'camera_info', 2)
+        self._pub_truth = self.create_publisher(Image, 'ground_truth/free_mask', 2)
+        self._pub_hazard = self.create_publisher(Bool, 'hazard', 10)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._pub_collisions = self.create_publisher(UInt32, 'collisions', latched)
+        self._pub_collisions.publish(UInt32(data=0))
+        self._pub_tf = self.create_publisher(TFMessage, '/tf', 10) if TFMessage else None
+        self.add_on_set_parameters_callback(self._on_parameters_set)
+        self._timer = self.create_timer(self.dt, self.step)
+        x, y, yaw = self.start_pose
+        self.get_logger().info(
+            f'room {p["seed"]}: {self.scene.area():.1f} m^2, {len(self.scene.obstacles)} '
+            f'obstacle parts; start ({x:.2f}, {y:.2f}, {math.degrees(yaw):.0f} deg); camera '
+            f'{p["width"]}x{p["height"]} at {p["camera_rate"]:g} Hz')
+
+    # -- inputs -------------------------------------------------------------------------------
+    def _on_parameters_set(self, params):
+        specs = {spec.name: spec for spec in SIM_PARAMS}
+        changes = {}
+        for prm in params:
+            spec = specs.get(prm.name)
+            if spec is None:
+                continue
+            value = prm.value
+            if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            err = validate(spec, value)
+            if err:
+                return SetParametersResult(successful=False, reason=err)
+            changes[prm.name] = value
+        with self._lock:
+            self.params.update(changes)
+        return SetParametersResult(successful=True)
+
+    def _on_cmd(self, msg):
+        twist = msg.twist if isinstance(msg, TwistStamped) else msg
+        with self._lock:
+            self._cmd = (float(twist.linear.x), float(twist.angular.z))
+            self._cmd_time = self.sim_time
+
+    # -- simulation ---------------------------------------------------------------------------
+    @property
+    def sim_time(self):
+        """Return the simulated time in seconds (steps taken times the step length)."""
+        return self.steps * self.dt
+
+    def step(self):
+        """Advance the simulation by one fixed step and publish what it produced."""
+        p = self.params
+        with self._lock:
+            cmd_v, cmd_w = self._cmd
+            fresh = self._cmd_time is not None and \
+                self.sim_time - self._cmd_time <= p['cmd_vel_timeout']
+        if not fresh:
+            cmd_v = cmd_w = 0.0
+        if not (math.isfinite(cmd_v) and math.isfinite(cmd_w)):
+            cmd_v = cmd_w = 0.0
+        cmd_v = min(max(cmd_v, -p['max_linear']), p['max_linear'])
+        cmd_w = min(max(cmd_w, -p['max_angular']), p['max_angular'])
+        dt = self.dt
+        self.v = _approach(self.v, cmd_v, p['linear_accel'] * dt)
+        self.w = _approach(self.w, cmd_w, p['angular_accel'] * dt)
+        nx, ny, nyaw = integrate(self.x, self.y, self.yaw, self.v, self.w, dt)
+        self.steps += 1
+        radius = p['robot_radius']
+        if (nx, ny) != (self.x, self.y) and self.scene.collides(nx, ny, radius):
+            # The bumper: go only as far as the free part of the step (up to touching), stop.
+            f = self._free_fraction(self.v, self.w, dt, radius)
+            tx, ty, tyaw = integrate(self.x, self.y, self.yaw, self.v, self.w, f * dt)
+            self.distance += math.hypot(tx - self.x, ty - self.y)
+            self.x, self.y = tx, ty
+            self.coverage.add(self.x, self.y)
+            # Turning in place is still possible: keep the whole step's turn.
+            self.yaw = math.atan2(math.sin(nyaw), math.cos(nyaw))
+            self.contact_steps += 1
+            if not self.in_contact:
+                self.collisions += 1
+                self.collision_points.append((self.sim_time, nx, ny))
+                self._pub_collisions.publish(UInt32(data=self.collisions))
+                self.get_logger().warning(
+                    f'collision {self.collisions} at ({nx:.2f}, {ny:.2f}), t={self.sim_time:.2f}'
+                    ' s')
+            self.in_contact = True
+            self.bumper = True
+            self.v = 0.0
+        else:
+            self.bumper = False
+            self.distance += math.hypot(nx - self.x, ny - self.y)
+            self.x, self.y, self.yaw = nx, ny, nyaw
+            self.coverage.add(self.x, self.y)
+            if self.in_contact and \
+                    self.scene.clearance(self.x, self.y) > radius + CONTACT_RELEASE:
+                self.in_contact = False
+        self._path.append((self.sim_time, self.x, self.y, self.yaw))
+
+        stamp = self.get_clock().now().to_msg()
+        self._publish_odom(stamp)
+        self._pub_hazard.publish(Bool(data=self.bumper))
+        if self.sim_time + 1e-9 >= self._next_frame:
+            self._next_frame += self._camera_period
+            self._publish_frame(stamp)
+
+    def _free_fraction(self, v, w, dt, radius):
+        """Largest share of a step (bisection, within 1/256) whose end does not collide."""
+        lo, hi = 0.0, 1.0
+        for _ in range(8):
+            mid = 0.5 * (lo + hi)
+            x, y, _ = integrate(self.x, self.y, self.yaw, v, w, mid * dt)
+            if self.scene.collides(x, y, radius):
+                hi = mid
+            else:
+                lo = mid
+        return lo
+
+    def _publish_odom(self, stamp):
+        p = self.params
+        odom = Odometry()
+        odom.header.stamp = stamp
+        odom.header.frame_id = p['odom_frame']
+        odom.child_frame_id = p['base_frame']
+        x0, y0, yaw0 = self.start_pose
+        # odom starts at the start pose, as a real robot's odometry does.
+        dx, dy = self.x - x0, self.y - y0
+        c, s = math.cos(-yaw0), math.sin(-yaw0)
+        odom.pose.pose.position.x = c * dx - s * dy
+        odom.pose.pose.position.y = s * dx + c * dy
+        yaw = self.yaw - yaw0
+        odom.pose.pose.orientation.z = math.sin(yaw / 2.0)
+        odom.pose.pose.orientation.w = math.cos(yaw / 2.0)
+        odom.twist.twist.linear.x = self.v
+        odom.twist.twist.angular.z = self.w
+        self._pub_odom.publish(odom)
+        if self._pub_tf is not None:
+            t = TransformStamped()
+            t.header = odom.header
+            t.child_frame_id = odom.child_frame_id
+            t.transform.translation.x = odom.pose.pose.position.x
+            t.transform.translation.y = odom.pose.pose.position.y
+            t.transform.rotation = odom.pose.pose.orientation
+            self._pub_tf.publish(TFMessage(transforms=[t]))
+
+    def _publish_frame(self, stamp):
+        p = self.params
+        want_truth = self._pub_truth.get_subscription_count() > 0
+        if not (want_truth or self._pub_image.get_subscription_count() > 0 or
+                self._pub_info.get_subscription_count() > 0):
+            return
+        rng = np.random.default_rng([p['seed'], self.frames]) if p['camera_noise'] else None
+        frame = render(self.scene, self.intrinsics, self.mount,
+                       robot_pose=(self.x, self.y, self.yaw), rng=rng)
+        self.frames += 1
+        image = array_to_image(frame.image, 'rgb8')
+        image.header.stamp = stamp
+        image.header.frame_id = p['camera_frame']
+        info = camera_info_from_intrinsics(self.intrinsics, image.header)
+        self._pub_info.publish(info)
+        self._pub_image.publish(image)
+        if want_truth:
+            truth = array_to_image((frame.free > 0).astype(np.uint8) * 255, 'mono8',
+                                   image.header)
+            self._pub_truth.publish(truth)
+
+    # -- results ------------------------------------------------------------------------------
+    @property
+    def path(self):
+        """Return the path as an (N, 4) array of (t, x, y, yaw) in the room frame, per step."""
+        return np.array(self._path, dtype=np.float64)
+
+    def summary(self):
+        """Return a dict of the run so far: collisions, distance, coverage, time..."""
+        return {
+            'seed': self.params['seed'],
+            'sim_time': self.sim_time,
+            'steps': self.steps,
+            'frames': self.frames,
+            'collisions': self.collisions,
+            'contact_steps': self.contact_steps,
+            'distance': self.distance,
+            'coverage': self.coverage.fraction,
+            'free_area': self.coverage.free_area,
+            'start_pose': tuple(self.start_pose),
+            'pose': (self.x, self.y, self.yaw),
+        }
+
+    def summary_text(self):
+        """Return the summary as one log line."""
+        s = self.summary()
+        return (f'room {s["seed"]}: {s["sim_time"]:.1f} s simulated, {s["distance"]:.2f} m '
+                f'driven, {s["collisions"]} collisions ({s["contact_steps"]} contact steps), '
+                f'coverage {100.0 * s["coverage"]:.1f} % of {s["free_area"]:.1f} m^2 free '
+                f'floor, {s["frames"]} frames')
+
+    def destroy_node(self):
+        """Log the summary, then destroy the node."""
+        if getattr(self, 'coverage', None) is not None:
+            self.get_logger().info('summary: ' + self.summary_text())
+        return super().destroy_node()
+
+
+def main(args=None):
+    """Run ``sim_robot`` until SIGINT/SIGTERM; exit code 2 on a startup error."""
+    def factory():
+        node = SimRobot()
+        # So that the summary reaches /rosout too: destroy while the context still works.
+        stop_signals_via_keyboard_interrupt()
+        return node
+    return spin_node(factory, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""
+Free-space driving on an iRobot Create 3 / TurtleBot 4: segmentation, driver, camera TF.
+
+    ros2 launch freespace_seg create3_freespace.launch.py namespace:=/robot1 camera:=oakd
+    ros2 launch freespace_seg create3_freespace.launch.py camera:=usb drive:=true rqt:=true
+
+Starts, under the robot ``namespace``, ``segmentation_node`` (camera in, ``free_space/grid``
+out), ``freespace_driver`` (grid in, ``cmd_vel`` out; hazards from ``hazard_detection``) and,
+when needed, static TF publishers for the camera mount (``base_frame`` -> camera frame ->
+optical frame). ``/tf`` and ``/tf_static`` are remapped to ``tf`` and ``tf_static`` so a
+namespaced robot's TF works. ``camera:=oakd`` is the TurtleBot 4's OAK-D
+(``oakd/rgb/preview/image_raw``, frame ``oakd_rgb_camera_optical_frame``), ``camera:=usb`` a
+usb_cam / v4l2_camera style driver (``image_raw``, ``camera_info``). The robot only moves with
+``drive:=true``; until then the driver plans and publishes nothing on ``cmd_vel``.
+
+Every argument is described (``ros2 launch freespace_seg create3_freespace.launch.py -s``).
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node, PushRosNamespace
+
+#: topics and frames of the supported cameras, relative to the robot namespace
+CAMERAS = {
+    'oakd': {'image': 'oakd/rgb/preview/image_raw',
+             'camera_info': 'oakd/rgb/preview/camera_info',
+             'optical_frame': 'oakd_rgb_camera_optical_frame',
+             'camera_frame': 'oakd_rgb_camera_frame',
+             'has_tf': True},
+    'usb': {'image': 'image_raw', 'camera_info': 'camera_info',
+            'optical_frame': 'camera_optical_frame', 'camera_frame': 'camera_link',
+            'has_tf': False},
+}
+TF_REMAPS = [('/tf', 'tf'), ('/tf_static', 'tf_static')]
+MOUNT = ('camera_x', 'camera_y', 'camera_z', 'camera_roll', 'camera_pitch', 'camera_yaw')
+
+
+def _arg(context, name):
+    return context.launch_configurations[name]
+
+
+def _flag(context, name):
+    return _arg(context, name).lower() == 'true'
+
+
+def _number(context, name):
+    text = _arg(context, name)
+    try:
+        return float(text)
+    except ValueError:
+        raise RuntimeError(f'launch argument {name} must be a number, got {text!r}')
+
+
+def _nodes(context):
+    cam = CAMERAS[_arg(context, 'camera')]
+    namespace = _arg(context, 'namespace')
+    base_frame = _arg(context, 'base_frame')
+    model = _arg(context, 'model_file_path')
+    mount = {name: _number(context, name) for name in MOUNT}
+    publish_tf = _arg(context, 'publish_camera_tf')
+    if publish_tf == 'auto':
+        publish_tf = 'false' if cam['has_tf'] else 'true'
+
+    seg_params = {
+        'backend': _arg(context, 'backend'),
+        'base_frame': base_frame,
+        'use_tf': _flag(context, 'use_tf'),
+        'camera_x': mount['camera_x'], 'camera_y': mount['camera_y'],
+        'camera_height': mount['camera_z'], 'camera_roll': mount['camera_roll'],
+        'camera_pitch': mount['camera_pitch'], 'camera_yaw': mount['camera_yaw'],
+    }
+    if model:
+        seg_params['model_file_path'] = model
+    nodes = [
+        Node(package='freespace_seg', executable='segmentation_node',
+             name='freespace_segmentation', output='screen',
+             parameters=[_arg(context, 'params_file'), seg_params],
+             remappings=[('image', cam['image']),
+                         ('image/compressed', cam['image'] + '/compressed'),
+                         ('camera_info', cam['camera_info'])] + TF_REMAPS),
+        Node(package='freespace_seg', executable='freespace_driver', name='freespace_driver',
+             output='screen',
+             parameters=[{'drive': _flag(context, 'drive'),
+                          'use_stamped': _flag(context, 'use_stamped'),
+                          'max_linear': _number(context, 'max_linear'),
+                          'base_frame': base_frame}]),
+    ]
+    if publish_tf == 'true':
+        # base_frame -> camera frame (the mount), camera frame -> optical frame (REP 103).
+        nodes.append(Node(
+            package='tf2_ros', executable='static_transform_publisher',
+            name='camera_mount_tf', output='screen', remappings=TF_REMAPS,
+            arguments=['--x', str(mount['camera_x']), '--y', str(mount['camera_y']),
+                       '--z', str(mount['camera_z']), '--roll', str(mount['camera_roll']),
+                       '--pitch', str(mount['camera_pitch']),
+                       '--yaw', str(mount['camera_yaw']),
+                       '--frame-id', base_frame, '--child-frame-id', cam['camera_frame']]))
+        nodes.append(Node(
+            package='tf2_ros', executable='static_transform_publisher',
+            name='camera_optical_tf', output='screen', remappings=TF_REMAPS,
+            arguments=['--roll', '-1.5707963267948966', '--yaw', '-1.5707963267948966',
+                       '--frame-id', cam['camera_frame'],
+                       '--child-frame-id', cam['optical_frame']]))
+    if _flag(context, 'rqt'):
+        overlay = '/'.join(p for p in (namespace.strip('/'), 'segmentation/overlay') if p)
+        nodes.append(Node(package='rqt_image_view', executable='rqt_image_view',
+                          name='freespace_overlay_view', output='screen',
+                          arguments=['/' + overlay]))
+    return nodes
+
+
+def generate_launch_description():
+    share = get_package_share_directory('freespace_seg')
+    args = [
+        DeclareLaunchArgument('namespace', default_value='',
+                              description='Robot namespace (as set on the Create 3 / '
+                                          'TurtleBot 4), e.g. /robot1; empty for none.'),
+        DeclareLaunchArgument('camera', default_value='oakd', choices=['oakd', 'usb'],
+                              description='oakd: TurtleBot 4 OAK-D '
+                                          '(oakd/rgb/preview/image_raw, frame '
+                                          'oakd_rgb_camera_optical_frame); usb: image_raw '
+                                          'and camera_info, frame camera_optical_frame.'),
+        DeclareLaunchArgument('drive', default_value='false', choices=['true', 'false'],
+                              description='true: the driver publishes cmd_vel and the '
+                                          'robot moves; false: it only plans.'),
+        DeclareLaunchArgument('rqt', default_value='false', choices=['true', 'false'],
+                              description='Start rqt_image_view on segmentation/overlay.'),
+        DeclareLaunchArgument('use_stamped', default_value='false',
+                              choices=['true', 'false'],
+                              description='cmd_vel as geometry_msgs/TwistStamped instead of '
+                                          'Twist (Create 3 firmware takes Twist).'),
+        DeclareLaunchArgument('max_linear', default_value='0.3',
+                              description='Top speed of the driver in m/s (the Create 3 '
+                                          'caps at 0.306 with its safety on).'),
+        DeclareLaunchArgument('params_file',
+                              default_value=os.path.join(share, 'config', 'freespace_seg.yaml'),
+                              description='ros__parameters YAML file of segmentation_node.'),
+        DeclareLaunchArgument('model_file_path', default_value='',
+                              description='ONNX model with its YAML card beside it; empty '
+                                          'uses params_file (the packaged model by '
+                                          'default).'),
+        DeclareLaunchArgument('backend', default_value='auto',
+                              choices=['auto', 'onnxruntime', 'tensorrt'],
+                              description='Inference backend of segmentation_node.'),
+        DeclareLaunchArgument('base_frame', default_value='base_link',
+                              description='Robot base frame of the grid, the driver and the '
+                                          'camera TF.'),
+        DeclareLaunchArgument('use_tf', default_value='false', choices=['true', 'false'],
+                              description='segmentation_node looks the camera pose up in TF '
+                                          '(e.g. from the TurtleBot 4 URDF) instead of using '
+                                          'the camera_* arguments.'),
+        DeclareLaunchArgument('publish_camera_tf', default_value='auto',
+                              choices=['auto', 'true', 'false'],
+                              description='Publish static TF for the camera mount from the '
+                                          'camera_* arguments. auto: not for oakd (the '
+                                          'TurtleBot 4 description has it), yes for usb.'),
+        DeclareLaunchArgument('camera_x', default_value='0.0',
+                              description='Camera optical centre, x in base_frame (m).'),
+        DeclareLaunchArgument('camera_y', default_value='0.0',
+                              description='Camera optical centre, y in base_frame (m).'),
+        DeclareLaunchArgument('camera_z', default_value='0.25',
+                              description='Camera optical centre above the floor (m).'),
+        DeclareLaunchArgument('camera_roll', default_value='0.0',
+                              description='Camera roll (rad).'),
+        DeclareLaunchArgument('camera_pitch', default_value='0.3',
+                              description='Camera pitch (rad), positive looks down.'),
+        DeclareLaunchArgument('camera_yaw', default_value='0.0',
+                              description='Camera yaw (rad), positive looks left.'),
+    ]
+    group = GroupAction([PushRosNamespace(LaunchConfiguration('namespace')),
+                         OpaqueFunction(function=_nodes)])
+    return LaunchDescription(args + [group])

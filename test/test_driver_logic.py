@@ -1,0 +1,347 @@
+"""The ROS-free driver: steering, stopping and limits from hand-built occupancy grids."""
+
+import math
+
+from freespace_seg.driver_logic import (arc_points, ClearanceMap, DriverConfig, DriverLogic,
+                                        FREE, GridLayout, OCCUPIED, pose_after, UNKNOWN)
+from freespace_seg.projection import GridSpec
+import numpy as np
+import pytest
+
+SPEC = GridSpec()                      # 4 m x 4 m at 0.05 m, origin (0, -2): ahead of the robot
+LAYOUT = GridLayout.from_spec(SPEC)
+CFG = DriverConfig()
+
+
+def grid(fill=FREE, spec=SPEC):
+    return np.full(spec.shape, fill, dtype=np.int8)
+
+
+def paint(g, x0, x1, y0, y1, value, spec=SPEC):
+    """Set the cells whose centres lie in [x0, x1] x [y0, y1] (base frame, metres)."""
+    xs, ys = spec.cell_centers()
+    g[(xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)] = value
+    return g
+
+
+def seen(g, spec=SPEC):
+    """
+    Keep what the default camera sees, make the rest unknown.
+
+    That is a cone of +-40 degrees from 0.3 m ahead on (the floor nearer than that is below
+    the image, the floor beside the robot out of the field of view).
+    """
+    xs, ys = spec.cell_centers()
+    g[(np.abs(np.arctan2(ys, xs)) > math.radians(40)) | (xs < 0.3)] = UNKNOWN
+    return g
+
+
+def wall_grid(distance, value=OCCUPIED, spec=SPEC):
+    """Free floor up to a wall across the view at ``distance``; unknown behind it."""
+    g = grid(spec=spec)
+    paint(g, distance, distance + 0.1, -9, 9, value, spec)
+    paint(g, distance + 0.1, 99, -9, 9, UNKNOWN, spec)
+    return seen(g, spec)
+
+
+def planned(g, config=CFG, layout=LAYOUT, teach=True, **kw):
+    """Plan on ``g`` (after an open view, so the driver knows which cells the camera sees)."""
+    d = DriverLogic(config)
+    if teach:
+        d.set_grid(seen(grid()), layout)
+    d.set_grid(g, layout)
+    return d.plan(**kw)
+
+
+def run_to_steady(d, steps=40, dt=0.05):
+    for _ in range(steps):
+        v, w = d.step(dt)
+    return v, w
+
+
+def test_open_grid_drives_straight_at_max_speed():
+    d = DriverLogic()
+    d.set_grid(grid(), LAYOUT)
+    v, w = run_to_steady(d)
+    assert v == pytest.approx(CFG.max_linear)
+    assert w == pytest.approx(0.0)
+    assert d.last_plan.mode == 'drive' and d.last_plan.free_distance == pytest.approx(2.0)
+
+
+def test_acceleration_is_limited():
+    d = DriverLogic()
+    d.set_grid(grid(), LAYOUT)
+    v, _ = d.step(0.05)
+    assert v == pytest.approx(CFG.max_linear_accel * 0.05)
+    speeds = [d.step(0.05)[0] for _ in range(20)]
+    steps = np.diff([v] + speeds)
+    assert np.all(steps <= CFG.max_linear_accel * 0.05 + 1e-12)
+    assert speeds[-1] == pytest.approx(CFG.max_linear)
+
+
+def _world_grid(pose, wall_x, value=OCCUPIED, spec=SPEC):
+    """
+    Grid seen by a robot at ``pose`` in front of a wall at world x = wall_x (any y).
+
+    Only what the default camera sees is known (see :func:`seen`).
+    """
+    xs, ys = spec.cell_centers()
+    x, y, yaw = pose
+    wx = x + math.cos(yaw) * xs - math.sin(yaw) * ys
+    g = grid(spec=spec)
+    g[(wx >= wall_x) & (wx < wall_x + 0.1)] = value
+    g[wx >= wall_x + 0.1] = UNKNOWN
+    return seen(g, spec)
+
+
+@pytest.mark.parametrize('value', [OCCUPIED, UNKNOWN], ids=['occupied', 'unknown'])
+def test_wall_ahead_stops_before_it_then_turns_away(value):
+    """Drive a unicycle at a wall; it must stop with the footprint + margin clear, then turn."""
+    d = DriverLogic()
+    pose = [0.0, 0.0, 0.0]
+    wall_x, dt = 2.0, 0.05
+    gaps, stopped_at = [], None
+    for i in range(600):
+        d.set_grid(_world_grid(pose, wall_x, value), LAYOUT)
+        v, w = d.step(dt)
+        pose[0] += v * math.cos(pose[2]) * dt
+        pose[1] += v * math.sin(pose[2]) * dt
+        pose[2] += w * dt
+        gaps.append(wall_x - pose[0] - CFG.robot_radius)
+        if stopped_at is None and v == 0.0 and w != 0.0:
+            stopped_at = i
+            stop_gap = gaps[-1]
+        if stopped_at is not None and v > 0.1:
+            break
+    assert stopped_at is not None, 'never stopped'
+    # The footprint plus the margin never touched the wall, and it did not stop miles away.
+    assert min(gaps) >= CFG.safety_margin
+    assert stop_gap < 0.5
+    # It turned and drove off along the wall (heading at least 60 degrees away from it).
+    assert v > 0.1 and abs(pose[2]) > math.radians(60)
+
+
+def test_unknown_ahead_is_as_blocked_as_occupied():
+    for distance in (0.6, 1.0, 1.5):
+        occ = planned(wall_grid(distance, OCCUPIED))
+        unk = planned(wall_grid(distance, UNKNOWN))
+        assert unk.ahead_distance == pytest.approx(occ.ahead_distance)
+        # The inflated footprint stops short of the band.
+        assert occ.ahead_distance <= distance - CFG.inflated_radius
+    close = planned(wall_grid(0.35, UNKNOWN))
+    assert close.mode == 'rotate' and close.linear == 0.0 and close.angular != 0.0
+    # Unknown that the camera has never shown is the blind zone: it does not block.
+    assert planned(wall_grid(0.35, UNKNOWN), teach=False).mode == 'drive'
+
+
+def test_obstacle_on_the_left_turns_right_and_vice_versa():
+    left = paint(grid(), 0.7, 1.1, -0.05, 0.6, OCCUPIED)
+    p = planned(left)
+    assert p.mode == 'drive' and p.angular < 0 and p.linear > 0
+    right = paint(grid(), 0.7, 1.1, -0.6, 0.05, OCCUPIED)
+    p = planned(right)
+    assert p.mode == 'drive' and p.angular > 0 and p.linear > 0
+
+
+@pytest.mark.parametrize('side', [1, -1], ids=['left', 'right'])
+def test_blocked_ahead_rotates_towards_the_open_side(side):
+    # A wall right ahead, with open floor seen beyond its end on one side only.
+    g = grid(UNKNOWN)
+    paint(g, 0.3, 0.35, -2, 2, FREE)
+    paint(g, 0.35, 0.45, -2, 2, OCCUPIED)
+    open_y = (0.3, 2.0) if side > 0 else (-2.0, -0.3)
+    paint(g, 0.35, 4.0, *open_y, FREE)
+    p = planned(seen(g))
+    assert p.mode == 'rotate' and p.linear == 0.0
+    assert p.angular == pytest.approx(side * CFG.rotate_speed)
+
+
+def test_keeps_turning_until_there_is_room_to_resume():
+    d = DriverLogic()
+    d.set_grid(wall_grid(0.35), LAYOUT)
+    assert d.plan().mode == 'rotate'
+    # A little room (more than stop_distance, less than resume_distance) is not enough.
+    d.set_grid(wall_grid(0.35 + CFG.stop_distance + 0.15), LAYOUT)
+    assert d.plan().mode == 'rotate'
+    d.set_grid(grid(), LAYOUT)
+    assert d.plan().mode == 'drive'
+
+
+def test_speed_drops_with_obstacle_distance():
+    distances = [0.55, 0.7, 0.9, 1.1, 1.3, 1.6, 2.6]
+    speeds = [planned(wall_grid(x)).linear for x in distances]
+    assert all(a <= b + 1e-12 for a, b in zip(speeds, speeds[1:])), speeds
+    assert speeds[0] < 0.5 * speeds[-1]
+    assert speeds[-1] == pytest.approx(CFG.max_linear)
+    assert all(s >= CFG.min_linear for s in speeds[:-1])
+
+
+def test_blind_zone_ignores_unknown_but_not_occupied():
+    g = grid(UNKNOWN)
+    paint(g, 0.3, 4.0, -0.9, 0.9, FREE)            # a corridor seen from 0.3 m on
+    assert planned(g).linear == pytest.approx(CFG.max_linear)
+    paint(g, 0.25, 0.3, -0.05, 0.05, OCCUPIED)      # something right in front of the bumper
+    assert planned(g).mode == 'rotate'
+
+
+def test_robot_already_inside_the_margin_may_leave_but_not_approach():
+    g = grid()
+    paint(g, 0.0, 4.0, 0.26, 0.35, OCCUPIED)        # a wall 0.25 m to the left, along x
+    d = DriverLogic()
+    d.set_grid(g, LAYOUT)
+    here = float(d.clearance_map.at(0.0, 0.0))
+    assert CFG.robot_radius < here < CFG.inflated_radius
+    p = d.plan()
+    assert p.mode == 'drive' and p.angular <= 0.0
+
+
+def test_motion_since_the_image_is_accounted_for():
+    d = DriverLogic()
+    d.set_grid(wall_grid(1.5), LAYOUT)
+    fresh = d.plan(grid_age=0.0).ahead_distance
+    d.linear = 0.3
+    late = d.plan(grid_age=0.5).ahead_distance
+    assert late == pytest.approx(fresh - 0.15, abs=0.03)
+
+
+def test_grid_layout_is_respected():
+    # The same world in a grid centred on the robot gives the same decision.
+    spec = GridSpec(width=6.0, height=6.0, origin=(-3.0, -3.0))
+    g = grid(spec=spec)
+    paint(g, -3, 0.0, -3, 3, UNKNOWN, spec)
+    paint(g, 0.7, 1.1, -0.05, 0.6, OCCUPIED, spec)
+    a = planned(g, layout=GridLayout.from_spec(spec), teach=False)
+    b = planned(paint(grid(), 0.7, 1.1, -0.05, 0.6, OCCUPIED), teach=False)
+    assert a.curvature == pytest.approx(b.curvature)
+    assert a.linear == pytest.approx(b.linear)
+    # A grid rotated by 90 degrees (its x axis along base +y) with the wall on its -y side,
+    # i.e. ahead of the robot.
+    rot = GridLayout(0.05, 2.0, -2.0, math.pi / 2)
+    g = grid()
+    xs, ys = SPEC.cell_centers()
+    gy = ys - SPEC.origin[1]                        # grid-frame y from the corner
+    g[gy <= 2.0 - 0.6] = OCCUPIED                   # base x = 2 - gy >= 0.6
+    p = planned(g, layout=rot, teach=False)
+    assert p.ahead_distance <= 0.6 - CFG.inflated_radius + 0.05
+
+
+def test_outputs_never_exceed_limits():
+    rng = np.random.default_rng(0)
+    configs = [CFG, DriverConfig(max_linear=0.46, max_angular=1.9, rotate_speed=1.9),
+               DriverConfig(max_linear=0.1, min_linear=0.02, max_angular=0.3,
+                            rotate_speed=0.3, max_linear_accel=5.0, max_angular_accel=20.0)]
+    for cfg in configs:
+        d = DriverLogic(cfg)
+        v0 = w0 = 0.0
+        for i in range(300):
+            if i % 5 == 0:
+                g = rng.choice(np.array([FREE, OCCUPIED, UNKNOWN], dtype=np.int8),
+                               size=SPEC.shape, p=[0.9, 0.05, 0.05])
+                if i % 3 == 0:
+                    g[:] = FREE
+                d.set_grid(g, LAYOUT)
+            dt = float(rng.uniform(0.01, 0.2))
+            v, w = d.step(dt, grid_age=float(rng.uniform(0, 0.5)))
+            assert 0.0 <= v <= cfg.max_linear + 1e-12
+            assert abs(w) <= cfg.max_angular + 1e-12
+            assert v - v0 <= cfg.max_linear_accel * dt + 1e-9
+            assert v0 - v <= cfg.max_linear_decel * dt + 1e-9
+            assert abs(w - w0) <= cfg.max_angular_accel * dt + 1e-9
+            v0, w0 = v, w
+
+
+def test_stop_is_immediate_and_no_grid_means_no_motion():
+    d = DriverLogic()
+    assert d.step(0.05) == (0.0, 0.0)
+    d.set_grid(grid(), LAYOUT)
+    run_to_steady(d)
+    assert d.linear > 0
+    assert d.stop() == (0.0, 0.0) and (d.linear, d.angular) == (0.0, 0.0)
+
+
+def test_config_is_validated():
+    for bad in ({'slow_distance': 0.05}, {'resume_distance': 0.05},
+                {'lookahead': 0.3}, {'max_linear': -1.0}, {'robot_radius': 0.0},
+                {'rotate_speed': 2.0}, {'occupied_threshold': 0}, {'num_arcs': 0},
+                {'max_curvature': float('nan')}, {'memory_range': 0.0}):
+        with pytest.raises(ValueError):
+            DriverConfig(**bad)
+    assert CFG.with_values(max_linear=0.2).max_linear == 0.2
+    # min_linear above max_linear just means max_linear everywhere.
+    slow = DriverConfig(max_linear=0.02, min_linear=0.05)
+    assert planned(wall_grid(0.9), slow).linear == pytest.approx(0.02)
+
+
+def test_geometry_helpers():
+    x, y = arc_points(0.0, [0.0, 1.0])
+    np.testing.assert_allclose([x[1], y[1]], [1.0, 0.0])
+    x, y = arc_points(1.0, [math.pi / 2])             # quarter circle of radius 1, to the left
+    np.testing.assert_allclose([x[0], y[0]], [1.0, 1.0], atol=1e-12)
+    np.testing.assert_allclose(pose_after(0.2, 0.0, 2.0), (0.4, 0.0, 0.0))
+    np.testing.assert_allclose(pose_after(1.0, 1.0, math.pi), (0.0, 2.0, math.pi), atol=1e-12)
+    m = ClearanceMap(paint(grid(), 0.97, 1.03, -2, 2, OCCUPIED), LAYOUT, CFG)
+    # A lower bound of the true distance to the occupied cells' far edge (x = 1.05), at most
+    # one cell diagonal below it.
+    assert 0.95 - 0.05 * math.sqrt(2) - 1e-9 <= float(m.at(2.0, 0.0)) <= 0.95
+    assert float(m.at(100.0, 0.0)) == 0.0
+
+
+def test_obstacles_that_leave_the_view_are_remembered_with_odometry():
+    # An obstacle ahead-left, in view; then the robot drives 0.2 m on and it is beside the
+    # bumper, below the image's lower edge and inside the blind zone.
+    first = seen(paint(grid(), 0.45, 0.5, 0.15, 0.2, OCCUPIED))
+    later = seen(grid())
+
+    forgetful = DriverLogic()
+    forgetful.set_grid(first, LAYOUT)
+    forgetful.set_grid(later, LAYOUT)
+    assert forgetful.plan().ahead_distance > 1.0          # it would drive into it
+
+    d = DriverLogic()
+    d.set_grid(first, LAYOUT, pose=(1.0, 2.0, 0.0), stamp=0.0)
+    d.set_grid(later, LAYOUT, pose=(1.2, 2.0, 0.0), stamp=0.5)
+    assert d.plan().ahead_distance < 0.1
+    assert len(d.memory) >= 1
+    # Seen from a turned robot the memory lands at the same place in the world.
+    d2 = DriverLogic()
+    d2.set_grid(first, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
+    d2.set_grid(seen(grid()), LAYOUT, pose=(0.0, 0.0, -0.5), stamp=0.5)
+    np.testing.assert_allclose(d2.memory, d.memory - [1.0, 2.0], atol=1e-9)
+    # Grids that show the cell free do not clear it (by default); age does.
+    shows_free = paint(seen(grid()), 0.0, 1.0, -0.5, 0.5, FREE)
+    for i in range(5):
+        d.set_grid(shows_free, LAYOUT, pose=(1.0, 2.0, 0.0), stamp=1.0 + i)
+    assert len(d.memory) >= 1
+    d.set_grid(shows_free, LAYOUT, pose=(1.0, 2.0, 0.0), stamp=11.0)
+    assert len(d.memory) == 0
+    # memory_free_hits: forgotten after that many free sightings, and far ones are dropped.
+    d3 = DriverLogic(DriverConfig(memory_free_hits=2))
+    d3.set_grid(first, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
+    d3.set_grid(shows_free, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.1)
+    assert len(d3.memory) >= 1
+    d3.set_grid(shows_free, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.2)
+    assert len(d3.memory) == 0
+    d2.set_grid(seen(grid()), LAYOUT, pose=(5.0, 0.0, -0.5), stamp=1.0)
+    assert len(d2.memory) == 0
+
+
+def test_odometry_motion_replaces_the_command_estimate():
+    d = DriverLogic()
+    d.set_grid(wall_grid(1.5), LAYOUT)
+    fresh = d.plan().ahead_distance
+    assert d.plan(grid_age=0.5, motion=(0.2, 0.0, 0.0)).ahead_distance == pytest.approx(
+        fresh - 0.2, abs=0.03)
+
+
+def test_escape_turns_in_place_by_the_angle_first():
+    d = DriverLogic()
+    d.set_grid(grid(), LAYOUT)
+    d.escape(math.pi / 2)
+    turned, steps = 0.0, 0
+    while d.escaping and steps < 400:
+        v, w = d.step(0.05)
+        assert v == 0.0
+        turned += abs(w) * 0.05
+        steps += 1
+    assert turned == pytest.approx(math.pi / 2, abs=0.05)
+    assert run_to_steady(d)[0] > 0.2               # then it drives on the open grid
