@@ -109,9 +109,9 @@ SEGMENTATION_PARAMS = (
     ParamSpec('backend', 'auto', 'Inference backend. auto tries tensorrt, then onnxruntime_gpu '
               '(ONNX Runtime with its TensorRT/CUDA providers), then onnxruntime (CPU), and logs '
               'why each earlier one was skipped; naming a backend that cannot run is an error, '
-              'never a silent fallback to the CPU.',
-              'string', choices=('auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime'),
-              read_only=True),
+              'never a silent fallback to the CPU. Changing it at run time reloads the model on '
+              'the new backend (rejected, old one kept, if it cannot load).',
+              'string', choices=('auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime')),
     # -- GPU engine options (Isaac ROS TensorRTNode names); the CPU backend ignores them --
     ParamSpec('engine_file_path', '', 'TensorRT engine file for the tensorrt backend: loaded if '
               'it matches the model and settings, else (re)built and saved there. Empty: a '
@@ -138,8 +138,8 @@ SEGMENTATION_PARAMS = (
               'replay it on each frame (less launch overhead; tensorrt backend).', 'bool',
               read_only=True),
     ParamSpec('num_threads', 0, 'CPU threads for inference (ONNX Runtime intra-op); 0 lets the '
-              'runtime choose (one per core).', 'int', min_value=0, max_value=64,
-              read_only=True),
+              'runtime choose (one per core). Changing it at run time reloads the engine.',
+              'int', min_value=0, max_value=64),
     ParamSpec('image_transport', 'raw', 'raw subscribes to image (sensor_msgs/Image); '
               'compressed subscribes to image/compressed (sensor_msgs/CompressedImage).',
               'string', choices=('raw', 'compressed'), read_only=True),

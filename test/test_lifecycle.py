@@ -160,6 +160,36 @@ def test_model_swaps_live_and_a_bad_model_is_rejected(ros_init, tmp_path):
         h.close()
 
 
+def test_backend_and_threads_reconfigure_live(ros_init, tiny_model):
+    ns = unique_namespace('reconf')
+    node = _node(ns, tiny_model, backend='onnxruntime')
+    h = Harness(ns, node)
+    try:
+        masks = h.collect(Image, 'segmentation/mask')
+        pub = h.publisher(Image, 'image')
+        assert h.wait_for_subscribers(pub)
+        assert h.wait_for(lambda: node._wanted(node._pub_mask))
+        first = node.pipeline
+        result = node.set_parameters([Parameter('num_threads', value=2)])[0]
+        assert result.successful, result.reason
+        assert node.pipeline is not first and node.get_parameter('num_threads').value == 2
+        second = node.pipeline
+        # An explicit backend that cannot run here is rejected; the running engine stays.
+        if node.pipeline.engine.backend == 'onnxruntime':
+            result = node.set_parameters([Parameter('backend', value='tensorrt')])[0]
+            if not result.successful:
+                assert 'tensorrt' in result.reason
+                assert node.pipeline is second
+                assert node.get_parameter('backend').value == 'onnxruntime'
+        result = node.set_parameters([Parameter('backend', value='auto')])[0]
+        assert result.successful, result.reason
+        assert node.pipeline is not second
+        _send(h, pub, 4)
+        assert h.wait_for(lambda: any(m.header.stamp.sec == 4 for m in masks))
+    finally:
+        h.close()
+
+
 @pytest.mark.parametrize('timeout', [0.2])
 def test_stale_input_turns_diagnostics_warn_then_error(ros_init, tiny_model, timeout):
     ns = unique_namespace('stale')

@@ -120,12 +120,14 @@ class SegmentationNode(LifecycleNode):
                 raise StartupError(self.failure or 'activate failed')
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def _load_pipeline(self, model_file_path):
+    def _load_pipeline(self, model_file_path, backend=None, num_threads=None):
         p = self.params
         model_path = model_file_path or packaged_model_path()
+        backend = p['backend'] if backend is None else backend
+        num_threads = p['num_threads'] if num_threads is None else num_threads
         try:
             pipeline = SegmentationPipeline(
-                model_path, p['backend'], p['num_threads'],
+                model_path, backend, num_threads,
                 engine_options={k: p[k] for k in ENGINE_OPTION_PARAMS})
         except (ModelCardError, EngineError, OSError) as e:
             raise StartupError(f'cannot load model {model_path}: {e}') from e
@@ -255,8 +257,12 @@ class SegmentationNode(LifecycleNode):
         changes = {p.name: p.value for p in params}
         new_pipeline = None
         try:
-            if 'model_file_path' in changes and self.pipeline is not None:
-                new_pipeline = self._load_pipeline(changes['model_file_path'])
+            if self.pipeline is not None and any(
+                    k in changes for k in ('model_file_path', 'backend', 'num_threads')):
+                # A reconfigure: load the new model / backend, swap it in between frames.
+                new_pipeline = self._load_pipeline(
+                    changes.get('model_file_path', self.params['model_file_path']),
+                    changes.get('backend'), changes.get('num_threads'))
             card = (new_pipeline or self.pipeline).card if (new_pipeline or self.pipeline) \
                 else None
             if card is not None and ('color_palette' in changes or new_pipeline is not None):
@@ -279,7 +285,8 @@ class SegmentationNode(LifecycleNode):
             with self._pipeline_lock:
                 old, self.pipeline = self.pipeline, new_pipeline
             old.close()
-            self.get_logger().info(f'model swapped to {new_pipeline.card.model_path}')
+            self.get_logger().info(f'model swapped to {new_pipeline.card.model_path} on '
+                                   f'{new_pipeline.engine.describe()}')
         for name, value in changes.items():
             if name in self.params:
                 self.params[name] = list(value) if name in ('color_palette', 'grid_origin') \
@@ -372,28 +379,47 @@ class SegmentationNode(LifecycleNode):
         if not (want_mask or want_colored or want_overlay or want_free or ground):
             return
         t0 = time.perf_counter()
+        # Output messages and arrays are reused from frame to frame (this worker is the only
+        # user, and publish() has copied a message when it returns): no per-frame
+        # allocation of camera-sized buffers.
+        reuse = self.__dict__.setdefault('_reuse', {})
+
+        def message(name):
+            return reuse.setdefault('msg_' + name, Image())
+
+        def buffer(name, shape):
+            buf = reuse.get(name)
+            if buf is None or buf.shape != shape:
+                buf = reuse[name] = np.empty(shape, np.uint8)
+            return buf
+
         rgb = msg_to_rgb(msg)
         mask = self.pipeline.segment(rgb)
         header = msg.header
         if want_mask:
-            self._pub_mask.publish(array_to_image(mask, 'mono8', header))
+            self._pub_mask.publish(array_to_image(mask, 'mono8', header, out=message('mask')))
         if want_free or ground:
-            free = self.pipeline.free_mask(mask)
+            free = self.pipeline.free_mask(mask, out=buffer('free', mask.shape))
         if want_free:
-            self._pub_free.publish(array_to_image(free, 'mono8', header))
+            self._pub_free.publish(array_to_image(free, 'mono8', header, out=message('free')))
         if ground:
             self._publish_ground(header, free, want_grid, want_points, want_grid_image)
         if want_colored or want_overlay:
-            colored = colorize(mask, self._color_lut)
+            colored = colorize(mask, self._color_lut, out=buffer('colored', rgb.shape))
             if want_colored:
                 if self.params['color_segmentation_mask_encoding'] == 'bgr8':
-                    self._pub_colored.publish(array_to_image(
-                        cv2.cvtColor(colored, cv2.COLOR_RGB2BGR), 'bgr8', header))
+                    bgr = cv2.cvtColor(colored, cv2.COLOR_RGB2BGR,
+                                       dst=buffer('colored_bgr', rgb.shape))
+                    self._pub_colored.publish(array_to_image(bgr, 'bgr8', header,
+                                                             out=message('colored')))
                 else:
-                    self._pub_colored.publish(array_to_image(colored, 'rgb8', header))
+                    self._pub_colored.publish(array_to_image(colored, 'rgb8', header,
+                                                             out=message('colored')))
             if want_overlay:
-                blended = self.pipeline.overlay(rgb, colored, self._alpha)
-                self._pub_overlay.publish(array_to_image(blended, 'rgb8', header))
+                blended = self.pipeline.overlay(rgb, colored, self._alpha,
+                                                out=buffer('overlay', rgb.shape))
+                self._pub_overlay.publish(array_to_image(blended, 'rgb8', header,
+                                                         out=message('overlay')))
         done = time.perf_counter()
         latency = (self.get_clock().now() - Time.from_msg(header.stamp)).nanoseconds * 1e-9
         with self._stats_lock:
@@ -448,6 +474,9 @@ class SegmentationNode(LifecycleNode):
             st.level = DiagnosticStatus.ERROR if since > 3 * stale_after else \
                 DiagnosticStatus.WARN
             st.message = f'input stale: no image on {self.image_topic} for {since:.1f} s'
+        elif not any(self._wanted(pub) for pub in self._pubs):
+            st.level, st.message = DiagnosticStatus.OK, \
+                'idle: nothing subscribes to the outputs, so no frame is decoded or segmented'
         elif self._info_error and self._wanted(self._pub_grid):
             st.level, st.message = DiagnosticStatus.WARN, \
                 f'grid not published: {self._info_error}'
@@ -514,6 +543,11 @@ class SegmentationNode(LifecycleNode):
 
 def main(args=None):
     """Run ``segmentation_node``; exit code 0 on SIGINT/SIGTERM, 2 on a startup error."""
+    # Corrupt images are counted and logged (throttled) by the node: keep OpenCV's own
+    # per-frame decoder warnings out of the log.
+    logging = getattr(getattr(cv2, 'utils', None), 'logging', None)
+    if logging is not None:
+        logging.setLogLevel(logging.LOG_LEVEL_FATAL)
     return spin_node(SegmentationNode, args)
 
 
