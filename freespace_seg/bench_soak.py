@@ -29,6 +29,7 @@ import threading
 import time
 
 from freespace_seg.demo import node_environment, NodeProcess
+from freespace_seg.engines import BACKENDS
 import numpy as np
 
 MIB = 1024.0
@@ -45,7 +46,7 @@ def add_arguments(parser):
     parser.add_argument('--model', default='',
                         help='ONNX model with its card (default: models/freespace_unet.onnx)')
     parser.add_argument('--backend', default='auto',
-                        choices=('auto', 'onnxruntime', 'tensorrt'))
+                        choices=BACKENDS)
     parser.add_argument('--num-threads', type=int, default=0,
                         help='inference threads of the node (0: the runtime default)')
     parser.add_argument('--scenes', type=int, default=8,

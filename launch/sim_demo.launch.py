@@ -53,7 +53,7 @@ def generate_launch_description():
                                           'uses params_file (the packaged model by '
                                           'default).'),
         DeclareLaunchArgument('backend', default_value='auto',
-                              choices=['auto', 'onnxruntime', 'tensorrt'],
+                              choices=['auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime'],
                               description='Inference backend of segmentation_node.'),
         DeclareLaunchArgument('width', default_value='320',
                               description='Simulated camera width (pixels).'),

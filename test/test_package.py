@@ -6,6 +6,8 @@ import os
 import xml.etree.ElementTree as ET
 
 from conftest import REPO
+from freespace_seg.nodes.freespace_driver import DRIVER_PARAMS
+from freespace_seg.nodes.sim_robot import SIM_PARAMS
 from freespace_seg.nodes.synthetic_camera import CAMERA_PARAMS
 from freespace_seg.params import markdown_table, SEGMENTATION_PARAMS, validate
 import pytest
@@ -27,10 +29,10 @@ def test_config_yaml_matches_the_declared_defaults():
         assert validate(specs[name], value) is None, name
 
 
-def test_readme_parameter_tables_match_the_node():
+def test_readme_parameter_tables_match_the_nodes():
     readme = read('README.md')
-    assert markdown_table(SEGMENTATION_PARAMS) in readme
-    assert markdown_table(CAMERA_PARAMS) in readme
+    for specs in (SEGMENTATION_PARAMS, CAMERA_PARAMS, DRIVER_PARAMS, SIM_PARAMS):
+        assert markdown_table(specs) in readme
 
 
 def test_every_default_is_valid():
