@@ -1,0 +1,165 @@
+"""
+Data sources for training and evaluation (numpy and OpenCV only, no torch).
+
+Two sources give RGB frames with their free-space labels at camera resolution:
+
+* a dataset directory written by ``python -m freespace_seg generate``:
+  ``DIR/<split>/NNNNNN_image.png`` (RGB as PNG) and ``NNNNNN_mask.png`` (class ids,
+  0 blocked / 1 free), plus ``DIR/meta.json``;
+* the procedural renderer :mod:`freespace_seg.synthetic`, on the fly, from a seed.
+
+For training, frames are letterboxed to the network input exactly as the node does
+(:class:`freespace_seg.preprocess.Letterbox`): the image with ``pad_value`` and the label
+with :data:`IGNORE_INDEX`, so padding never counts in the loss or the scores.
+"""
+
+import glob
+import hashlib
+import json
+import os
+
+import cv2
+from freespace_seg.preprocess import Letterbox
+import numpy as np
+
+IGNORE_INDEX = 255
+SPLITS = ('train', 'val', 'test')
+
+
+def read_meta(data_dir):
+    """Return the dataset's ``meta.json`` as a dict ({} if there is none)."""
+    path = os.path.join(data_dir, 'meta.json')
+    if not os.path.isfile(path):
+        return {}
+    with open(path, 'r', encoding='utf-8') as f:
+        return json.load(f)
+
+
+def list_split(data_dir, split):
+    """Sorted (image_path, mask_path) pairs of one split; raises if the split is empty."""
+    folder = os.path.join(data_dir, split)
+    images = sorted(glob.glob(os.path.join(folder, '*_image.png')))
+    pairs = []
+    for image in images:
+        mask = image[:-len('_image.png')] + '_mask.png'
+        if not os.path.isfile(mask):
+            raise FileNotFoundError(f'label missing for {image}: expected {mask}')
+        pairs.append((image, mask))
+    if not pairs:
+        raise FileNotFoundError(f'no *_image.png files in {folder} (make a dataset with '
+                                '`python -m freespace_seg generate --out DIR`)')
+    return pairs
+
+
+def read_pair(image_path, mask_path):
+    """Read one RGB image (H, W, 3) uint8 and its (H, W) uint8 class-id mask."""
+    bgr = cv2.imread(image_path, cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise OSError(f'cannot read image {image_path}')
+    mask = cv2.imread(mask_path, cv2.IMREAD_UNCHANGED)
+    if mask is None:
+        raise OSError(f'cannot read mask {mask_path}')
+    if mask.ndim == 3:
+        mask = mask[:, :, 0]
+    if mask.shape != bgr.shape[:2]:
+        raise ValueError(f'{mask_path} is {mask.shape[1]}x{mask.shape[0]} but its image is '
+                         f'{bgr.shape[1]}x{bgr.shape[0]}')
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), mask.astype(np.uint8)
+
+
+def dataset_frames(data_dir, split, limit=None):
+    """Yield (rgb, mask) pairs of one split of a generated dataset, in file order."""
+    pairs = list_split(data_dir, split)
+    if limit is not None:
+        pairs = pairs[:int(limit)]
+    for image_path, mask_path in pairs:
+        yield read_pair(image_path, mask_path)
+
+
+def count_frames(data_dir, split, limit=None):
+    """How many frames :func:`dataset_frames` yields."""
+    n = len(list_split(data_dir, split))
+    return n if limit is None else min(n, int(limit))
+
+
+def frame_seeds(num, seed):
+    """One independent seed sequence per rendered frame (frame i does not depend on num)."""
+    return np.random.SeedSequence(int(seed)).spawn(int(num))
+
+
+def rendered_frames(num, seed, width, height):
+    """
+    Yield ``num`` (rgb, mask) pairs from the procedural renderer at ``width`` x ``height``.
+
+    Frame ``i`` of seed ``s`` is the same whatever ``num`` is.
+    """
+    from freespace_seg.synthetic import default_intrinsics, random_sample
+
+    intrinsics = default_intrinsics(width=int(width), height=int(height))
+    for seq in frame_seeds(num, seed):
+        frame = random_sample(np.random.default_rng(seq), intrinsics=intrinsics)
+        yield np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8)
+
+
+def letterbox_pair(rgb, mask, width, height, pad_value=0, mode='letterbox'):
+    """Letterbox an image and its label to the network size (label padding = ignore)."""
+    box = Letterbox.compute(rgb.shape[1], rgb.shape[0], int(width), int(height), mode)
+    image = box.image_to_network(rgb, pad_value=pad_value)
+    label = np.full((box.dst_h, box.dst_w), IGNORE_INDEX, np.uint8)
+    box.image_to_network(mask, pad_value=IGNORE_INDEX, out=label,
+                         interpolation=cv2.INTER_NEAREST_EXACT)
+    return image, label
+
+
+def stack_letterboxed(frames, count, width, height, pad_value=0, desc=''):
+    """Letterbox ``count`` (rgb, mask) frames into uint8 arrays (N, H, W, 3) and (N, H, W)."""
+    from freespace_seg.progress import progress
+
+    images = np.empty((count, int(height), int(width), 3), np.uint8)
+    labels = np.empty((count, int(height), int(width)), np.uint8)
+    n = 0
+    for rgb, mask in progress(frames, total=count, desc=desc):
+        if n >= count:
+            break
+        images[n], labels[n] = letterbox_pair(rgb, mask, width, height, pad_value)
+        n += 1
+    return images[:n], labels[:n]
+
+
+def renderer_fingerprint():
+    """Return a short hash of the renderer's source, so cached frames go stale when it changes."""
+    import freespace_seg.synthetic as synthetic
+
+    digest = hashlib.sha1()
+    folder = os.path.dirname(os.path.abspath(synthetic.__file__))
+    for path in sorted(glob.glob(os.path.join(folder, '*.py'))):
+        digest.update(os.path.basename(path).encode())
+        with open(path, 'rb') as f:
+            digest.update(f.read())
+    return digest.hexdigest()[:12]
+
+
+def rendered_letterboxed(num, seed, width, height, net_width, net_height, pad_value=0,
+                         cache_dir=None, desc=''):
+    """
+    Render ``num`` frames and letterbox them (see :func:`stack_letterboxed`).
+
+    With ``cache_dir`` the arrays are kept in an ``.npz`` named after the arguments and a
+    hash of the renderer's source, and reused by later runs with the same arguments.
+    """
+    path = None
+    if cache_dir:
+        key = (f'render-n{int(num)}-s{int(seed)}-{int(width)}x{int(height)}-'
+               f'{int(net_width)}x{int(net_height)}-p{int(pad_value)}-{renderer_fingerprint()}')
+        path = os.path.join(cache_dir, key + '.npz')
+        if os.path.isfile(path):
+            with np.load(path) as cached:
+                return cached['images'], cached['labels']
+    images, labels = stack_letterboxed(rendered_frames(num, seed, width, height), int(num),
+                                       net_width, net_height, pad_value, desc=desc)
+    if path:
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = path + '.tmp.npz'
+        np.savez(tmp, images=images, labels=labels)
+        os.replace(tmp, path)
+    return images, labels

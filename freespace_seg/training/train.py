@@ -1,0 +1,630 @@
+"""
+``python -m freespace_seg train``: train the UNet on synthetic data on the CPU.
+
+The data are held in memory, letterboxed to the network input as the node does it: either a
+dataset written by ``python -m freespace_seg generate`` (``--data DIR``: its train and val
+splits) or frames rendered once before training (``--render N``). Each step draws a batch,
+augments it (flip, zoom/crop, small roll, colour jitter, gamma, blur, noise), and takes an
+AdamW step on cross-entropy + Dice with a one-cycle learning rate. The model is scored on
+the validation frames every ``--val-every`` steps; the best one (by mIoU) is kept, and
+training stops early after ``--patience`` scores without improvement. At the end the best
+model is exported to ONNX, checked against torch, timed, scored on the validation frames
+through the ONNX pipeline, and its model card is written beside it.
+
+``--low-res-steps N`` trains the first N steps on 2x downscaled frames (four times cheaper
+per frame, twice the batch), the rest at full resolution. ``--init CHECKPOINT`` continues
+from a ``best.pt``; the card then records both command lines joined by ``&&``. On a shared
+machine ``--threads 1`` can be several times faster than 2 (OpenMP threads that wait on each
+other under oversubscription).
+
+Example::
+
+    python -m freespace_seg generate --out data/synth --num 3600 --seed 0 --width 480 --height 270
+    python -m freespace_seg train --data data/synth --steps 3000 --low-res-steps 2400 \
+        --out models/freespace_unet.onnx
+"""
+
+import copy
+import math
+import os
+import random
+import shlex
+import time
+
+from freespace_seg import metrics
+from freespace_seg.training import data as datasets
+from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames,
+                                             latency_key, measure_latency)
+from freespace_seg.training.export import export_and_verify
+from freespace_seg.training.model import build_model, count_parameters, DEFAULT_WIDTHS
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+CLASS_NAMES = ['blocked', 'free']
+PALETTE = [[220, 50, 47], [38, 194, 129]]
+MEAN = [0.5, 0.5, 0.5]
+STD = [0.5, 0.5, 0.5]
+PAD_VALUE = 0
+
+# Options in the order they are written into the card's reproducing command line.
+_RECORDED = []
+
+
+def _size(text):
+    try:
+        w, h = (int(v) for v in text.lower().split('x'))
+    except ValueError:
+        raise ValueError(f'expected WIDTHxHEIGHT, got {text!r}') from None
+    if w <= 0 or h <= 0:
+        raise ValueError(f'size must be positive, got {text!r}')
+    return w, h
+
+
+def _widths(text):
+    values = tuple(int(v) for v in text.split(','))
+    if len(values) != 5 or min(values) <= 0:
+        raise ValueError(f'expected 5 positive comma-separated channel counts, got {text!r}')
+    return values
+
+
+def add_arguments(parser):
+    """Add the ``train`` options to ``parser``."""
+    del _RECORDED[:]
+
+    def opt(group, flag, **kw):
+        action = group.add_argument(flag, **kw)
+        _RECORDED.append((flag, action.dest, kw.get('action') == 'store_true'))
+
+    src = parser.add_argument_group('data (one of --data or --render)')
+    opt(src, '--data', metavar='DIR',
+        help='dataset from `python -m freespace_seg generate` (uses its train and val splits)')
+    opt(src, '--render', type=int, metavar='N',
+        help='render N training frames in memory before training instead')
+    opt(src, '--render-val', type=int, metavar='M',
+        help='validation frames rendered with --render (default: N/10, at least 8)')
+    opt(src, '--data-seed', type=int, default=0,
+        help='renderer seed for --render (validation uses seed + 1; default: %(default)s)')
+    opt(src, '--render-size', type=_size, default=(480, 270), metavar='WxH',
+        help='camera size of rendered frames (default: 480x270)')
+    opt(src, '--render-cache', metavar='DIR',
+        help='keep rendered frames in DIR and reuse them on later runs with the same render '
+             'options and renderer source (e.g. data/cache)')
+    opt(src, '--limit-train', type=int, metavar='N', help='use at most N training frames')
+    opt(src, '--limit-val', type=int, metavar='N', help='use at most N validation frames')
+
+    tr = parser.add_argument_group('training')
+    opt(tr, '--steps', type=int, default=3000, help='optimizer steps (default: %(default)s)')
+    opt(tr, '--epochs', type=float,
+        help='train for this many passes over the training frames (overrides --steps)')
+    opt(tr, '--batch-size', type=int, default=8, help='default: %(default)s')
+    opt(tr, '--low-res-steps', type=int, default=0,
+        help='progressive resizing: train the first N steps at half resolution '
+             '(default: %(default)s)')
+    opt(tr, '--low-res-batch-size', type=int,
+        help='batch size of the half-resolution steps (default: twice --batch-size)')
+    opt(tr, '--init', metavar='CHECKPOINT',
+        help='start from the weights of a best.pt/last.pt checkpoint instead of random ones')
+    opt(tr, '--lr', type=float, default=4e-3,
+        help='peak learning rate of the one-cycle schedule (default: %(default)s)')
+    opt(tr, '--weight-decay', type=float, default=1e-4, help='AdamW (default: %(default)s)')
+    opt(tr, '--dice-weight', type=float, default=1.0,
+        help='weight of the Dice loss added to cross-entropy (default: %(default)s)')
+    opt(tr, '--no-augment', action='store_true', help='train without augmentation')
+    opt(tr, '--augment', choices=('full', 'flip'), default='full',
+        help='full: flip, zoom/crop, roll, colour, gamma, blur, noise; flip: flips only '
+             '(default: %(default)s)')
+    opt(tr, '--seed', type=int, default=0,
+        help='seed of torch, numpy and random (default: %(default)s)')
+    opt(tr, '--input-size', type=_size, default=(480, 272), metavar='WxH',
+        help='network input size (default: 480x272)')
+    opt(tr, '--widths', type=_widths, default=DEFAULT_WIDTHS, metavar='C1,..,C5',
+        help='UNet channels at 1/2..1/32 (default: %s)' % ','.join(map(str, DEFAULT_WIDTHS)))
+    opt(tr, '--threads', type=int, default=2, help='torch threads (default: %(default)s)')
+    opt(tr, '--val-every', type=int, default=250,
+        help='score on the validation frames every this many steps (default: %(default)s)')
+    opt(tr, '--patience', type=int, default=0,
+        help='stop after this many scores without a better val mIoU; 0: never (default)')
+    opt(tr, '--log-every', type=int, default=50, help='default: %(default)s')
+
+    out = parser.add_argument_group('output')
+    opt(out, '--out', default=os.path.join('models', 'freespace_unet.onnx'),
+        help='ONNX file to write; the card goes beside it as .yaml (default: %(default)s)')
+    opt(out, '--work-dir', metavar='DIR',
+        help='checkpoints (best.pt, last.pt); default: data/runs/<out stem>')
+    opt(out, '--latency-runs', type=int, default=50,
+        help='timed ONNX Runtime runs for the card (default: %(default)s)')
+
+
+def reproduce_command(args):
+    """Every recorded option with its value: the command line that reproduces this run."""
+    parts = ['python', '-m', 'freespace_seg', 'train']
+    for flag, dest, is_flag in _RECORDED:
+        value = getattr(args, dest, None)
+        if is_flag:
+            if value:
+                parts.append(flag)
+            continue
+        if value is None:
+            continue
+        if args.render is None and dest in ('data_seed', 'render_size', 'render_val',
+                                            'render_cache'):
+            continue
+        if dest in ('render_size', 'input_size'):
+            value = f'{value[0]}x{value[1]}'
+        elif dest == 'widths':
+            value = ','.join(str(v) for v in value)
+        parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
+def seed_everything(seed):
+    """Seed python, numpy and torch."""
+    random.seed(seed)
+    np.random.seed(seed % (2 ** 32))
+    torch.manual_seed(seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Augmentation (batched, in torch, on float images in [0, 1])
+
+
+def _uniform(n, low, high, gen):
+    return low + (high - low) * torch.rand(n, generator=gen)
+
+
+def _geometric(x, y, gen, zoom=(1.0, 1.4), roll_deg=3.0, p_zoom=0.5, p_roll=0.3):
+    """
+    Random zoom-in crops and small camera roll, per sample, with an affine grid.
+
+    Zooming in keeps the camera geometry plausible (a narrower lens); the roll is small.
+    Label pixels that come from outside the image become the ignore index.
+    """
+    n = x.shape[0]
+    do_zoom = torch.rand(n, generator=gen) < p_zoom
+    do_roll = torch.rand(n, generator=gen) < p_roll
+    sel = (do_zoom | do_roll).nonzero().flatten()
+    if sel.numel() == 0:
+        return x, y
+    m = sel.numel()
+    scale = torch.where(do_zoom[sel], _uniform(m, zoom[0], zoom[1], gen), torch.ones(m))
+    angle = torch.where(do_roll[sel], _uniform(m, -roll_deg, roll_deg, gen), torch.zeros(m))
+    angle = angle * math.pi / 180.0
+    h, w = x.shape[2:]
+    aspect = w / h
+    inv = 1.0 / scale
+    # Output pixel -> input pixel in normalized coordinates, correcting for the aspect ratio.
+    cos, sin = torch.cos(angle) * inv, torch.sin(angle) * inv
+    tx = (1.0 - inv) * _uniform(m, -1.0, 1.0, gen)
+    ty = (1.0 - inv) * _uniform(m, -1.0, 1.0, gen)
+    theta = torch.stack([
+        torch.stack([cos, -sin / aspect, tx], dim=1),
+        torch.stack([sin * aspect, cos, ty], dim=1)], dim=1)
+    grid = F.affine_grid(theta, (m, 3, h, w), align_corners=False)
+    x = x.clone()
+    y = y.clone()
+    x[sel] = F.grid_sample(x[sel], grid, mode='bilinear', padding_mode='border',
+                           align_corners=False)
+    lab = (y[sel].float() + 1.0).unsqueeze(1)  # 0 marks "outside the image"
+    lab = F.grid_sample(lab, grid, mode='nearest', padding_mode='zeros',
+                        align_corners=False).squeeze(1).round().long()
+    lab = torch.where(lab == 0, torch.full_like(lab, metrics.IGNORE_INDEX), lab - 1)
+    y[sel] = lab
+    return x, y
+
+
+def _gaussian_kernels(sigmas, size=5):
+    r = torch.arange(size, dtype=torch.float32) - size // 2
+    k = torch.exp(-(r[None, :] ** 2) / (2.0 * sigmas[:, None] ** 2))
+    k = k / k.sum(dim=1, keepdim=True)
+    return k  # (n, size)
+
+
+def _photometric(x, gen, p_blur=0.25, p_noise=0.5):
+    n = x.shape[0]
+    shape = (n, 1, 1, 1)
+    # Per-channel gain (white balance), brightness, contrast, saturation, gamma.
+    x = x * _uniform(n * 3, 0.9, 1.1, gen).view(n, 3, 1, 1)
+    x = x * _uniform(n, 0.65, 1.35, gen).view(shape)
+    mean = x.mean(dim=(1, 2, 3), keepdim=True)
+    x = (x - mean) * _uniform(n, 0.7, 1.3, gen).view(shape) + mean
+    gray = x.mean(dim=1, keepdim=True)
+    x = (x - gray) * _uniform(n, 0.6, 1.4, gen).view(shape) + gray
+    x = x.clamp(0.0, 1.0) ** _uniform(n, 0.75, 1.33, gen).view(shape)
+    # Blur with a separable Gaussian on some samples.
+    blur = (torch.rand(n, generator=gen) < p_blur).nonzero().flatten()
+    if blur.numel():
+        k = _gaussian_kernels(_uniform(blur.numel(), 0.4, 1.4, gen))
+        xb = x[blur]
+        b, c, h, w = xb.shape
+        kx = k.repeat_interleave(c, dim=0).view(b * c, 1, 1, -1)
+        ky = k.repeat_interleave(c, dim=0).view(b * c, 1, -1, 1)
+        xb = xb.reshape(1, b * c, h, w)
+        xb = F.conv2d(F.pad(xb, (2, 2, 0, 0), mode='replicate'), kx, groups=b * c)
+        xb = F.conv2d(F.pad(xb, (0, 0, 2, 2), mode='replicate'), ky, groups=b * c)
+        x = x.clone()
+        x[blur] = xb.view(b, c, h, w)
+    # Sensor noise on some samples.
+    noisy = (torch.rand(n, generator=gen) < p_noise).float().view(shape)
+    sigma = _uniform(n, 0.0, 0.04, gen).view(shape) * noisy
+    x = x + sigma * torch.randn(x.shape, generator=gen)
+    return x.clamp(0.0, 1.0)
+
+
+def augment(x, y, gen, mode='full'):
+    """
+    Augment a batch: x float (N, 3, H, W) in [0, 1], y long (N, H, W) with ignore pads.
+
+    ``mode`` ``full``: everything; ``flip``: horizontal flips only.
+    """
+    flip = torch.rand(x.shape[0], generator=gen) < 0.5
+    x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
+    y = torch.where(flip.view(-1, 1, 1), y.flip(-1), y)
+    if mode == 'flip':
+        return x, y
+    x, y = _geometric(x, y, gen)
+    x = _photometric(x, gen)
+    return x, y
+
+
+def normalize(x, y=None):
+    """[0, 1] RGB -> (x - mean) / std; pixels labelled ignore become the pad value."""
+    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(STD).view(1, 3, 1, 1)
+    if y is not None:
+        pad = (y == metrics.IGNORE_INDEX).unsqueeze(1)
+        x = torch.where(pad, torch.full_like(x, PAD_VALUE / 255.0), x)
+    return (x - mean) / std
+
+
+# ---------------------------------------------------------------------------------------------
+# Loss, validation, training loop
+
+
+def dice_loss(logits, target, ignore_index=metrics.IGNORE_INDEX, eps=1.0):
+    """1 - soft Dice, averaged over classes, over the labelled pixels of the whole batch."""
+    prob = logits.softmax(dim=1)
+    valid = (target != ignore_index)
+    t = torch.where(valid, target, torch.zeros_like(target))
+    onehot = F.one_hot(t, logits.shape[1]).permute(0, 3, 1, 2).float()
+    v = valid.unsqueeze(1).float()
+    prob = prob * v
+    onehot = onehot * v
+    inter = (prob * onehot).sum(dim=(0, 2, 3))
+    denom = prob.sum(dim=(0, 2, 3)) + onehot.sum(dim=(0, 2, 3))
+    return 1.0 - ((2.0 * inter + eps) / (denom + eps)).mean()
+
+
+def segmentation_loss(logits, target, dice_weight=1.0):
+    """Cross-entropy (ignoring pads) + ``dice_weight`` * Dice."""
+    ce = F.cross_entropy(logits, target, ignore_index=metrics.IGNORE_INDEX)
+    if dice_weight:
+        return ce + dice_weight * dice_loss(logits, target)
+    return ce
+
+
+def downscale2x(x, y):
+    """Halve a batch: 2x2 mean of the image; label of the top-left pixel, ignore near pads."""
+    h, w = (x.shape[2] // 2) * 2, (x.shape[3] // 2) * 2
+    x = F.avg_pool2d(x[:, :, :h, :w], 2)
+    pad = F.max_pool2d((y[:, :h, :w] == metrics.IGNORE_INDEX).float().unsqueeze(1), 2)
+    y = torch.where(pad.squeeze(1) > 0, torch.full_like(y[:, :h:2, :w:2], metrics.IGNORE_INDEX),
+                    y[:, :h:2, :w:2])
+    return x, y
+
+
+def to_tensors(images, labels):
+    """uint8 (N, H, W, 3) and (N, H, W) numpy arrays -> uint8 torch (N, 3, H, W), (N, H, W)."""
+    x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).contiguous()
+    y = torch.from_numpy(np.ascontiguousarray(labels))
+    return x, y
+
+
+@torch.no_grad()
+def validate(model, images, labels, batch_size=8):
+    """Confusion matrix of the model on letterboxed uint8 tensors (pads ignored)."""
+    model.eval()
+    acc = metrics.ConfusionAccumulator(model.num_classes)
+    for i in range(0, images.shape[0], batch_size):
+        y = labels[i:i + batch_size].long()
+        x = normalize(images[i:i + batch_size].float() / 255.0, y)
+        pred = model(x).argmax(dim=1)
+        acc.update(pred.numpy(), y.numpy(), images=x.shape[0])
+    model.train()
+    return acc.matrix
+
+
+def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batch_size=8,
+                lr=4e-3, weight_decay=1e-4, dice_weight=1.0, seed=0, augment_data=True,
+                val_every=250, patience=0, log_every=50, work_dir=None, log=print,
+                progress_bar=True, low_res_steps=0, low_res_batch_size=None,
+                checkpoint_meta=None):
+    """
+    Train ``model`` in place on uint8 tensors; return a history dict.
+
+    ``train_x`` (N, 3, H, W) uint8 and ``train_y`` (N, H, W) uint8 (255 = ignore). The best
+    state by validation mIoU (or the last one without validation data) is loaded back
+    into ``model`` at the end.
+
+    Progressive resizing: the first ``low_res_steps`` steps train on the frames downscaled
+    2x (batches of ``low_res_batch_size``, default twice ``batch_size``), four times
+    cheaper per frame; the rest at full resolution. Validation is always at full resolution.
+    ``checkpoint_meta`` (e.g. the command line) is stored in every checkpoint.
+    """
+    gen = torch.Generator().manual_seed(int(seed))
+    params_decay = [p for n, p in model.named_parameters() if p.ndim > 1]
+    params_plain = [p for n, p in model.named_parameters() if p.ndim <= 1]
+    opt = torch.optim.AdamW([{'params': params_decay, 'weight_decay': weight_decay},
+                             {'params': params_plain, 'weight_decay': 0.0}], lr=lr)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(steps, 1),
+                                                pct_start=0.1, div_factor=20.0,
+                                                final_div_factor=200.0)
+    n = train_x.shape[0]
+    bs_full = min(batch_size, n)
+    bs_low = min(low_res_batch_size or 2 * batch_size, n)
+    order = torch.randperm(n, generator=gen)
+    cursor = 0
+    history = {'loss': [], 'val': [], 'best_miou': None, 'best_step': None, 'steps': 0,
+               'stopped_early': False}
+    best_state = None
+    best_miou = -1.0
+    since_best = 0
+    running = None
+    has_val = val_x is not None and val_x.shape[0] > 0
+    steps_iter = range(1, steps + 1)
+    if progress_bar:
+        from freespace_seg.progress import progress
+        steps_iter = progress(steps_iter, total=steps, desc='train')
+    model.train()
+    t_start = time.perf_counter()
+    for step in steps_iter:
+        low_res = step <= low_res_steps
+        bs = bs_low if low_res else bs_full
+        if cursor + bs > n:
+            order = torch.randperm(n, generator=gen)
+            cursor = 0
+        idx = order[cursor:cursor + bs]
+        cursor += bs
+        x = train_x[idx].float() / 255.0
+        y = train_y[idx].long()
+        if low_res:
+            x, y = downscale2x(x, y)
+        if augment_data:
+            x, y = augment(x, y, gen, 'full' if augment_data is True else augment_data)
+        x = normalize(x, y)
+        logits = model(x)
+        loss = segmentation_loss(logits, y, dice_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        value = float(loss.detach())
+        history['loss'].append(value)
+        running = value if running is None else 0.95 * running + 0.05 * value
+        history['steps'] = step
+        if log_every and step % log_every == 0:
+            log(f'step {step}/{steps} loss {running:.4f} lr {sched.get_last_lr()[0]:.2e} '
+                f'{time.perf_counter() - t_start:.0f}s')
+        if has_val and (step % val_every == 0 or step == steps):
+            cm = validate(model, val_x, val_y)
+            miou = metrics.mean_iou(cm)
+            iou = metrics.per_class_iou(cm)
+            history['val'].append({'step': step, 'miou': miou, 'iou': iou.tolist()})
+            better = miou > best_miou
+            if better:
+                best_miou = miou
+                best_state = copy.deepcopy(model.state_dict())
+                history['best_miou'] = miou
+                history['best_step'] = step
+                since_best = 0
+            else:
+                since_best += 1
+            log(f'val step {step}: mIoU {miou:.4f} (IoU ' + ', '.join(
+                f'{v:.4f}' for v in iou) + f'){" best" if better else ""}')
+            if work_dir:
+                os.makedirs(work_dir, exist_ok=True)
+                meta = dict(checkpoint_meta or {}, step=step, miou=miou,
+                            widths=list(model.widths))
+                torch.save(dict(meta, model=model.state_dict()),
+                           os.path.join(work_dir, 'last.pt'))
+                if better:
+                    torch.save(dict(meta, model=best_state), os.path.join(work_dir, 'best.pt'))
+            if patience and since_best >= patience:
+                log(f'early stop at step {step}: no better val mIoU for {patience} scores')
+                history['stopped_early'] = True
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    return history
+
+
+# ---------------------------------------------------------------------------------------------
+# Command
+
+
+def _load_data(args, width, height):
+    """Return (train_x, train_y, val_x, val_y, data_record, val_frames_factory)."""
+    if (args.data is None) == (args.render is None):
+        raise SystemExit('train: give exactly one of --data DIR or --render N')
+    if args.data is not None:
+        meta = datasets.read_meta(args.data)
+        n_train = datasets.count_frames(args.data, 'train', args.limit_train)
+        n_val = datasets.count_frames(args.data, 'val', args.limit_val)
+        tx, ty = datasets.stack_letterboxed(
+            datasets.dataset_frames(args.data, 'train', args.limit_train), n_train,
+            width, height, PAD_VALUE, desc='load train')
+        vx, vy = datasets.stack_letterboxed(
+            datasets.dataset_frames(args.data, 'val', args.limit_val), n_val,
+            width, height, PAD_VALUE, desc='load val')
+        record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
+                  'num_val': int(vx.shape[0]), 'seed': meta.get('seed'),
+                  'randomization': meta.get('randomization_name', 'default'),
+                  'dataset': os.path.normpath(args.data)}
+        if 'width' in meta and 'height' in meta:
+            record['image_size'] = [meta['width'], meta['height']]
+
+        def val_frames():
+            return datasets.dataset_frames(args.data, 'val', args.limit_val), vx.shape[0]
+        return tx, ty, vx, vy, record, val_frames
+
+    n_val = args.render_val if args.render_val is not None else max(8, args.render // 10)
+    rw, rh = args.render_size
+    tx, ty = datasets.rendered_letterboxed(args.render, args.data_seed, rw, rh, width, height,
+                                           PAD_VALUE, args.render_cache, desc='render train')
+    vx, vy = datasets.rendered_letterboxed(n_val, args.data_seed + 1, rw, rh, width, height,
+                                           PAD_VALUE, args.render_cache, desc='render val')
+    record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
+              'num_val': int(vx.shape[0]), 'seed': args.data_seed, 'val_seed': args.data_seed + 1,
+              'randomization': 'default', 'image_size': [rw, rh],
+              'renderer_source_hash': datasets.renderer_fingerprint()}
+
+    def val_frames():
+        return datasets.rendered_frames(n_val, args.data_seed + 1, rw, rh), n_val
+    return tx, ty, vx, vy, record, val_frames
+
+
+def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed):
+    """Return the model card dict (schema of :mod:`freespace_seg.model_card`)."""
+    return {
+        'format_version': 1,
+        'name': name,
+        'description': (
+            'Small UNet (4 levels, 3x3 conv + BatchNorm + ReLU, bilinear upsampling, '
+            'logits at 1/2 resolution upsampled to the input) that labels every pixel of an '
+            'RGB camera image as free floor or blocked, for a small indoor robot. Trained '
+            'with torch on the CPU only on procedurally rendered, domain-randomized synthetic '
+            'images (freespace_seg.synthetic); the evaluation numbers are on held-out '
+            'synthetic frames and say nothing yet about real camera images.'),
+        'model_file': onnx_name,
+        'input': {
+            'name': 'input',
+            'shape': [1, 3, int(height), int(width)],
+            'layout': 'NCHW',
+            'dtype': 'float32',
+            'color_order': 'RGB',
+            'mean': list(MEAN),
+            'std': list(STD),
+            'resize_mode': 'letterbox',
+            'pad_value': PAD_VALUE,
+        },
+        'output': {'name': 'logits', 'kind': 'logits', 'layout': 'NCHW'},
+        'classes': {'names': list(CLASS_NAMES), 'palette': [list(c) for c in PALETTE],
+                    'free_space': [1]},
+        'evaluation': evaluation,
+        'training': training,
+        'data_sources': [
+            'procedural synthetic renderer freespace_seg.synthetic (no external images), '
+            f'seed {data_seed}'],
+        'latency_ms': latency,
+        'licence': 'Apache-2.0',
+    }
+
+
+def run(args):
+    """Train, export, verify, time and document a model; returns the exit code."""
+    t_begin = time.perf_counter()
+    torch.set_num_threads(max(1, args.threads))
+    seed_everything(args.seed)
+    width, height = args.input_size
+    out = args.out
+    stem = os.path.splitext(os.path.basename(out))[0]
+    work_dir = args.work_dir or os.path.join('data', 'runs', stem)
+    command = reproduce_command(args)
+    print(f'train: {command}', flush=True)
+
+    tx, ty, vx, vy, data_record, val_frames = _load_data(args, width, height)
+    train_x, train_y = to_tensors(tx, ty)
+    val_x, val_y = to_tensors(vx, vy)
+    del tx, ty, vx, vy
+    print(f'train: {train_x.shape[0]} training and {val_x.shape[0]} validation frames at '
+          f'{width}x{height}', flush=True)
+
+    steps = args.steps
+    if args.epochs is not None:
+        steps = max(1, int(math.ceil(args.epochs * train_x.shape[0] / args.batch_size)))
+    model = build_model(num_classes=len(CLASS_NAMES), widths=args.widths)
+    params = count_parameters(model)
+    init = None
+    if args.init:
+        state = torch.load(args.init, map_location='cpu')
+        model.load_state_dict(state['model'] if 'model' in state else state)
+        init = {'checkpoint': args.init, 'step': state.get('step'),
+                'val_miou': state.get('miou'), 'command': state.get('command')}
+        print(f'train: initialised from {args.init}', flush=True)
+    print(f'train: UNet widths {list(args.widths)}, {params} parameters, {steps} steps of '
+          f'{args.batch_size}', flush=True)
+
+    t_train = time.perf_counter()
+    history = train_model(
+        model, train_x, train_y, val_x, val_y, steps=steps, batch_size=args.batch_size,
+        lr=args.lr, weight_decay=args.weight_decay, dice_weight=args.dice_weight,
+        seed=args.seed, augment_data=not args.no_augment and args.augment,
+        val_every=args.val_every,
+        patience=args.patience, log_every=args.log_every, work_dir=work_dir,
+        log=lambda m: print(m, flush=True), low_res_steps=args.low_res_steps,
+        low_res_batch_size=args.low_res_batch_size,
+        checkpoint_meta={'command': command if not init or not init['command']
+                         else init['command'] + ' && ' + command})
+    train_time = time.perf_counter() - t_train
+
+    # Export the best model and check ONNX Runtime against torch on real validation inputs.
+    sample = normalize(val_x[:2].float() / 255.0, val_y[:2].long()).numpy()
+    diff = export_and_verify(model, out, width, height, inputs=sample)
+    size_mb = os.path.getsize(out) / 1e6
+    print(f'train: wrote {out} ({size_mb:.2f} MB); ONNX Runtime vs torch max |diff| '
+          f'{diff:.2e}', flush=True)
+    lat = measure_latency(out, threads=2, runs=args.latency_runs)
+    print(f'train: ONNX Runtime CPU 2 threads {width}x{height}: median {lat["median"]} ms, '
+          f'p90 {lat["p90"]} ms', flush=True)
+
+    training = {
+        'seed': args.seed,
+        'steps': history['steps'],
+        'best_step': history['best_step'],
+        'batch_size': args.batch_size,
+        'input_size': [width, height],
+        'params': params,
+        'wall_time_s': None,
+        'train_time_s': round(train_time, 1),
+        'command': command if not init or not init['command']
+        else init['command'] + ' && ' + command,
+        'data': data_record,
+        'optimizer': {'name': 'AdamW', 'lr': args.lr, 'weight_decay': args.weight_decay,
+                      'schedule': 'one-cycle'},
+        'progressive_resizing': (
+            None if not args.low_res_steps else
+            f'first {min(args.low_res_steps, steps)} steps at half resolution, batch '
+            f'{args.low_res_batch_size or 2 * args.batch_size}; then full resolution'),
+        'init': init,
+        'loss': f'cross-entropy + {args.dice_weight:g} * Dice',
+        'augmentation': ('none' if args.no_augment else 'hflip' if args.augment == 'flip' else
+                         'hflip, zoom-in crop 1-1.4x, roll +-3 deg, colour jitter, gamma, '
+                         'blur, noise'),
+        'best_val_miou': None if history['best_miou'] is None
+        else round(float(history['best_miou']), 4),
+        'torch': str(torch.__version__),
+        'onnx_opset': 17,
+        'onnx_max_abs_diff_vs_torch': float(f'{diff:.3g}'),
+    }
+    latency = {latency_key(2, lat['shape']): lat['median']}
+
+    # Score the exported model on the validation frames through the node's ONNX pipeline.
+    card_path = os.path.splitext(out)[0] + '.yaml'
+    card = build_card(stem, os.path.basename(out), width, height, training, {}, latency,
+                      data_record.get('seed'))
+    dump_card(card, card_path)  # the pipeline needs a card to load the model
+    frames, total = val_frames()
+    summary, _ = evaluate_frames(out, frames, total, threads=args.threads, desc='val (onnx)')
+    split_seed = data_record.get('val_seed', data_record.get('seed'))
+    card['evaluation'] = {'synthetic_val': card_scores(
+        summary, split_seed, f'validation frames used for model selection ({total})')}
+    training['wall_time_s'] = round(time.perf_counter() - t_begin, 1)
+    dump_card(card, card_path)
+    print(f'train: val (ONNX Runtime) mIoU {summary["miou"]:.4f}, IoU '
+          + ', '.join(f'{k} {v:.4f}' for k, v in summary['iou'].items())
+          + f', F1 free {summary["f1_free"]:.4f}', flush=True)
+    print(f'train: wrote {card_path}; wall time {training["wall_time_s"]:.0f} s '
+          '(score the held-out test split with `python -m freespace_seg eval --update-card`)',
+          flush=True)
+    return 0

@@ -1,0 +1,168 @@
+"""Training, ONNX export and the eval command, on tiny inputs (torch CPU, a few seconds)."""
+
+import importlib
+import json
+import os
+import shlex
+
+from freespace_seg import cli
+from freespace_seg.model_card import load_card
+from freespace_seg.training import data as datasets
+from freespace_seg.training import evaluate
+import numpy as np
+import pytest
+
+torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
+pytest.importorskip('onnx', reason='export checks need the onnx package')
+pytest.importorskip('onnxruntime', reason='export checks need onnxruntime')
+# Imported only once torch is known to be there.
+export = importlib.import_module('freespace_seg.training.export')
+unet = importlib.import_module('freespace_seg.training.model')
+train = importlib.import_module('freespace_seg.training.train')
+
+W, H = 64, 48
+
+
+def toy_frames(n, width=W, height=36, seed=0):
+    """Floor below a random horizon is free, except for a few boxes standing on it."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        img = np.empty((height, width, 3), np.uint8)
+        img[:] = rng.integers(0, 256, 3)
+        mask = np.zeros((height, width), np.uint8)
+        horizon = int(rng.integers(height // 4, height // 2))
+        img[horizon:] = rng.integers(0, 256, 3)
+        mask[horizon:] = 1
+        for _ in range(2):
+            x0 = int(rng.integers(0, width - 8))
+            y0 = int(rng.integers(horizon, height - 4))
+            img[y0:y0 + 6, x0:x0 + 10] = rng.integers(0, 256, 3)
+            mask[y0:y0 + 6, x0:x0 + 10] = 0
+        yield img, mask
+
+
+def toy_tensors(n, seed=0):
+    images, labels = _stack(toy_frames(n, seed=seed), W, H)
+    return train.to_tensors(images, labels)
+
+
+def _stack(frames, width, height):
+    pairs = [datasets.letterbox_pair(rgb, mask, width, height) for rgb, mask in frames]
+    return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+
+
+def test_letterbox_pair_pads_labels_with_ignore():
+    rgb, mask = next(toy_frames(1))
+    image, label = datasets.letterbox_pair(rgb, mask, W, H)
+    assert image.shape == (H, W, 3) and label.shape == (H, W)
+    # 64x36 in 64x48: 6 rows of padding top and bottom.
+    assert (label[:6] == 255).all() and (label[-6:] == 255).all()
+    assert (image[:6] == 0).all()
+    np.testing.assert_array_equal(label[6:-6], mask)
+
+
+def test_model_shapes_and_size():
+    net = unet.build_model()
+    assert 500_000 <= unet.count_parameters(net) <= 1_000_000
+    with torch.no_grad():
+        out = net.eval()(torch.zeros(1, 3, 272, 480))
+    assert tuple(out.shape) == (1, 2, 272, 480)
+
+
+def test_geometric_augmentation_keeps_labels_aligned():
+    x, y = toy_tensors(6)
+    # An image that is its own label: label 1 -> white, 0 -> black.
+    y = y.long()
+    img = (y == 1).float().unsqueeze(1).repeat(1, 3, 1, 1)
+    gen = torch.Generator().manual_seed(1)
+    xa, ya = train._geometric(img, y, gen, p_zoom=1.0, p_roll=1.0)
+    valid = ya != 255
+    agree = ((xa[:, 0] > 0.5).long() == ya)[valid].float().mean().item()
+    assert agree > 0.97
+    assert set(torch.unique(ya).tolist()) <= {0, 1, 255}
+
+
+def test_dice_loss_is_zero_for_a_perfect_prediction():
+    y = torch.randint(0, 2, (2, 16, 16), generator=torch.Generator().manual_seed(0))
+    y[:, 0] = 255
+    logits = torch.stack([(y == 0).float(), (y == 1).float()], dim=1) * 50.0
+    assert train.dice_loss(logits, y).item() < 1e-3
+    assert train.dice_loss(-logits, y).item() > 0.9
+
+
+def test_training_smoke_loss_decreases_and_export_matches_torch(tmp_path):
+    torch.manual_seed(0)
+    tx, ty = toy_tensors(8)
+    vx, vy = toy_tensors(4, seed=1)
+    net = unet.build_model(widths=(8, 8, 16, 16, 32))
+    hist = train.train_model(net, tx, ty, vx, vy, steps=40, batch_size=4, lr=5e-3, seed=0,
+                             augment_data=False, val_every=20, log_every=0,
+                             progress_bar=False, log=lambda m: None)
+    losses = hist['loss']
+    assert len(losses) == 40
+    assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])
+    assert hist['best_miou'] is not None and len(hist['val']) == 2
+
+    path = str(tmp_path / 'tiny_unet.onnx')
+    sample = train.normalize(vx[:2].float() / 255.0, vy[:2].long()).numpy()
+    diff = export.export_and_verify(net, path, W, H, inputs=sample)
+    assert diff < 1e-4
+    import onnx
+    proto = onnx.load(path)
+    assert [i.name for i in proto.graph.input] == ['input']
+    assert [o.name for o in proto.graph.output] == ['logits']
+    assert proto.opset_import[0].version == 17
+    assert os.path.getsize(path) < 10 * 1024 * 1024
+
+
+def test_augment_runs_on_a_batch():
+    x, y = toy_tensors(4)
+    xa, ya = train.augment(x.float() / 255.0, y.long(), torch.Generator().manual_seed(0))
+    assert xa.shape == x.shape and ya.shape == y.shape
+    assert 0.0 <= float(xa.min()) and float(xa.max()) <= 1.0
+
+
+def test_reproduce_command_parses_back():
+    parser, sub = cli.build_parser()
+    train.add_arguments(sub.choices['train'])
+    argv = ['train', '--render', '4', '--steps', '3', '--input-size', '64x48',
+            '--widths', '8,8,16,16,32', '--no-augment']
+    args = parser.parse_args(argv)
+    command = train.reproduce_command(args)
+    words = shlex.split(command)
+    assert words[:4] == ['python', '-m', 'freespace_seg', 'train']
+    again = parser.parse_args(words[3:])
+    for key, value in vars(args).items():
+        assert getattr(again, key) == value, key
+
+
+@pytest.mark.slow
+def test_train_and_eval_commands_on_rendered_frames(tmp_path):
+    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.progress', reason='needs the progress bar module')
+    out = str(tmp_path / 'm.onnx')
+    rc = cli.main(['train', '--render', '4', '--render-val', '2', '--render-size', '64x36',
+                   '--steps', '4', '--batch-size', '2', '--input-size', '64x48',
+                   '--widths', '8,8,16,16,32', '--val-every', '2', '--log-every', '2',
+                   '--out', out, '--work-dir', str(tmp_path / 'run'), '--latency-runs', '2'])
+    assert rc == 0
+    card = load_card(out)
+    assert card.input_shape == (1, 3, 48, 64)
+    assert card.raw['training']['steps'] == 4
+    assert 'synthetic_val' in card.raw['evaluation']
+
+    report = tmp_path / 'report'
+    rc = cli.main(['eval', '--model', out, '--render', '3', '--seed', '99', '--width', '64',
+                   '--height', '36', '--out', str(report), '--latency-runs', '2',
+                   '--update-card'])
+    assert rc == 0
+    with open(report / 'metrics.json') as f:
+        result = json.load(f)
+    assert result['metrics']['images'] == 3
+    assert 0.0 <= result['metrics']['miou'] <= 1.0
+    assert set(result['metrics']['iou']) == {'blocked', 'free'}
+    assert '| mIoU |' in (report / 'metrics.md').read_text()
+    card = load_card(out)
+    test_entry = card.raw['evaluation']['synthetic_test']
+    assert test_entry['images'] == 3 and test_entry['split_seed'] == 99
+    assert evaluate.latency_key(2, [1, 3, 48, 64]) in card.raw['latency_ms']
