@@ -17,6 +17,8 @@ COMMANDS = {
     'eval': ('freespace_seg.training.evaluate', 'IoU, mIoU, F1 and accuracy of a model'),
     'infer': ('freespace_seg.infer', 'segment image files without ROS'),
     'build-engine': ('freespace_seg.build_engine', 'build, cache and time a TensorRT engine'),
+    'quantize': ('freespace_seg.quantize', 'static INT8 (QDQ) copy of a model, with its card'),
+    'bench': ('freespace_seg.bench', 'engine, pipeline, node and naive node: fps, latency, CPU'),
 }
 
 

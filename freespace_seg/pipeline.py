@@ -15,6 +15,7 @@ from freespace_seg import postprocess
 from freespace_seg.engines import create_engine
 from freespace_seg.model_card import card_path_for_model, load_card
 from freespace_seg.preprocess import Preprocessor
+import numpy as np
 
 
 def packaged_model_path():
@@ -49,6 +50,12 @@ class SegmentationPipeline:
         self.engine, self.backend_notes = create_engine(self.card, backend, num_threads,
                                                         **(engine_options or {}))
         self._pre = {}
+        # The output is decoded at once, so the engine may reuse its output buffer.
+        self._run = getattr(self.engine, 'run_reusing_output', self.engine.run)
+        self._net_mask = None
+        if self.card.output_layout == 'NCHW' or self.card.output_kind == 'argmax':
+            self._net_mask = np.empty((self.card.input_height, self.card.input_width),
+                                      np.uint8)
         self.free_lut = postprocess.class_lut(self.card.free_space)
         self.color_lut = postprocess.palette_lut(self.card.palette)
         #: seconds spent in each stage of the last call to :meth:`segment`
@@ -69,11 +76,13 @@ class SegmentationPipeline:
         pre = self.preprocessor(rgb.shape[1], rgb.shape[0])
         tensor = pre(rgb)
         t1 = time.perf_counter()
-        output = self.engine.run(tensor)
+        output = self._run(tensor)
         t2 = time.perf_counter()
         net_mask = postprocess.decode_classes(output, self.card.output_kind,
-                                              self.card.output_layout)
+                                              self.card.output_layout, out=self._net_mask)
         mask = pre.letterbox.mask_to_source(net_mask)
+        if self._net_mask is not None and np.shares_memory(mask, self._net_mask):
+            mask = mask.copy()  # no resize was needed: never hand out the reused buffer
         t3 = time.perf_counter()
         self.timings = {'preprocess': t1 - t0, 'inference': t2 - t1, 'postprocess': t3 - t2}
         return mask

@@ -1,0 +1,80 @@
+"""A smoke run of ``python -m freespace_seg bench``: it produces results (never timed here)."""
+
+import json
+import os
+
+from conftest import write_tiny_model
+import pytest
+
+pytest.importorskip('rclpy', reason='the topic conditions need a ROS 2 runtime (rclpy)')
+
+
+def test_bench_quick_smoke_run_writes_table_json_and_plot(tmp_path, capsys):
+    from freespace_seg import cli
+
+    model = write_tiny_model(tmp_path, width=64, height=48)
+    out = tmp_path / 'bench'
+    rc = cli.main(['bench', '--quick', '--model', model, '--int8-model', 'none',
+                   '--out', str(out), '--width', '160', '--height', '90', '--scenes', '1',
+                   '--threads', '1', '--rates', '30', '--duration', '1.0', '--warmup', '0.5'])
+    assert rc == 0
+    text = capsys.readouterr().out
+    for kind in ('engine', 'pipeline', 'node', 'naive'):
+        assert f'| {kind} |' in text, kind
+    assert 'closed loop' in text and 'jpeg 160x90' in text
+    assert '| goal |' in text
+
+    with open(out / 'bench.json') as f:
+        result = json.load(f)
+    for key in ('machine', 'models', 'rows', 'ratios', 'goals', 'memory'):
+        assert key in result
+    kinds = [r['kind'] for r in result['rows']]
+    assert kinds.count('engine') == 1 and kinds.count('pipeline') == 1
+    assert kinds.count('node') == 3 and kinds.count('naive') == 1
+    for row in result['rows']:
+        for key in ('fps', 'p50_ms', 'p95_ms', 'max_ms', 'cpu_percent', 'samples_ms'):
+            assert key in row, (row['kind'], key)
+        if row['kind'] in ('node', 'naive'):
+            for key in ('published', 'answered', 'dropped', 'rss_mb', 'camera'):
+                assert key in row, (row['kind'], key)
+            assert row['published'] > 0
+            assert row['answered'] > 0, row['label']
+            assert row['exit_code'] == 0
+    pipeline = next(r for r in result['rows'] if r['kind'] == 'pipeline')
+    stages = {'decode', 'preprocess', 'inference', 'postprocess', 'free_and_projection'}
+    assert set(pipeline['stages_p50_ms']) >= stages
+    assert os.path.getsize(out / 'latency.png') > 1000
+    assert os.path.isfile(out / 'bench.md')
+
+
+def test_naive_node_is_reachable_as_a_module_flag():
+    from freespace_seg import bench
+
+    assert callable(bench.naive_node_main)
+    assert bench.main.__doc__ and '--naive-node' in bench.main.__doc__
+
+
+def test_memory_summary_and_ratios():
+    from freespace_seg import bench
+
+    row = {'rss_series': [(0.0, 100.0), (30.0, 110.0), (60.0, 112.0), (240.0, 113.0)]}
+    mem = bench.memory_summary(row)
+    assert mem['rss_after_settle_mb'] == 112.0 and mem['growth_mb'] == pytest.approx(1.0)
+    assert mem['growth_mb_per_min'] == pytest.approx(1.0 / 3.0)
+
+    rows = [
+        {'kind': 'engine', 'model': 'fp32', 'threads': 2, 'fps': 100.0, 'mean_ms': 10.0},
+        {'kind': 'node', 'model': 'fp32', 'threads': 2, 'rate_hz': 0.0, 'fps': 96.0,
+         'input': 'rgb8 1280x720', 'p95_ms': 12.0},
+        {'kind': 'node', 'model': 'fp32', 'threads': 2, 'rate_hz': 30.0, 'fps': 30.0,
+         'input': 'rgb8 1280x720', 'p95_ms': 15.0},
+        {'kind': 'naive', 'model': 'fp32', 'threads': 2, 'rate_hz': 30.0, 'fps': 8.0,
+         'input': 'rgb8 1280x720', 'p95_ms': 900.0},
+    ]
+    ratios, goals = bench.ratios_and_goals(rows, [2], [30.0], ['fp32'])
+    met = {g['goal']: g['met'] for g in goals}
+    assert met['node >= 0.95x engine throughput at saturation (fp32, 2t)']
+    assert met['p95 at 30 Hz <= 1.3x engine + 3 ms (fp32, 2t)']
+    assert met['>= 3x naive fps at 30 Hz (fp32)']
+    assert met['<= 1/3 naive p95 at 30 Hz (fp32)']
+    assert any(r['ratio'].startswith('node fp32/naive fps') for r in ratios)

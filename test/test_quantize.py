@@ -1,0 +1,157 @@
+"""``python -m freespace_seg quantize`` on a small real conv net: Q/DQ nodes, same masks."""
+
+import gc
+import os
+
+from conftest import green_red_image, tiny_card
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip('onnx', reason='quantization needs the onnx package')
+pytest.importorskip('onnxruntime.quantization', reason='needs onnxruntime.quantization')
+
+
+@pytest.fixture(autouse=True)
+def collect_garbage():
+    """
+    Free the quantizer's onnx/protobuf objects in this process after each test.
+
+    Left to a later cyclic collection they may be freed in a child that a later test forks
+    (flake8's worker pool), where freeing them crashes once rclpy is initialized.
+    """
+    yield
+    gc.collect()
+
+
+def write_conv_net(directory, width=64, height=48, name='convnet'):
+    """
+    Write a 3-layer conv net (3x3, ReLU, 3x3, ReLU, 1x1) and its card; free where G > R.
+
+    The first layer splits smoothed G - R into positive and negative parts (plus a little
+    noise from other channels), the second mixes them, the head compares them: a real
+    convolutional network whose decision has a clear margin on coloured images.
+    """
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+
+    rng = np.random.default_rng(0)
+    w1 = rng.normal(0.0, 0.01, (8, 3, 3, 3)).astype(np.float32)
+    w1[:4, 1] += 1.0 / 9.0   # G - R
+    w1[:4, 0] -= 1.0 / 9.0
+    w1[4:, 0] += 1.0 / 9.0   # R - G
+    w1[4:, 1] -= 1.0 / 9.0
+    b1 = rng.normal(0.0, 0.01, 8).astype(np.float32)
+    w2 = rng.normal(0.0, 0.02, (8, 8, 3, 3)).astype(np.float32)
+    for c in range(8):
+        w2[c, c, 1, 1] += 1.0
+    w3 = np.zeros((2, 8, 1, 1), np.float32)
+    w3[1, :4], w3[1, 4:] = 1.0, -1.0
+    w3[0] = -w3[1]
+    nodes = [
+        helper.make_node('Conv', ['input', 'w1', 'b1'], ['c1'], pads=[1, 1, 1, 1]),
+        helper.make_node('Relu', ['c1'], ['r1']),
+        helper.make_node('Conv', ['r1', 'w2'], ['c2'], pads=[1, 1, 1, 1]),
+        helper.make_node('Relu', ['c2'], ['r2']),
+        helper.make_node('Conv', ['r2', 'w3'], ['logits']),
+    ]
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, height, width])],
+        [helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 2, height, width])],
+        [numpy_helper.from_array(w1, 'w1'), numpy_helper.from_array(b1, 'b1'),
+         numpy_helper.from_array(w2, 'w2'), numpy_helper.from_array(w3, 'w3')])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = os.path.join(str(directory), name + '.onnx')
+    onnx.save(model, path)
+    card = tiny_card(width, height, name=name, model_file=name + '.onnx',
+                     evaluation={'synthetic_test': {'miou': 0.5}},
+                     latency_ms={'onnxruntime_cpu_2threads_64x48_median': 0.1})
+    with open(os.path.join(str(directory), name + '.yaml'), 'w') as f:
+        yaml.safe_dump(card, f)
+    return path
+
+
+def noisy_frames(seed=0):
+    """Green/red frames of several sizes with noise and a soft band between the halves."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for (w, h) in ((64, 48), (96, 54), (40, 60)):
+        img = green_red_image(w, h, free_rows=h // 2).astype(np.int16)
+        img += rng.integers(-20, 21, img.shape, dtype=np.int16)
+        frames.append(np.clip(img, 0, 255).astype(np.uint8))
+    return frames
+
+
+def test_quantize_cli_writes_a_qdq_model_that_agrees_with_fp32(tmp_path, capsys):
+    from freespace_seg import cli
+    from freespace_seg.model_card import load_card
+    from freespace_seg.pipeline import SegmentationPipeline
+    from freespace_seg.quantize import count_qdq_nodes, int8_path_for
+
+    fp32 = write_conv_net(tmp_path)
+    rc = cli.main(['quantize', '--model', fp32, '--frames', '4', '--width', '64', '--height',
+                   '36', '--check-frames', '2'])
+    assert rc == 0
+    int8 = int8_path_for(fp32)
+    assert int8 == str(tmp_path / 'convnet_int8.onnx')
+    assert os.path.isfile(int8)
+    err = capsys.readouterr().err
+    assert 'calibration frames' in err and 'agree on' in err
+
+    q, dq = count_qdq_nodes(int8)
+    assert q > 0 and dq > 0
+
+    card = load_card(str(tmp_path / 'convnet_int8.yaml'))
+    assert card.name == 'convnet_int8'
+    assert card.model_path == int8
+    quant = card.raw['quantization']
+    assert quant['calibration']['frames'] == 4
+    assert quant['calibration']['seed'] != 0 and quant['calibration']['seed'] != 1000
+    assert quant['weights'].startswith('int8') and 'per output channel' in quant['weights']
+    assert quant['qdq_nodes'] == {'QuantizeLinear': q, 'DequantizeLinear': dq}
+    assert 0.0 <= quant['agreement_with_fp32']['pixel_fraction'] <= 1.0
+    # The fp32 numbers do not describe the INT8 model.
+    assert card.evaluation == {}
+    assert not card.raw.get('latency_ms')
+
+    a = SegmentationPipeline(fp32, backend='onnxruntime', num_threads=1)
+    b = SegmentationPipeline(int8, backend='onnxruntime', num_threads=1)  # its own card
+    try:
+        for rgb in noisy_frames():
+            ma, mb = a.segment(rgb), b.segment(rgb)
+            assert ma.shape == mb.shape == rgb.shape[:2]
+            assert np.mean(ma == mb) >= 0.99
+            # The net itself works: bottom half free, top half blocked.
+            assert np.mean(mb[-rgb.shape[0] // 4:] == 1) > 0.95
+            assert np.mean(mb[:rgb.shape[0] // 4] == 0) > 0.95
+    finally:
+        a.close()
+        b.close()
+
+
+def test_quantize_refuses_to_overwrite_and_missing_models(tmp_path):
+    from freespace_seg import cli
+
+    fp32 = write_conv_net(tmp_path)
+    assert cli.main(['quantize', '--model', fp32, '--out', fp32]) == 2
+    assert cli.main(['quantize', '--model', str(tmp_path / 'missing.onnx')]) == 2
+
+
+def test_calibration_tensors_are_what_the_node_feeds(tmp_path):
+    from freespace_seg.model_card import load_card
+    from freespace_seg.preprocess import Preprocessor
+    from freespace_seg.quantize import calibration_tensors
+
+    write_conv_net(tmp_path)
+    card = load_card(str(tmp_path / 'convnet.yaml'))
+    frames = noisy_frames(1)
+    tensors = calibration_tensors(card, [(f, None) for f in frames])
+    assert len(tensors) == len(frames)
+    for rgb, tensor in zip(frames, tensors):
+        expect = Preprocessor(card, rgb.shape[1], rgb.shape[0])(rgb)
+        np.testing.assert_array_equal(tensor, expect)
+    # Independent copies, not one reused buffer.
+    assert not np.shares_memory(tensors[0], tensors[1])
