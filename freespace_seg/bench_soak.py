@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from freespace_seg.demo import node_environment, NodeProcess
+from freespace_seg.demo import node_environment, NodeProcess, wait_for_connection
 from freespace_seg.engines import BACKENDS
 import numpy as np
 
@@ -304,12 +304,7 @@ def run(args):
         if not node.ready.wait(timeout=180):
             print('bench_soak: the node did not start; its log is above', file=sys.stderr)
             return 1
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (
-                camera._pub_image.get_subscription_count() == 0
-                or listener.count_publishers(f'{namespace}/segmentation/mask') == 0):
-            time.sleep(0.05)
-        time.sleep(0.5)
+        wait_for_connection(camera, listener, namespace)
         start, start_ns = time.monotonic(), time.time_ns()
         rows.append(sample('start', 0.0, node.proc.pid, camera, recorder,
                            (start_ns, start_ns)))

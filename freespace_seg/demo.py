@@ -103,6 +103,16 @@ class NodeProcess:
         return self.proc.returncode
 
 
+def wait_for_connection(camera, listener, namespace, timeout=30.0):
+    """Wait until the node subscribes to the camera and publishes the mask (or timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and (
+            camera._pub_image.get_subscription_count() == 0
+            or listener.count_publishers(f'{namespace}/segmentation/mask') == 0):
+        time.sleep(0.05)
+    time.sleep(0.5)
+
+
 def save_panels(out_dir, index, pictures):
     """Write each picture of one frame plus a panel: camera views left, grids right."""
     for name, img in pictures.items():
@@ -200,13 +210,7 @@ def run(args):
         if not node.ready.wait(timeout=120):
             print('demo: the node did not start; its log is above', file=sys.stderr)
             return 1
-        # Wait until the node sees our camera and we see every output of the node.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (
-                camera._pub_image.get_subscription_count() == 0
-                or listener.count_publishers(f'{namespace}/segmentation/mask') == 0):
-            time.sleep(0.05)
-        time.sleep(0.5)
+        wait_for_connection(camera, listener, namespace)
         executor.add_node(camera)
         start = time.monotonic()
         print(f'publishing {args.frames} frames at {args.rate:g} Hz, '
