@@ -23,6 +23,10 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_harness import Harness, unique_namespace
 from std_msgs.msg import Bool, String
 
+# Real topics and wall-clock control loops: a loaded CI machine can starve them once;
+# a failure must repeat on a rerun to count.
+pytestmark = pytest.mark.flaky(reruns=2)
+
 SPEC = GridSpec()
 
 
