@@ -365,4 +365,6 @@ def test_odometry_is_matched_to_grids_and_feeds_the_obstacle_memory(rig):
     assert rig.wait_for(lambda: len(rig.node.logic.memory) > 0)
     mem = rig.node.logic.memory
     assert np.all(np.abs(mem[:, 0] - 6.5) < 0.1) and np.all(np.abs(mem[:, 1]) < 0.35)
+    # An odometry message after the newest grid is needed for the motion estimate.
+    assert rig.wait_for(lambda: rig.node._motion_since_grid() is not None)
     assert rig.node._motion_since_grid() == pytest.approx((0.0, 0.0, 0.0))
