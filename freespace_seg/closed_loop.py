@@ -1,8 +1,8 @@
 """
 Closed-loop runs: the simulated Create 3, the perception and the driver in one process.
 
-:func:`run_room` starts, in one ``MultiThreadedExecutor`` on a private rclpy context and a
-namespace of its own,
+:func:`run_room` starts, in one executor on a private rclpy context and a namespace of its
+own,
 
 * :class:`~freespace_seg.nodes.sim_robot.SimRobot` in room ``seed`` (camera ``image`` and
   ``camera_info`` in, ``cmd_vel`` out);
@@ -19,8 +19,23 @@ lets them run for ``duration`` seconds of simulated time and returns a
 :class:`ClosedLoopResult`: collisions, distance driven, the share of the room's free floor
 swept by the footprint, stale-perception stops, the path. :func:`draw_path_png` draws the room
 from above with the path. ``python -m freespace_seg.bench_closed_loop`` runs many rooms.
+
+Two ways to run time:
+
+* **lockstep** (the default): every node runs on the simulated clock (``/clock`` from the
+  sim, ``use_sim_time``), and this module steps the simulation itself. Before each step's
+  clock tick the driver has that step's odometry; the sim takes the next step only when the
+  driver's command for this one has arrived; every camera frame's grid reaches the driver
+  exactly ``latency`` simulated seconds after the frame (through :class:`GridRelay`), and the
+  simulation waits for the perception as long as it takes. So the robot sees the same things
+  at the same simulated times on a fast or a slow, loaded machine: a run is reproducible and
+  it runs as fast as the CPU allows (faster than real time on a quiet 2-core machine).
+* **real time** (``lockstep=False``): the sim steps on a wall-clock timer, as on a robot;
+  perception latency and dropped frames are whatever the machine gives, so results depend on
+  the load.
 """
 
+import collections
 from dataclasses import dataclass, field
 import os
 import threading
@@ -38,13 +53,18 @@ from freespace_seg.projection import (GridSpec, GroundProjector,
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
 PERCEPTIONS = ('model', 'truth')
+#: the grid QoS of the perception nodes (reliable, latched newest)
+_GRID_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: lockstep: the driver listens here; :class:`GridRelay` forwards the perception's grids
+RELAY_TOPIC = 'lockstep/grid'
 
 
 @dataclass
@@ -55,7 +75,9 @@ class ClosedLoopResult:
     ``duration`` is simulated seconds, ``wall_time`` real ones; ``distance`` metres;
     ``coverage`` the share (0..1) of the room's free floor swept by the footprint;
     ``stale_stops`` how often the driver stopped because no grid came for ``stale_timeout``;
-    ``path`` an (N, 4) array of (t, x, y, yaw) per simulation step, in the room frame.
+    ``path`` an (N, 4) array of (t, x, y, yaw) per simulation step, in the room frame;
+    ``lockstep`` whether it ran in lockstep (see the module) and ``missed_grids`` the frames
+    whose grid never came then.
     """
 
     seed: int
@@ -75,6 +97,9 @@ class ClosedLoopResult:
     collision_points: list = field(default_factory=list, repr=False)
     scene: object = field(default=None, repr=False, compare=False)
     notes: list = field(default_factory=list)
+    lockstep: bool = False
+    #: lockstep: frames whose grid never came (the perception published nothing for them)
+    missed_grids: int = 0
 
     def row(self):
         """Return the Markdown table row of this room (see :func:`markdown_table`)."""
@@ -122,21 +147,89 @@ class TruthGridNode(Node):
         self.published += 1
 
 
+class GridRelay(Node):
+    """
+    Lockstep: hold the perception's grids and forward each one when the harness says so.
+
+    Subscribes ``free_space/grid`` (what the perception publishes) and keeps every grid by
+    its stamp; :meth:`forward` publishes one on :data:`RELAY_TOPIC`, where the driver listens.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__('grid_relay', **kwargs)
+        self._lock = threading.Lock()
+        self._grids = {}
+        self.sub = self.create_subscription(OccupancyGrid, 'free_space/grid', self._on_grid,
+                                            QoSProfile(depth=10,
+                                                       reliability=ReliabilityPolicy.RELIABLE,
+                                                       durability=DurabilityPolicy.VOLATILE))
+        self.pub = self.create_publisher(OccupancyGrid, RELAY_TOPIC, _GRID_QOS)
+
+    def _on_grid(self, msg):
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        with self._lock:
+            self._grids[stamp] = msg
+
+    def take(self, stamp_ns):
+        """Return and forget the grid stamped ``stamp_ns`` (and any older ones); None if none."""
+        with self._lock:
+            msg = self._grids.pop(stamp_ns, None)
+            for old in [t for t in self._grids if t < stamp_ns]:
+                del self._grids[old]
+        return msg
+
+    def forward(self, msg):
+        """Publish ``msg`` to the driver."""
+        self.pub.publish(msg)
+
+
+def _make_executor(context, lockstep):
+    """
+    Return the executor of a run.
+
+    Lockstep: a SingleThreadedExecutor. The harness waits for many message hops per step,
+    and on rclpy Kilted one hop measured 0.3 ms through it against 170 ms through a
+    MultiThreadedExecutor (with the waiting thread polling). Real time: a
+    MultiThreadedExecutor, so that rendering and inference may overlap as in separate
+    processes.
+    """
+    if lockstep:
+        return SingleThreadedExecutor(context=context)
+    return MultiThreadedExecutor(num_threads=4, context=context)
+
+
 def _overrides(values):
     return [Parameter(k, value=v) for k, v in values.items()]
 
 
+def _wait(predicate, timeout):
+    """Poll ``predicate`` until it is true (True) or ``timeout`` wall seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.0001
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2.0, 0.002)
+    return True
+
+
 def run_room(seed, duration=30.0, perception='model', model_path=None, num_threads=1,
              sim_params=None, driver_params=None, seg_params=None, timeout=None,
-             realtime_factor_warning=0.5, log=None):
+             realtime_factor_warning=0.5, log=None, lockstep=True, latency=0.1,
+             frame_timeout=60.0):
     """
     Run one room for ``duration`` s of simulated time; return a :class:`ClosedLoopResult`.
 
     ``perception`` is ``model`` (segmentation node with ``model_path``, default the shipped
     model; FileNotFoundError if it is missing) or ``truth`` (exact masks). ``sim_params``,
-    ``driver_params`` and ``seg_params`` override node parameters by name. The run stops
-    after ``timeout`` wall seconds at the latest (default: 3 x duration + 60). ``log`` is a
-    callable for progress lines (default: silent).
+    ``driver_params`` and ``seg_params`` override node parameters by name. ``lockstep``
+    (default) runs on the simulated clock with a perception ``latency`` of exactly that many
+    simulated seconds (0 < latency <= one camera period); a frame whose grid has not come
+    after ``frame_timeout`` wall seconds counts as missed. ``lockstep=False`` runs in real
+    time. The run stops after ``timeout`` wall seconds at the latest (default: 3 x duration +
+    60 in real time, none in lockstep). ``log`` is a callable for progress lines (default:
+    silent).
     """
     if perception not in PERCEPTIONS:
         raise ValueError(f'perception must be one of {PERCEPTIONS}, got {perception!r}')
@@ -144,7 +237,8 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
         path = model_path or packaged_model_path()
         if not os.path.isfile(path):
             raise FileNotFoundError(f'model not found: {path}')
-    timeout = timeout if timeout is not None else 3.0 * duration + 60.0
+    if timeout is None:
+        timeout = float('inf') if lockstep else 3.0 * duration + 60.0
     ns = f'/closed_loop_{uuid.uuid4().hex[:8]}'
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -153,45 +247,69 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
     notes = []
     try:
         sim_values = {'seed': int(seed)}
+        if lockstep:
+            sim_values.update(publish_clock=True, use_stamped=True)
         sim_values.update(sim_params or {})
-        sim = SimRobot(namespace=ns, context=context,
+        sim = SimRobot(namespace=ns, context=context, autostep=not lockstep,
                        parameter_overrides=_overrides(sim_values))
         nodes.append(sim)
+        if lockstep and not 0.0 < latency <= 1.0 / sim.params['camera_rate'] + 1e-9:
+            raise ValueError(f'latency must be in (0, {1.0 / sim.params["camera_rate"]:g}] s '
+                             f'(one camera period), got {latency}')
+        sim_time = {'use_sim_time': True} if lockstep else {}
         if perception == 'model':
             from freespace_seg.nodes.segmentation_node import SegmentationNode
             seg_values = {'num_threads': int(num_threads),
                           'camera_height': float(sim.mount.z),
                           'camera_pitch': float(sim.mount.pitch)}
+            seg_values.update(sim_time)
             if model_path:
                 seg_values['model_file_path'] = model_path
             seg_values.update(seg_params or {})
             seg = SegmentationNode(namespace=ns, context=context,
                                    parameter_overrides=_overrides(seg_values))
         else:
-            seg = TruthGridNode(sim.mount, namespace=ns, context=context)
+            seg = TruthGridNode(sim.mount, namespace=ns, context=context,
+                                parameter_overrides=_overrides(sim_time))
         nodes.append(seg)
-        driver = FreespaceDriver(namespace=ns, context=context,
-                                 parameter_overrides=_overrides(driver_params or {}))
+        driver_values = dict(sim_time)
+        if lockstep:
+            driver_values.update(use_stamped=True, control_rate=sim.params['step_rate'])
+        driver_values.update(driver_params or {})
+        remap = ['--ros-args', '-r', f'free_space/grid:={RELAY_TOPIC}'] if lockstep else None
+        driver = FreespaceDriver(namespace=ns, context=context, cli_args=remap,
+                                 parameter_overrides=_overrides(driver_values))
         nodes.append(driver)
+        relay = None
+        if lockstep:
+            relay = GridRelay(namespace=ns, context=context)
+            nodes.append(relay)
 
-        executor = MultiThreadedExecutor(num_threads=4, context=context)
+        executor = _make_executor(context, lockstep)
         for n in nodes:
             executor.add_node(n)
         thread = threading.Thread(target=executor.spin, name='closed_loop', daemon=True)
         t0 = time.monotonic()
         thread.start()
-        next_log = 10.0
-        while sim.sim_time < duration and time.monotonic() - t0 < timeout:
-            time.sleep(0.05)
-            if log is not None and sim.sim_time >= next_log:
-                next_log += 10.0
-                log(f'room {seed}: t={sim.sim_time:.0f} s, {sim.distance:.1f} m, '
-                    f'{sim.collisions} collisions, state {driver.state!r}')
+        missed = 0
+        if lockstep:
+            missed = _run_lockstep(sim, driver, relay, duration, latency, timeout,
+                                   frame_timeout, notes, seed, log, t0)
+        else:
+            next_log = 10.0
+            while sim.sim_time < duration and time.monotonic() - t0 < timeout:
+                time.sleep(0.05)
+                if log is not None and sim.sim_time >= next_log:
+                    next_log += 10.0
+                    log(f'room {seed}: t={sim.sim_time:.0f} s, {sim.distance:.1f} m, '
+                        f'{sim.collisions} collisions, state {driver.state!r}')
         wall = time.monotonic() - t0
-        if sim.sim_time < duration:
+        if sim.sim_time < duration - 1e-9:
             notes.append(f'wall-clock timeout after {wall:.0f} s at t={sim.sim_time:.1f} s')
-        if wall > 0 and sim.sim_time / wall < realtime_factor_warning:
+        if not lockstep and wall > 0 and sim.sim_time / wall < realtime_factor_warning:
             notes.append(f'simulation ran at {sim.sim_time / wall:.2f} x real time')
+        if missed:
+            notes.append(f'{missed} frames without a grid')
         executor.shutdown(timeout_sec=2.0)
         executor = None
         thread.join(timeout=5.0)
@@ -203,13 +321,71 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
             distance=s['distance'], coverage=s['coverage'], free_area=s['free_area'],
             stale_stops=driver.stale_stops, hazard_stops=driver.hazard_stops, grids=grids,
             frames=s['frames'], path=sim.path, collision_points=list(sim.collision_points),
-            scene=sim.scene, notes=notes)
+            scene=sim.scene, notes=notes, lockstep=bool(lockstep), missed_grids=missed)
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
         for n in reversed(nodes):
             n.destroy_node()
         context.try_shutdown()
+
+
+#: lockstep: how long (wall s) to wait for a message that is only a DDS hop away
+_HOP_TIMEOUT = 10.0
+
+
+def _run_lockstep(sim, driver, relay, duration, latency, timeout, frame_timeout, notes, seed,
+                  log, t0):
+    """Step ``sim`` until ``duration``; return the number of frames whose grid never came."""
+    perception_ready = _wait(lambda: sim._pub_image.get_subscription_count() +
+                             sim._pub_truth.get_subscription_count() > 0 and
+                             relay.sub.get_publisher_count() > 0 and
+                             relay.pub.get_subscription_count() > 0 and
+                             sim._sub.get_publisher_count() > 0 and
+                             sim._pub_odom.get_subscription_count() > 0 and
+                             sim._pub_clock.get_subscription_count() >= 2, 30.0)
+    if not perception_ready:
+        raise RuntimeError('lockstep: the nodes did not connect within 30 s')
+    # The perception needs camera_info before the first frame.
+    sim.publish_camera_info()
+    time.sleep(0.2)
+    latency_ns = int(round(latency * 1e9))
+    end_ns = int(round(duration * 1e9))
+    pending = collections.deque()
+    missed = 0
+    late_hops = 0
+    next_log = 10.0
+    while sim.sim_time_ns < end_ns:
+        if time.monotonic() - t0 > timeout:
+            break
+        t_next = sim.sim_time_ns + sim.dt_ns
+        # Grids due by the next tick reach the driver before it.
+        while pending and pending[0] + latency_ns <= t_next:
+            stamp = pending.popleft()
+            got = []
+            if not _wait(lambda: got.append(relay.take(stamp)) or got[-1] is not None,
+                         frame_timeout):
+                missed += 1
+                continue
+            relay.forward(got[-1])
+            if not _wait(lambda: (driver.newest_grid_stamp_ns or -1) >= stamp, _HOP_TIMEOUT):
+                late_hops += 1
+        frame = sim.step(clock=False)
+        if frame is not None:
+            pending.append(frame)
+        if not _wait(lambda: (driver.newest_odom_stamp_ns or -1) >= t_next, _HOP_TIMEOUT):
+            late_hops += 1
+        sim.publish_clock()
+        if not _wait(lambda: (sim.last_cmd_stamp_ns or -1) >= t_next, _HOP_TIMEOUT):
+            late_hops += 1
+        if log is not None and sim.sim_time >= next_log:
+            next_log += 10.0
+            speed = sim.sim_time / max(time.monotonic() - t0, 1e-6)
+            log(f'room {seed}: t={sim.sim_time:.0f} s ({speed:.1f} x real time), '
+                f'{sim.distance:.1f} m, {sim.collisions} collisions, state {driver.state!r}')
+    if late_hops:
+        notes.append(f'lockstep: {late_hops} messages late by over {_HOP_TIMEOUT:g} s')
+    return missed
 
 
 def room_image(scene, path=None, collision_points=(), px_per_m=60, robot_radius=0.17):

@@ -1,9 +1,11 @@
 """
-Closed loop in seeded rooms: sim_robot + perception + freespace_driver, in real time.
+Closed loop in seeded rooms: sim_robot + perception + freespace_driver.
 
-The rooms with the shipped model are the real test of the whole robot; they skip when the
-model file is missing. One room with exact perception (the renderer's own masks) runs always,
-so the driver and the simulator are covered without a model.
+The runs are in lockstep (simulated clock, fixed 0.1 s perception latency), so what the robot
+does in a room does not depend on how fast or loaded the machine is. The rooms with the
+shipped model are the real test of the whole robot; they skip when the model file is missing.
+Rooms with exact perception (the renderer's own masks) run always, so the driver and the
+simulator are covered without a model.
 """
 
 import os
@@ -14,7 +16,7 @@ from freespace_seg.pipeline import packaged_model_path
 import numpy as np
 import pytest
 
-#: simulated seconds per room (real time: the CPU is shared, keep the file near a minute)
+#: simulated seconds per room (lockstep runs at about 1.5x real time on 2 quiet cores)
 ROOM_SECONDS = 15.0
 #: a robot that drives less than this in a room has failed (0.3 m/s caps it at 4.5 m)
 MIN_DISTANCE = 1.0
@@ -55,13 +57,32 @@ def test_the_check_fails_a_robot_that_never_moves_or_collides():
     assert '| **total (2 rooms)** |' in table and '| 5.0 |' in table
 
 
-def test_exact_perception_room(tmp_path):
-    r = run_room(3, duration=8.0, perception='truth')
-    assert problems(r) == [], r
-    assert r.duration >= 8.0 and len(r.path) >= 160
-    assert 0.0 < r.coverage < 1.0
-    img = draw_path_png(r, tmp_path / 'room.png')
+def test_exact_perception_room_is_reproducible(tmp_path):
+    a = run_room(3, duration=8.0, perception='truth')
+    assert problems(a) == [], a
+    assert a.lockstep and a.missed_grids == 0 and a.notes == []
+    assert a.duration == pytest.approx(8.0) and len(a.path) == 161
+    # One grid per camera frame reached the driver (10 Hz; the last is still in flight).
+    assert a.grids == a.frames - 1 == 80
+    assert a.stale_stops == 0
+    assert 0.0 < a.coverage < 1.0
+    img = draw_path_png(a, tmp_path / 'room.png')
     assert os.path.getsize(tmp_path / 'room.png') > 1000 and img.ndim == 3
+    # Lockstep: the same room gives the same path, however the machine's load varies.
+    b = run_room(3, duration=8.0, perception='truth')
+    np.testing.assert_array_equal(a.path, b.path)
+
+
+def test_latency_must_fit_in_a_camera_period():
+    with pytest.raises(ValueError, match='latency'):
+        run_room(3, duration=1.0, perception='truth', latency=0.25)
+
+
+def test_real_time_mode_runs():
+    # On a robot's clock: whatever the machine gives. Only check that it runs and reports.
+    r = run_room(3, duration=2.0, perception='truth', lockstep=False, timeout=60.0)
+    assert not r.lockstep and r.duration >= 2.0 - 1e-9 or r.notes, r
+    assert r.frames > 0
 
 
 @pytest.fixture(scope='module')

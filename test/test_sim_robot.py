@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from ros_harness import Harness, unique_namespace
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Bool, UInt32
 
@@ -178,13 +180,15 @@ def test_topics(ros_init):
         cmd = h.publisher(Twist, 'cmd_vel')
         assert h.wait_for_subscribers(cmd)
         assert h.wait_for(lambda: len(images) >= 3 and truth and counts, timeout=10)
-        t0 = time.monotonic()
+        # No rate check: the step timer is wall-clock paced and a loaded machine slows it
+        # (simulated time stays exact; test_publish_clock_... checks the stamps).
         n0 = len(odom)
-        while time.monotonic() - t0 < 1.0:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 30.0 and not (
+                len(odom) - n0 >= 5 and odom[-1].pose.pose.position.x > 0.05 and
+                odom[-1].twist.twist.linear.x > 0.1):
             cmd.publish(twist(0.2))
             time.sleep(0.05)
-        rate = (len(odom) - n0) / (time.monotonic() - t0)
-        assert 14 <= rate <= 24, rate
         assert odom[-1].header.frame_id == 'odom' and odom[-1].child_frame_id == 'base_link'
         assert odom[-1].pose.pose.position.x > 0.05 and odom[-1].twist.twist.linear.x > 0.1
         img = images[-1]
@@ -197,6 +201,43 @@ def test_topics(ros_init):
         assert truth[-1].encoding == 'mono8' and truth[-1].width == 160
         assert hazard and not hazard[-1].data
         assert counts[-1].data == 0
+    finally:
+        h.close()
+
+
+def test_publish_clock_stamps_in_simulated_time(ros_init):
+    ns = unique_namespace('sim')
+    sim = SimRobot(namespace=ns, scene=ROOM, start_pose=(-1.0, 0.0, 0.0), autostep=False,
+                   parameter_overrides=[Parameter('width', value=64),
+                                        Parameter('height', value=36),
+                                        Parameter('publish_clock', value=True),
+                                        Parameter('step_rate', value=40.0),
+                                        Parameter('camera_rate', value=10.0)])
+    h = Harness(ns, sim)
+    try:
+        clocks = h.collect(Clock, '/clock')
+        odom = h.collect(Odometry, 'odom')
+        images = h.collect(Image, 'image')
+        assert h.wait_for(lambda: sim._pub_image.get_subscription_count() > 0 and
+                          sim._pub_clock.get_subscription_count() > 0)
+        time.sleep(0.5)                           # no timer: nothing happens on its own
+        assert sim.steps == 0 and not odom
+        frames = [sim.step() for _ in range(8)]  # 0.2 s at 40 Hz; frames every 0.1 s
+        assert [f is not None for f in frames] == [True, False, False, True, False, False,
+                                                   False, True]
+        assert (frames[0], frames[3], frames[7]) == (25_000_000, 100_000_000, 200_000_000)
+        assert h.wait_for(lambda: len(clocks) == 8 and len(odom) == 8 and len(images) == 3)
+        ns_of = [Time.from_msg(m.clock).nanoseconds for m in clocks]
+        assert ns_of == [25_000_000 * k for k in range(1, 9)]
+        assert [Time.from_msg(m.header.stamp).nanoseconds for m in odom] == ns_of
+        assert Time.from_msg(images[1].header.stamp).nanoseconds == frames[3]
+        # step(clock=False) leaves /clock to the caller.
+        sim.step(clock=False)
+        time.sleep(0.2)
+        assert len(clocks) == 8
+        sim.publish_clock()
+        assert h.wait_for(lambda: len(clocks) == 9)
+        assert Time.from_msg(clocks[-1].clock).nanoseconds == 9 * 25_000_000
     finally:
         h.close()
 

@@ -29,6 +29,9 @@ Safety: the command is zero, at once and for as long as the condition holds, whe
 ``drive`` (runtime parameter) false: one zero command is published on the change and then
 nothing, so a teleop node can use ``cmd_vel``; the driver keeps planning (see ``~/state``).
 
+Every timeout and hold time runs on the steady clock, or, with ``use_sim_time:=true``, on the
+ROS clock (``/clock``), so that in a simulation they count simulated seconds.
+
 Topics: ``~/state`` (std_msgs/String, latched) says what the driver does and why
 (``driving``, ``rotating``, ``stopped: stale grid``, ...) whenever that changes.
 Parameters: :data:`DRIVER_PARAMS`.
@@ -191,6 +194,7 @@ class FreespaceDriver(Node):
         except ValueError as e:
             raise StartupError(f'invalid parameters: {e}') from e
         self.logic = DriverLogic(config)
+        self._use_sim_time = bool(self.get_parameter('use_sim_time').value)
         self._drive = p['drive']
         self._stale_timeout = p['stale_timeout']
         self._hazard_hold = p['hazard_hold_time']
@@ -305,7 +309,7 @@ class FreespaceDriver(Node):
                                       throttle_duration_sec=WARN_THROTTLE_S)
             return
         self.grids_received += 1
-        self._grid_rx = time.monotonic()
+        self._grid_rx = self._now()
         self._grid_stamp = stamp
         self._grid_pose = pose
 
@@ -314,12 +318,12 @@ class FreespaceDriver(Node):
         yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
         p = msg.pose.pose.position
         self._odom.append((Time.from_msg(msg.header.stamp).nanoseconds, p.x, p.y, yaw))
-        self._odom_rx = time.monotonic()
+        self._odom_rx = self._now()
 
     def _odom_pose_at(self, t_ns):
         """Return the odometry pose (x, y, yaw) nearest to ``t_ns``; None if none is close."""
         if not self._odom or self._odom_rx is None or \
-                time.monotonic() - self._odom_rx > self._stale_timeout:
+                self._now() - self._odom_rx > self._stale_timeout:
             return None
         best = min(self._odom, key=lambda o: abs(o[0] - t_ns))
         if abs(best[0] - t_ns) > ODOM_MATCH_NS:
@@ -329,7 +333,7 @@ class FreespaceDriver(Node):
     def _motion_since_grid(self):
         """Return the newest odometry pose in the grid's base frame; None without odometry."""
         if self._grid_pose is None or not self._odom or \
-                time.monotonic() - self._odom_rx > self._stale_timeout:
+                self._now() - self._odom_rx > self._stale_timeout:
             return None
         x0, y0, th0 = self._grid_pose
         _, x, y, th = self._odom[-1]
@@ -350,15 +354,15 @@ class FreespaceDriver(Node):
     def _on_hazard_bool(self, msg):
         self._hazard_bool = bool(msg.data)
         if self._hazard_bool:
-            self._hazard_bool_time = time.monotonic()
+            self._hazard_bool_time = self._now()
             self._stop_now()
         elif self._hazard_bool_time is not None:
             # The hold time runs from the moment the hazard cleared.
-            self._hazard_bool_time = time.monotonic()
+            self._hazard_bool_time = self._now()
 
     def _on_hazard_vector(self, msg):
         if any(int(d.type) in self._hazard_types for d in msg.detections):
-            self._hazard_time = time.monotonic()
+            self._hazard_time = self._now()
             self._stop_now()
 
     # -- output -------------------------------------------------------------------------------
@@ -385,7 +389,7 @@ class FreespaceDriver(Node):
 
     def stop_reasons(self, now=None):
         """Return the list of reasons to stand still right now (empty: free to drive)."""
-        now = time.monotonic() if now is None else now
+        now = self._now() if now is None else now
         reasons = []
         if self._e_stop:
             reasons.append('e_stop')
@@ -401,8 +405,30 @@ class FreespaceDriver(Node):
             reasons.append('stale grid')
         return reasons
 
+    def _now(self):
+        """
+        Seconds on the clock that every timeout of this node runs on.
+
+        The steady clock (immune to wall-clock jumps), or, with ``use_sim_time``, the ROS clock,
+        so that a simulation running slower or faster than real time times out in simulated
+        seconds.
+        """
+        if self._use_sim_time:
+            return self.get_clock().now().nanoseconds * 1e-9
+        return time.monotonic()
+
+    @property
+    def newest_odom_stamp_ns(self):
+        """Return the stamp (ns) of the newest odometry received, None before one."""
+        return self._odom[-1][0] if self._odom else None
+
+    @property
+    def newest_grid_stamp_ns(self):
+        """Return the stamp (ns) of the newest grid accepted, None before one."""
+        return None if self._grid_stamp is None else self._grid_stamp.nanoseconds
+
     def _tick(self):
-        now = time.monotonic()
+        now = self._now()
         dt = self._period if self._last_tick is None else min(now - self._last_tick, 0.5)
         self._last_tick = now
         reasons = self.stop_reasons(now)

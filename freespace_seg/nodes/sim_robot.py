@@ -27,7 +27,9 @@ Publishes ``odom`` (nav_msgs/Odometry, ``odom_frame`` -> ``base_frame``, every s
 ``hazard`` (std_msgs/Bool, every step: true while the robot pushes against something, as a
 bumper would report it, for ``freespace_driver``'s hazard input) and ``collisions``
 (std_msgs/UInt32, latched: the count so far). When ``tf2_msgs`` is importable it also
-broadcasts ``odom_frame`` -> ``base_frame`` on ``/tf``.
+broadcasts ``odom_frame`` -> ``base_frame`` on ``/tf``. With ``publish_clock`` it publishes
+the simulated time on ``/clock`` every step and stamps everything with it, so that nodes run
+with ``use_sim_time:=true`` time out, tick and measure ages in simulated seconds.
 
 It tracks the distance travelled, the path and the floor swept by the footprint;
 :meth:`SimRobot.summary` returns them with the coverage fraction of the room's free floor, and
@@ -50,8 +52,10 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
-from std_msgs.msg import Bool, UInt32
+from std_msgs.msg import Bool, Header, UInt32
 
 try:  # only for the optional /tf broadcast
     from geometry_msgs.msg import TransformStamped
@@ -102,6 +106,10 @@ SIM_PARAMS = (
               'string', read_only=True),
     ParamSpec('coverage_resolution', 0.05, 'Cell size of the coverage count (m).', 'double',
               min_value=0.01, max_value=1.0, read_only=True),
+    ParamSpec('publish_clock', False, 'Publish /clock (rosgraph_msgs/Clock) with the '
+              'simulated time every step and stamp every message with it, for nodes run '
+              'with use_sim_time:=true; false stamps with the node clock.', 'bool',
+              read_only=True),
 )
 
 
@@ -169,7 +177,15 @@ class Coverage:
 class SimRobot(Node):
     """A simulated Create 3 in a synthetic room: cmd_vel in; odom, camera, collisions out."""
 
-    def __init__(self, node_name='sim_robot', scene=None, start_pose=None, **kwargs):
+    def __init__(self, node_name='sim_robot', scene=None, start_pose=None, autostep=True,
+                 **kwargs):
+        """
+        Build the room and start the step timer.
+
+        ``scene`` and ``start_pose`` let in-process users bring their own room; with
+        ``autostep`` false there is no timer and the owner calls :meth:`step` (and
+        :meth:`publish_clock`) itself, as the closed-loop harness does in lockstep.
+        """
         super().__init__(node_name, **kwargs)
         p = self.params = declare_and_validate(self, SIM_PARAMS)
         rng = np.random.default_rng(p['seed'])
@@ -189,7 +205,9 @@ class SimRobot(Node):
         self.intrinsics = default_intrinsics(p['width'], p['height'])
         self.mount = CameraMount(x=0.0, y=0.0, z=p['camera_height'], roll=0.0,
                                  pitch=p['camera_pitch'], yaw=0.0)
-        self.dt = 1.0 / p['step_rate']
+        #: step length in integer nanoseconds, so that simulated stamps are exact
+        self.dt_ns = int(round(1e9 / p['step_rate']))
+        self.dt = self.dt_ns * 1e-9
         self._camera_period = 1.0 / p['camera_rate']
 
         self._lock = threading.Lock()
@@ -206,6 +224,10 @@ class SimRobot(Node):
         self.collision_points = []
         self._cmd = (0.0, 0.0)
         self._cmd_time = None
+        #: stamp (ns) of the newest TwistStamped command, None before one or with Twist
+        self.last_cmd_stamp_ns = None
+        #: stamp (ns) of the newest camera frame published, None before one
+        self.last_frame_stamp_ns = None
         self._next_frame = 0.0
         self._path = [(0.0, self.x, self.y, self.yaw)]
         self.coverage = Coverage(self.scene, p['robot_radius'], p['coverage_resolution'])
@@ -223,8 +245,10 @@ class SimRobot(Node):
         self._pub_collisions = self.create_publisher(UInt32, 'collisions', latched)
         self._pub_collisions.publish(UInt32(data=0))
         self._pub_tf = self.create_publisher(TFMessage, '/tf', 10) if TFMessage else None
+        self._pub_clock = self.create_publisher(Clock, '/clock', 10) \
+            if p['publish_clock'] else None
         self.add_on_set_parameters_callback(self._on_parameters_set)
-        self._timer = self.create_timer(self.dt, self.step)
+        self._timer = self.create_timer(self.dt, self.step) if autostep else None
         x, y, yaw = self.start_pose
         self.get_logger().info(
             f'room {p["seed"]}: {self.scene.area():.1f} m^2, {len(self.scene.obstacles)} '
@@ -255,6 +279,8 @@ class SimRobot(Node):
         with self._lock:
             self._cmd = (float(twist.linear.x), float(twist.angular.z))
             self._cmd_time = self.sim_time
+            if isinstance(msg, TwistStamped):
+                self.last_cmd_stamp_ns = Time.from_msg(msg.header.stamp).nanoseconds
 
     # -- simulation ---------------------------------------------------------------------------
     @property
@@ -262,8 +288,24 @@ class SimRobot(Node):
         """Return the simulated time in seconds (steps taken times the step length)."""
         return self.steps * self.dt
 
-    def step(self):
-        """Advance the simulation by one fixed step and publish what it produced."""
+    @property
+    def sim_time_ns(self):
+        """Return the simulated time in integer nanoseconds."""
+        return self.steps * self.dt_ns
+
+    def publish_clock(self):
+        """Publish the simulated time on /clock (only with ``publish_clock``)."""
+        if self._pub_clock is not None:
+            self._pub_clock.publish(Clock(clock=Time(nanoseconds=self.sim_time_ns).to_msg()))
+
+    def step(self, clock=True):
+        """
+        Advance the simulation by one fixed step and publish what it produced.
+
+        Returns the stamp (ns) of the camera frame published in this step, or None. With
+        ``publish_clock``, /clock follows unless ``clock`` is false (then the caller publishes
+        it with :meth:`publish_clock`, after what must arrive first has arrived).
+        """
         p = self.params
         with self._lock:
             cmd_v, cmd_w = self._cmd
@@ -311,12 +353,21 @@ class SimRobot(Node):
                 self.in_contact = False
         self._path.append((self.sim_time, self.x, self.y, self.yaw))
 
-        stamp = self.get_clock().now().to_msg()
+        if self._pub_clock is not None:
+            stamp = Time(nanoseconds=self.sim_time_ns).to_msg()
+        else:
+            stamp = self.get_clock().now().to_msg()
         self._publish_odom(stamp)
         self._pub_hazard.publish(Bool(data=self.bumper))
+        frame = None
         if self.sim_time + 1e-9 >= self._next_frame:
             self._next_frame += self._camera_period
-            self._publish_frame(stamp)
+            if self._publish_frame(stamp):
+                frame = Time.from_msg(stamp).nanoseconds
+                self.last_frame_stamp_ns = frame
+        if clock:
+            self.publish_clock()
+        return frame
 
     def _free_fraction(self, v, w, dt, radius):
         """Largest share of a step (bisection, within 1/256) whose end does not collide."""
@@ -357,12 +408,19 @@ class SimRobot(Node):
             t.transform.rotation = odom.pose.pose.orientation
             self._pub_tf.publish(TFMessage(transforms=[t]))
 
+    def publish_camera_info(self):
+        """Publish camera_info once, stamped now (so that perception knows the camera early)."""
+        stamp = (Time(nanoseconds=self.sim_time_ns) if self._pub_clock is not None
+                 else self.get_clock().now()).to_msg()
+        header = Header(stamp=stamp, frame_id=self.params['camera_frame'])
+        self._pub_info.publish(camera_info_from_intrinsics(self.intrinsics, header))
+
     def _publish_frame(self, stamp):
         p = self.params
         want_truth = self._pub_truth.get_subscription_count() > 0
         if not (want_truth or self._pub_image.get_subscription_count() > 0 or
                 self._pub_info.get_subscription_count() > 0):
-            return
+            return False
         rng = np.random.default_rng([p['seed'], self.frames]) if p['camera_noise'] else None
         frame = render(self.scene, self.intrinsics, self.mount,
                        robot_pose=(self.x, self.y, self.yaw), rng=rng)
@@ -377,6 +435,7 @@ class SimRobot(Node):
             truth = array_to_image((frame.free > 0).astype(np.uint8) * 255, 'mono8',
                                    image.header)
             self._pub_truth.publish(truth)
+        return True
 
     # -- results ------------------------------------------------------------------------------
     @property

@@ -67,16 +67,45 @@ def camera_in_world(mount, robot_pose):
     return origin, r_wb @ mount.rotation_base_from_optical()
 
 
+#: base-frame unit rays of recent (intrinsics, mount rotation) pairs; see :func:`_base_rays`
+_BASE_RAYS = {}
+_BASE_RAYS_MAX = 8
+
+
+def _base_rays(intrinsics, mount):
+    """
+    Return the unit ray directions of every pixel in base_link axes (three float32 arrays).
+
+    They depend only on the intrinsics and the mount's rotation, so a moving robot (the
+    simulator renders many frames of one camera) reuses them: cached for the last few pairs.
+    """
+    r = mount.rotation_base_from_optical()
+    key = (intrinsics.width, intrinsics.height, intrinsics.fx, intrinsics.fy, intrinsics.cx,
+           intrinsics.cy, tuple(intrinsics.distortion), r.tobytes())
+    rays = _BASE_RAYS.get(key)
+    if rays is None:
+        xn, yn = _normalized_rays(intrinsics)
+        r = [[float(v) for v in row] for row in r]
+        bx = xn * r[0][0] + yn * r[0][1] + r[0][2]
+        by = xn * r[1][0] + yn * r[1][1] + r[1][2]
+        bz = xn * r[2][0] + yn * r[2][1] + r[2][2]
+        inv = 1.0 / np.sqrt(bx * bx + by * by + bz * bz)
+        rays = (bx * inv, by * inv, bz * inv)
+        for a in rays:
+            a.setflags(write=False)
+        if len(_BASE_RAYS) >= _BASE_RAYS_MAX:
+            _BASE_RAYS.pop(next(iter(_BASE_RAYS)))
+        _BASE_RAYS[key] = rays
+    return rays
+
+
 def world_rays(intrinsics, mount, robot_pose):
     """Return the origin and unit world ray directions (three float32 (H, W) arrays)."""
-    origin, r = camera_in_world(mount, robot_pose)
-    xn, yn = _normalized_rays(intrinsics)
-    r = [[float(v) for v in row] for row in r]
-    dx = xn * r[0][0] + yn * r[0][1] + r[0][2]
-    dy = xn * r[1][0] + yn * r[1][1] + r[1][2]
-    dz = xn * r[2][0] + yn * r[2][1] + r[2][2]
-    inv = 1.0 / np.sqrt(dx * dx + dy * dy + dz * dz)
-    return origin, dx * inv, dy * inv, dz * inv
+    origin, _ = camera_in_world(mount, robot_pose)
+    bx, by, bz = _base_rays(intrinsics, mount)
+    yaw = float(robot_pose[2])
+    c, s = np.float32(math.cos(yaw)), np.float32(math.sin(yaw))
+    return origin, bx * c - by * s, bx * s + by * c, bz.copy()
 
 
 def _screen_rects(points, origin, r_wo, intrinsics):
