@@ -5,19 +5,29 @@ Closed-loop benchmark: drive the simulated Create 3 through many seeded rooms.
     python -m freespace_seg.bench_closed_loop --rooms 3 --minutes 0.5 --perception truth
 
 Each room runs :func:`freespace_seg.closed_loop.run_room` (sim_robot + segmentation_node +
-freespace_driver, in real time) one after the other and the script prints a Markdown table
-of collisions, distance, coverage of the free floor and stale-perception stops per room, with
-totals. ``--png-dir`` also writes a top-down picture of each room with the path. The exit
-code is 1 when any room had a collision.
+freespace_driver; in lockstep on the simulated clock with a fixed perception latency unless
+``--realtime``) one after the other and the script prints a Markdown table of collisions,
+distance, coverage of the free floor and stale-perception stops per room, with totals.
+``--png-dir`` also writes a top-down picture of each room with the path; ``--json`` writes
+the rooms' numbers, and ``--from-json`` prints one table of the rooms of several such files
+(for instance two halves run side by side on two cores). The exit code is 1 when any room
+had a collision.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
 
-from freespace_seg.closed_loop import (draw_path_png, markdown_table, PERCEPTIONS,
-                                       run_room)
+from freespace_seg.closed_loop import (ClosedLoopResult, draw_path_png, markdown_table,
+                                       PERCEPTIONS, run_room)
+import numpy as np
+
+#: the numbers of a room that --json keeps (the path and the scene are left out)
+JSON_FIELDS = ('seed', 'perception', 'duration', 'wall_time', 'collisions', 'contact_steps',
+               'distance', 'coverage', 'free_area', 'stale_stops', 'hazard_stops', 'grids',
+               'frames', 'collision_points', 'notes', 'lockstep', 'missed_grids')
 
 
 def build_parser():
@@ -42,14 +52,47 @@ def build_parser():
                     help='camera frames per second (default 10)')
     ap.add_argument('--camera-noise', action='store_true',
                     help='render camera effects (noise, blur, exposure, JPEG)')
+    ap.add_argument('--realtime', action='store_true',
+                    help='run on a wall-clock timer instead of lockstep (results then depend '
+                    'on the machine and its load)')
+    ap.add_argument('--latency', type=float, default=0.1,
+                    help='lockstep: perception latency in simulated seconds, at most one '
+                    'camera period (default 0.1)')
     ap.add_argument('--png-dir', default=None,
                     help='write room_<seed>.png (top-down room with the path) here')
+    ap.add_argument('--json', default=None, help="also write the rooms' numbers here")
+    ap.add_argument('--from-json', nargs='+', default=None, metavar='FILE',
+                    help='run nothing: print one table of the rooms in these --json files')
     return ap
+
+
+def result_to_dict(r):
+    """Return the JSON-able numbers of a :class:`ClosedLoopResult`."""
+    return {k: getattr(r, k) for k in JSON_FIELDS}
+
+
+def result_from_dict(d):
+    """Rebuild a :class:`ClosedLoopResult` (without path or scene) from :func:`result_to_dict`."""
+    values = {k: d[k] for k in JSON_FIELDS if k in d}
+    values['collision_points'] = [tuple(p) for p in values.get('collision_points', [])]
+    return ClosedLoopResult(path=np.zeros((0, 4)), **values)
+
+
+def _from_json(files):
+    results = []
+    for name in files:
+        with open(name) as f:
+            results += [result_from_dict(d) for d in json.load(f)['rooms']]
+    results.sort(key=lambda r: r.seed)
+    print(markdown_table(results))
+    return 1 if any(r.collisions for r in results) else 0
 
 
 def main(argv=None):
     """Run the benchmark; print the table; return 1 if any room had a collision."""
     args = build_parser().parse_args(argv)
+    if args.from_json:
+        return _from_json(args.from_json)
     if args.rooms < 1 or args.minutes <= 0:
         print('--rooms must be >= 1 and --minutes > 0', file=sys.stderr)
         return 2
@@ -63,9 +106,10 @@ def main(argv=None):
         try:
             r = run_room(seed, duration=60.0 * args.minutes, perception=args.perception,
                          model_path=args.model, num_threads=args.threads,
-                         sim_params=sim_params,
+                         sim_params=sim_params, lockstep=not args.realtime,
+                         latency=args.latency, log_every=60.0,
                          log=lambda line: print(line, file=sys.stderr, flush=True))
-        except FileNotFoundError as e:
+        except (FileNotFoundError, ValueError) as e:
             print(f'error: {e}', file=sys.stderr)
             return 2
         results.append(r)
@@ -75,8 +119,13 @@ def main(argv=None):
               file=sys.stderr, flush=True)
         if args.png_dir:
             draw_path_png(r, os.path.join(args.png_dir, f'room_{seed}.png'))
+        if args.json:
+            with open(args.json, 'w') as f:
+                json.dump({'args': vars(args), 'rooms': [result_to_dict(x) for x in results]},
+                          f, indent=1)
+    mode = 'real time' if args.realtime else f'lockstep, {1000 * args.latency:.0f} ms latency'
     print(f'\nClosed loop, perception={args.perception}, {args.rooms} rooms x '
-          f'{args.minutes:g} min simulated, camera {args.width}x{args.height} at '
+          f'{args.minutes:g} min simulated ({mode}), camera {args.width}x{args.height} at '
           f'{args.camera_rate:g} Hz ({time.monotonic() - t0:.0f} s wall):\n')
     print(markdown_table(results))
     return 1 if any(r.collisions for r in results) else 0

@@ -217,7 +217,7 @@ def _wait(predicate, timeout):
 def run_room(seed, duration=30.0, perception='model', model_path=None, num_threads=1,
              sim_params=None, driver_params=None, seg_params=None, timeout=None,
              realtime_factor_warning=0.5, log=None, lockstep=True, latency=0.1,
-             frame_timeout=60.0):
+             frame_timeout=60.0, log_every=10.0):
     """
     Run one room for ``duration`` s of simulated time; return a :class:`ClosedLoopResult`.
 
@@ -228,8 +228,8 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
     simulated seconds (0 < latency <= one camera period); a frame whose grid has not come
     after ``frame_timeout`` wall seconds counts as missed. ``lockstep=False`` runs in real
     time. The run stops after ``timeout`` wall seconds at the latest (default: 3 x duration +
-    60 in real time, none in lockstep). ``log`` is a callable for progress lines (default:
-    silent).
+    60 in real time, none in lockstep). ``log`` is a callable for progress lines, one every
+    ``log_every`` simulated seconds (default: silent).
     """
     if perception not in PERCEPTIONS:
         raise ValueError(f'perception must be one of {PERCEPTIONS}, got {perception!r}')
@@ -294,13 +294,13 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
         missed = 0
         if lockstep:
             missed = _run_lockstep(sim, driver, relay, duration, latency, timeout,
-                                   frame_timeout, notes, seed, log, t0)
+                                   frame_timeout, notes, seed, log, t0, log_every)
         else:
-            next_log = 10.0
+            next_log = log_every
             while sim.sim_time < duration and time.monotonic() - t0 < timeout:
                 time.sleep(0.05)
                 if log is not None and sim.sim_time >= next_log:
-                    next_log += 10.0
+                    next_log += log_every
                     log(f'room {seed}: t={sim.sim_time:.0f} s, {sim.distance:.1f} m, '
                         f'{sim.collisions} collisions, state {driver.state!r}')
         wall = time.monotonic() - t0
@@ -335,7 +335,7 @@ _HOP_TIMEOUT = 10.0
 
 
 def _run_lockstep(sim, driver, relay, duration, latency, timeout, frame_timeout, notes, seed,
-                  log, t0):
+                  log, t0, log_every):
     """Step ``sim`` until ``duration``; return the number of frames whose grid never came."""
     perception_ready = _wait(lambda: sim._pub_image.get_subscription_count() +
                              sim._pub_truth.get_subscription_count() > 0 and
@@ -354,7 +354,7 @@ def _run_lockstep(sim, driver, relay, duration, latency, timeout, frame_timeout,
     pending = collections.deque()
     missed = 0
     late_hops = 0
-    next_log = 10.0
+    next_log = log_every
     while sim.sim_time_ns < end_ns:
         if time.monotonic() - t0 > timeout:
             break
@@ -379,7 +379,7 @@ def _run_lockstep(sim, driver, relay, duration, latency, timeout, frame_timeout,
         if not _wait(lambda: (sim.last_cmd_stamp_ns or -1) >= t_next, _HOP_TIMEOUT):
             late_hops += 1
         if log is not None and sim.sim_time >= next_log:
-            next_log += 10.0
+            next_log += log_every
             speed = sim.sim_time / max(time.monotonic() - t0, 1e-6)
             log(f'room {seed}: t={sim.sim_time:.0f} s ({speed:.1f} x real time), '
                 f'{sim.distance:.1f} m, {sim.collisions} collisions, state {driver.state!r}')

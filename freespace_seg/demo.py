@@ -9,6 +9,10 @@
 4. Prints fps, stamp-to-publish latency, mIoU against the ground truth and the IoU of the
    free cells of ``free_space/grid``, and writes PNGs (input, ground truth, colored mask,
    overlay, the node's grid and the true grid) to the output folder. No display needed.
+5. Unless ``--drive 0``: closes the loop for ``--drive`` simulated seconds in room
+   ``--drive-room`` (``sim_robot`` + the node + ``freespace_driver``, see
+   :mod:`freespace_seg.closed_loop`), prints collisions, distance and coverage and writes a
+   top-down picture of the path, ``closed_loop_room_<seed>.png``.
 """
 
 import os
@@ -45,6 +49,11 @@ def add_arguments(parser):
     parser.add_argument('--num-threads', type=int, default=0)
     parser.add_argument('--save', type=int, default=4, help='frames to save as PNG (4)')
     parser.add_argument('--out', default='demo_output', help='output folder (demo_output)')
+    parser.add_argument('--drive', type=float, default=20.0,
+                        help='then drive the simulated Create 3 this many simulated seconds '
+                        'with the model in the loop (20; 0: skip)')
+    parser.add_argument('--drive-room', type=int, default=1,
+                        help='seed of the room for --drive (1)')
 
 
 def config_path(name):
@@ -229,7 +238,25 @@ def run(args):
         print(f'node exited with code {rc}', file=sys.stderr)
         if rc != 0:
             code = code or 1
+    if code == 0 and args.drive > 0:
+        code = drive(args, model, out_dir)
     return code
+
+
+def drive(args, model, out_dir):
+    """Close the loop in one simulated room; print its row, write the picture; 0 if no crash."""
+    from freespace_seg.closed_loop import draw_path_png, markdown_table, run_room
+    print(f'closed loop: sim_robot + segmentation_node + freespace_driver in room '
+          f'{args.drive_room} for {args.drive:g} s simulated (lockstep) ...', file=sys.stderr)
+    r = run_room(args.drive_room, duration=args.drive, perception='model', model_path=model,
+                 num_threads=1)
+    path = os.path.join(out_dir, f'closed_loop_room_{args.drive_room}.png')
+    draw_path_png(r, path)
+    print('\n' + markdown_table([r]) + '\n')
+    notes = f' ({"; ".join(r.notes)})' if r.notes else ''
+    print(f'closed loop: {r.collisions} collisions, {r.distance:.1f} m in {r.duration:.0f} s, '
+          f'{r.wall_time:.0f} s wall{notes}; path picture: {path}')
+    return 0
 
 
 def report(args, card, camera, received, arrival, elapsed, out_dir):

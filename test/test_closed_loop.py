@@ -113,3 +113,20 @@ def test_model_room_has_no_collisions_and_moves(model_rooms, seed):
 def test_model_rooms_cover_ground(model_rooms):
     total = sum(r.distance for r in model_rooms.values())
     assert total >= MIN_TOTAL_DISTANCE, markdown_table(list(model_rooms.values()))
+
+
+def test_benchmark_script_prints_a_table_and_merges_json(tmp_path, capsys):
+    from freespace_seg import bench_closed_loop
+    a, b = tmp_path / 'a.json', tmp_path / 'b.json'
+    for seed, out in ((3, a), (4, b)):
+        code = bench_closed_loop.main(['--rooms', '1', '--first-seed', str(seed), '--minutes',
+                                       '0.05', '--perception', 'truth', '--json', str(out)])
+        assert code == 0
+    printed = capsys.readouterr().out
+    assert 'lockstep, 100 ms latency' in printed and '| 3 | 3 | 0 |' in printed
+    assert bench_closed_loop.main(['--from-json', str(b), str(a)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert [line.split('|')[1].strip() for line in table[2:]] == ['3', '4',
+                                                                  '**total (2 rooms)**']
+    assert bench_closed_loop.main(['--rooms', '1', '--latency', '0.5',
+                                   '--perception', 'truth']) == 2

@@ -17,7 +17,7 @@ def test_demo_runs_and_reports(tmp_path):
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
     proc = subprocess.run(
         [sys.executable, '-m', 'freespace_seg', 'demo', '--frames', '20', '--scenes', '3',
-         '--rate', '10', '--save', '2', '--out', str(out)],
+         '--rate', '10', '--save', '2', '--out', str(out), '--drive', '3', '--drive-room', '2'],
         env=env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for key in ('processed fps', 'latency stamp->mask', 'mIoU vs ground truth',
@@ -27,3 +27,6 @@ def test_demo_runs_and_reports(tmp_path):
     panels = sorted(p.name for p in out.iterdir() if p.name.endswith('_panel.png'))
     assert panels == ['frame00_panel.png', 'frame01_panel.png']
     assert (out / 'summary.md').is_file()
+    # The closed loop: a table row for room 2 and the top-down picture of the path.
+    assert '| 2 | 3 |' in proc.stdout and 'closed loop:' in proc.stdout
+    assert (out / 'closed_loop_room_2.png').stat().st_size > 1000
