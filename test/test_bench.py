@@ -45,6 +45,19 @@ def test_bench_quick_smoke_run_writes_table_json_and_plot(tmp_path, capsys):
     assert set(pipeline['stages_p50_ms']) >= stages
     assert os.path.getsize(out / 'latency.png') > 1000
     assert os.path.isfile(out / 'bench.md')
+    assert 'other CPU %' in text
+
+    # --from-json redoes the report of that run without measuring anything.
+    again = tmp_path / 'again'
+    assert cli.main(['bench', '--from-json', str(out / 'bench.json'), '--out', str(again)]) == 0
+    redone = capsys.readouterr().out
+    assert redone.split('\n', 1)[1] == text.split('\n', 1)[1] or \
+        markdown_rows(redone) == markdown_rows(text)
+    assert os.path.getsize(again / 'latency.png') > 1000
+
+
+def markdown_rows(text):
+    return [line for line in text.splitlines() if line.startswith('| ')]
 
 
 def test_naive_node_is_reachable_as_a_module_flag():
@@ -64,13 +77,16 @@ def test_memory_summary_and_ratios():
 
     rows = [
         {'kind': 'engine', 'model': 'fp32', 'threads': 2, 'fps': 100.0, 'mean_ms': 10.0},
-        {'kind': 'node', 'model': 'fp32', 'threads': 2, 'rate_hz': 0.0, 'fps': 96.0,
-         'input': 'rgb8 1280x720', 'p95_ms': 12.0},
+        {'kind': 'node', 'model': 'fp32', 'threads': 2, 'rate_hz': 0.0, 'fps': 90.0,
+         'input': 'rgb8 1280x720', 'p95_ms': 12.0, 'camera_fps': 90.0, 'camera': 'closed'},
+        {'kind': 'node', 'model': 'fp32', 'threads': 2, 'rate_hz': 120.0, 'fps': 96.0,
+         'input': 'rgb8 1280x720', 'p95_ms': 12.0, 'camera_fps': 120.0, 'camera': '120 Hz'},
         {'kind': 'node', 'model': 'fp32', 'threads': 2, 'rate_hz': 30.0, 'fps': 30.0,
-         'input': 'rgb8 1280x720', 'p95_ms': 15.0},
+         'input': 'rgb8 1280x720', 'p95_ms': 15.0, 'camera_fps': 30.0, 'camera': '30 Hz'},
         {'kind': 'naive', 'model': 'fp32', 'threads': 2, 'rate_hz': 30.0, 'fps': 8.0,
          'input': 'rgb8 1280x720', 'p95_ms': 900.0},
     ]
+    assert bench.saturated(rows, 'fp32', 2) is rows[2]  # the camera outpaced the node
     ratios, goals = bench.ratios_and_goals(rows, [2], [30.0], ['fp32'])
     met = {g['goal']: g['met'] for g in goals}
     assert met['node >= 0.95x engine throughput at saturation (fp32, 2t)']
