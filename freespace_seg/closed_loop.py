@@ -27,7 +27,9 @@ Two ways to run time:
   clock tick the driver has that step's odometry; the sim takes the next step only when the
   driver's command for this one has arrived; every camera frame's grid reaches the driver
   exactly ``latency`` simulated seconds after the frame (through :class:`GridRelay`), and the
-  simulation waits for the perception as long as it takes. So the robot sees the same things
+  simulation waits for the perception as long as it takes (the clock topic is private to the
+  run, ``<namespace>/clock``, so runs side by side never share a clock). So the robot sees
+  the same things
   at the same simulated times on a fast or a slow, loaded machine: a run is reproducible and
   it runs as fast as the CPU allows (faster than real time on a quiet 2-core machine).
 * **real time** (``lockstep=False``): the sim steps on a wall-clock timer, as on a robot;
@@ -250,8 +252,11 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
         if lockstep:
             sim_values.update(publish_clock=True, use_stamped=True)
         sim_values.update(sim_params or {})
+        # A private clock topic: /clock is global, and two runs side by side (or anything
+        # else simulating on this machine) would otherwise drive each other's clocks.
+        clock_remap = ['--ros-args', '-r', f'/clock:={ns}/clock'] if lockstep else None
         sim = SimRobot(namespace=ns, context=context, autostep=not lockstep,
-                       parameter_overrides=_overrides(sim_values))
+                       cli_args=clock_remap, parameter_overrides=_overrides(sim_values))
         nodes.append(sim)
         if lockstep and not 0.0 < latency <= 1.0 / sim.params['camera_rate'] + 1e-9:
             raise ValueError(f'latency must be in (0, {1.0 / sim.params["camera_rate"]:g}] s '
@@ -266,17 +271,17 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
             if model_path:
                 seg_values['model_file_path'] = model_path
             seg_values.update(seg_params or {})
-            seg = SegmentationNode(namespace=ns, context=context,
+            seg = SegmentationNode(namespace=ns, context=context, cli_args=clock_remap,
                                    parameter_overrides=_overrides(seg_values))
         else:
-            seg = TruthGridNode(sim.mount, namespace=ns, context=context,
+            seg = TruthGridNode(sim.mount, namespace=ns, context=context, cli_args=clock_remap,
                                 parameter_overrides=_overrides(sim_time))
         nodes.append(seg)
         driver_values = dict(sim_time)
         if lockstep:
             driver_values.update(use_stamped=True, control_rate=sim.params['step_rate'])
         driver_values.update(driver_params or {})
-        remap = ['--ros-args', '-r', f'free_space/grid:={RELAY_TOPIC}'] if lockstep else None
+        remap = clock_remap + ['-r', f'free_space/grid:={RELAY_TOPIC}'] if lockstep else None
         driver = FreespaceDriver(namespace=ns, context=context, cli_args=remap,
                                  parameter_overrides=_overrides(driver_values))
         nodes.append(driver)
