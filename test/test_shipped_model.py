@@ -67,3 +67,31 @@ def test_shipped_model_finds_the_free_floor(ros_init, frames):
         assert np.mean(ious) >= 0.85, ious
     finally:
         h.close()
+
+
+def test_int8_variant_matches_fp32(frames):
+    """The shipped INT8 model: its card's test mIoU within 0.01 of fp32's, the same masks."""
+    import os
+
+    from freespace_seg.model_card import load_card
+    from freespace_seg.pipeline import SegmentationPipeline
+    from freespace_seg.quantize import int8_path_for
+
+    fp32_path = packaged_model_path()
+    int8_path = int8_path_for(fp32_path)
+    if not os.path.isfile(int8_path):
+        pytest.fail(f'the INT8 variant is missing: {int8_path} (python -m freespace_seg '
+                    'quantize writes it)')
+    fp32_miou = load_card(fp32_path).evaluation['synthetic_test']['miou']
+    int8_card = load_card(int8_path)
+    assert abs(int8_card.evaluation['synthetic_test']['miou'] - fp32_miou) <= 0.01
+    assert os.path.getsize(int8_path) < 0.5 * os.path.getsize(fp32_path)
+    a = SegmentationPipeline(fp32_path, backend='onnxruntime', num_threads=1)
+    b = SegmentationPipeline(int8_path, backend='onnxruntime', num_threads=1)
+    try:
+        for frame in frames:
+            agree = np.mean(a.segment(frame.image) == b.segment(frame.image))
+            assert agree >= 0.99, agree
+    finally:
+        a.close()
+        b.close()
