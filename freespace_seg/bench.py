@@ -94,6 +94,10 @@ def add_arguments(parser):
                              'the bench.json of an earlier run into --out')
     parser.add_argument('--memory-only', action='store_true',
                         help='with --memory-minutes: run only the memory check')
+    parser.add_argument('--profile', action='store_true',
+                        help='sample the stacks of every segmentation_node process '
+                             '(freespace_seg.profiling) and write profile_<n>.md per node '
+                             'condition to --out')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,6 +410,8 @@ class TopicBench:
         self.duration = duration
         self.log = log
         self.index = 0
+        #: where node processes write their profiles (None: no profiling)
+        self.profile_dir = None
         self._rclpy = rclpy
         self._own_context = not rclpy.ok()
         if self._own_context:
@@ -448,7 +454,12 @@ class TopicBench:
         ns = f'/freespace_bench_{os.getpid()}_{self.index}'
         node_name = f'bench_{cond.kind}_{self.index}'
         cmd, ready_text = self._command(cond, ns, node_name)
-        child = Child(cmd, self.env, ready_text)
+        env = self.env
+        profile = None
+        if self.profile_dir and cond.kind == 'node':
+            profile = os.path.join(self.profile_dir, f'profile_{self.index}.md')
+            env = dict(env, FREESPACE_SEG_PROFILE=profile)
+        child = Child(cmd, env, ready_text)
         bench = Node(f'bench_camera_{self.index}', namespace=ns)
         qos = QoSProfile(depth=10)  # reliable, like a driver with the default QoS
         compressed = cond.transport == 'compressed'
@@ -572,6 +583,8 @@ class TopicBench:
             'grids': sum(1 for s in window if s in grids),
             'samples_ms': _ms_list(lat)})
         row.update(stats_ms(lat))
+        if profile is not None and os.path.isfile(profile):
+            row['profile'] = os.path.basename(profile)
         if faults0 is not None and faults1 is not None:
             row['minor_faults_per_s'] = (faults1 - faults0) / wall
         if busy0 is not None and cpu0 is not None:
@@ -971,6 +984,7 @@ def run(args):
     memory = None
     if conds or args.memory_minutes > 0:
         topics = TopicBench(frames, warmup, duration, log)
+        topics.profile_dir = out_dir if args.profile else None
         try:
             for n, cond in enumerate(conds, 1):
                 log(f'bench: [{n}/{len(conds)}] {cond.label(frames)} ...')
@@ -1051,6 +1065,10 @@ def write_report(result, out_dir):
     ]
     text = '\n'.join(header) + '\n' + markdown_table(rows) + '\n\n' + \
         ratio_lines(ratios, goals) + '\n'
+    profiles = [(i, r['profile']) for i, r in enumerate(rows, 1) if r.get('profile')]
+    if profiles:
+        text += ('\nProfiles of the node processes (stack samples, freespace_seg.profiling): '
+                 + ', '.join(f'row {i}: `{name}`' for i, name in profiles) + '.\n')
     if memory:
         text += (f'\nMemory: RSS {memory["rss_after_settle_mb"]:.1f} MB after '
                  f'{memory["settle_s"]:.0f} s, {memory["rss_end_mb"]:.1f} MB at '

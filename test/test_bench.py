@@ -16,7 +16,8 @@ def test_bench_quick_smoke_run_writes_table_json_and_plot(tmp_path, capsys):
     out = tmp_path / 'bench'
     rc = cli.main(['bench', '--quick', '--model', model, '--int8-model', 'none',
                    '--out', str(out), '--width', '160', '--height', '90', '--scenes', '1',
-                   '--threads', '1', '--rates', '30', '--duration', '1.0', '--warmup', '0.5'])
+                   '--threads', '1', '--rates', '30', '--duration', '1.0', '--warmup', '0.5',
+                   '--profile'])
     assert rc == 0
     text = capsys.readouterr().out
     for kind in ('engine', 'pipeline', 'node', 'naive'):
@@ -46,6 +47,11 @@ def test_bench_quick_smoke_run_writes_table_json_and_plot(tmp_path, capsys):
     assert os.path.getsize(out / 'latency.png') > 1000
     assert os.path.isfile(out / 'bench.md')
     assert 'other CPU %' in text
+    # --profile: every node process wrote its stack-sample profile.
+    profiles = [r['profile'] for r in result['rows'] if r['kind'] == 'node']
+    assert len(profiles) == 3
+    for name in profiles:
+        assert (out / name).read_text().startswith('# segmentation_node')
 
     # --from-json redoes the report of that run without measuring anything.
     again = tmp_path / 'again'

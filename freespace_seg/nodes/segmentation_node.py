@@ -28,6 +28,7 @@ from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_
 from freespace_seg.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
 from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
 from freespace_seg.postprocess import colorize, palette_lut
+from freespace_seg.profiling import profile_from_environment
 from freespace_seg.projection import GridSpec, GroundProjector, intrinsics_from_camera_info_msg
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
@@ -548,7 +549,11 @@ def main(args=None):
     logging = getattr(getattr(cv2, 'utils', None), 'logging', None)
     if logging is not None:
         logging.setLogLevel(logging.LOG_LEVEL_FATAL)
-    return spin_node(SegmentationNode, args)
+    finish_profile = profile_from_environment('segmentation_node')
+    try:
+        return spin_node(SegmentationNode, args)
+    finally:
+        finish_profile()
 
 
 if __name__ == '__main__':

@@ -1,0 +1,58 @@
+"""freespace_seg.profiling: the stack sampler sees worker threads and tells busy from idle."""
+
+import threading
+import time
+
+from freespace_seg.profiling import profile_from_environment, StackSampler
+import pytest
+
+
+def busy_worker_function(stop):
+    x = 0
+    while not stop.is_set():
+        x += sum(i * i for i in range(2000))
+    return x
+
+
+def test_sampler_counts_a_busy_worker_thread_and_not_a_waiting_one():
+    stop = threading.Event()
+    idle = threading.Event()
+    workers = [threading.Thread(target=busy_worker_function, args=(stop,)),
+               threading.Thread(target=idle.wait)]
+    for w in workers:
+        w.start()
+    sampler = StackSampler(interval=0.002).start()
+    try:
+        threading.Event().wait(0.5)             # waiting (time.sleep would count as busy)
+    finally:
+        sampler.stop()
+        stop.set()
+        idle.set()
+        for w in workers:
+            w.join()
+    assert sampler.samples > 20 and sampler.idle_samples > 20
+    totals = {label.split(' ')[0]: n for label, n in sampler.total_counts.items()}
+    # The worker's function is on the stack in most busy samples (the main thread and the
+    # other worker wait, which is idle).
+    assert totals.get('busy_worker_function', 0) >= 0.8 * sampler.samples
+    report = sampler.report(top=5, title='t')
+    assert report.startswith('# t') and '| function | self % | total % |' in report
+    assert 'busy_worker_function' in report or '<genexpr>' in report
+    with pytest.raises(ValueError):
+        StackSampler(interval=0)
+
+
+def test_environment_variable_switches_it_on(tmp_path, monkeypatch):
+    monkeypatch.delenv('FREESPACE_SEG_PROFILE', raising=False)
+    assert profile_from_environment('x')() is None          # off: a no-op
+    out = tmp_path / 'p.md'
+    monkeypatch.setenv('FREESPACE_SEG_PROFILE', str(out))
+    finish = profile_from_environment('my node')
+    stop = threading.Event()
+    t = threading.Thread(target=busy_worker_function, args=(stop,))
+    t.start()
+    time.sleep(0.2)
+    stop.set()
+    t.join()
+    finish()
+    assert out.read_text().startswith('# my node')
