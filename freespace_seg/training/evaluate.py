@@ -6,22 +6,37 @@ Runtime (CPU), reading the model card beside the ``.onnx``, so the scores are th
 the robot runs: the same letterbox, normalization and mapping of the mask back to camera
 pixels. No torch is needed.
 
+Three data sources, exactly one per run:
+
+* ``--data DIR``: a split of a dataset written by ``python -m freespace_seg generate``;
+* ``--render N``: N frames rendered on the fly by the synthetic renderer;
+* ``--images DIR``: your own images (``.png``, ``.jpg``, ``.jpeg``), each with a PNG mask
+  named ``<stem>_mask.png`` beside it or ``masks/<stem>.png`` in a ``masks/`` subfolder;
+  mask value 0 is blocked, any other value free floor.
+
 Examples::
 
     python -m freespace_seg eval --model models/freespace_unet.onnx --data data/synth --split test
     python -m freespace_seg eval --model models/freespace_unet.onnx --render 300 --seed 7 \
         --update-card
+    python -m freespace_seg eval --images data/my_photos --figures 5 --layers auto
 
-Results are printed and saved as ``metrics.json`` and ``metrics.md`` in ``--out``.
+Results are printed and saved as ``metrics.json`` and ``metrics.md`` in ``--out``, with
+pictures of the ``--figures`` K worst and best images by per-image mIoU (``worst_1.png``,
+``best_1.png``, ...: input | prediction overlay | error map) and, with ``--layers``, the
+feature maps of some layers of the network on the first image (``layers.png``).
 """
 
 import datetime
+import heapq
 import json
+import math
 import os
 import statistics
 import sys
 import time
 
+import cv2
 from freespace_seg import metrics
 from freespace_seg.training import data as datasets
 import numpy as np
@@ -36,13 +51,17 @@ def add_arguments(parser):
     parser.add_argument('--model', default=DEFAULT_MODEL,
                         help='ONNX model with its card (same stem, .yaml) beside it '
                              '(default: %(default)s)')
-    src = parser.add_argument_group('data (one of --data or --render)')
+    src = parser.add_argument_group('data (one of --data, --render or --images)')
     src.add_argument('--data', metavar='DIR',
                      help='dataset directory written by `python -m freespace_seg generate`')
     src.add_argument('--split', default='test', choices=datasets.SPLITS,
                      help='split of --data to score (default: %(default)s)')
     src.add_argument('--render', type=int, metavar='N',
                      help='render N frames on the fly with the synthetic renderer instead')
+    src.add_argument('--images', metavar='DIR',
+                     help='score your own images instead: DIR holds .png/.jpg/.jpeg images, '
+                          'each with a PNG mask <stem>_mask.png beside it or masks/<stem>.png '
+                          '(0 = blocked, any other value = free)')
     src.add_argument('--seed', type=int, default=1000,
                      help='seed of the rendered frames (default: %(default)s; use one that '
                           'training never saw)')
@@ -52,8 +71,18 @@ def add_arguments(parser):
                      help='height of rendered frames (default: %(default)s)')
     src.add_argument('--limit', type=int, help='score at most this many frames')
     parser.add_argument('--out', metavar='DIR',
-                        help='where to write metrics.json and metrics.md '
+                        help='where to write metrics.json, metrics.md and the pictures '
                              '(default: data/eval/<model>-<source>)')
+    parser.add_argument('--figures', type=int, default=3, metavar='K',
+                        help='write worst_1.png .. worst_K.png and best_1.png .. best_K.png: '
+                             'the K images with the lowest and highest per-image mIoU as '
+                             'input | prediction overlay | error map (red: predicted free but '
+                             'blocked); 0 to skip (default: %(default)s)')
+    parser.add_argument('--layers', metavar='NAMES',
+                        help='also write layers.png, the first 16 channels of these ONNX '
+                             'tensors (comma-separated names, or "auto" for the last ReLU of '
+                             'each encoder stage and of the last decoder stage) on the first '
+                             'image; needs the onnx package')
     parser.add_argument('--threads', type=int, default=2,
                         help='ONNX Runtime intra-op threads (default: %(default)s)')
     parser.add_argument('--latency-runs', type=int, default=50,
@@ -61,20 +90,95 @@ def add_arguments(parser):
                              '(default: %(default)s)')
     parser.add_argument('--update-card', action='store_true',
                         help='write the scores (and latency) into the model card as '
-                             'evaluation.synthetic_<split>')
+                             'evaluation.synthetic_<split> (evaluation.user_images with '
+                             '--images)')
 
 
 # ---------------------------------------------------------------------------------------------
 # Scoring
 
 
-def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval'):
+def image_miou(pred, label, num_classes, ignore_index=datasets.IGNORE_INDEX):
+    """
+    Return the mIoU of one image alone (``nan`` when it has no labelled pixel).
+
+    Label pixels equal to ``ignore_index`` are not counted; a class that is neither in the
+    label nor in the prediction of this image is left out of the mean.
+    """
+    cm = metrics.confusion_matrix(pred, label, num_classes, ignore_index)
+    return metrics.mean_iou(cm), cm
+
+
+class CaseCollector:
+    """
+    Keep the ``k`` worst and ``k`` best images by per-image mIoU, and optionally the first.
+
+    Only those frames are held (two heaps of at most ``k`` entries each), not every frame.
+    Ties go to the earlier image. Images without a labelled pixel are not ranked.
+    """
+
+    def __init__(self, k, keep_first=False, names=None):
+        self.k = max(int(k), 0)
+        self.keep_first = bool(keep_first)
+        self.names = names
+        self.first = None
+        self.scores = []
+        self._worst = []  # max-heap on (miou, index): the root is the least bad kept
+        self._best = []   # min-heap on (miou, -index): the root is the least good kept
+
+    def name(self, index):
+        """Return a readable name of image ``index`` (its file name when known)."""
+        if self.names is not None and index < len(self.names):
+            return self.names[index]
+        return f'frame {index}'
+
+    def add(self, index, miou, rgb, label, pred):
+        """Offer one scored image."""
+        if self.keep_first and self.first is None:
+            self.first = (index, rgb)
+        if miou is None or math.isnan(miou):
+            return
+        self.scores.append(float(miou))
+        if self.k == 0:
+            return
+        item = (index, float(miou), rgb, label, pred)
+        worst_key = (-miou, -index)
+        if len(self._worst) < self.k:
+            heapq.heappush(self._worst, (worst_key, item))
+        elif worst_key > self._worst[0][0]:
+            heapq.heapreplace(self._worst, (worst_key, item))
+        best_key = (miou, -index)
+        if len(self._best) < self.k:
+            heapq.heappush(self._best, (best_key, item))
+        elif best_key > self._best[0][0]:
+            heapq.heapreplace(self._best, (best_key, item))
+
+    def worst(self):
+        """Return the kept worst images, worst first, as (index, miou, rgb, label, pred)."""
+        return [item for _, item in sorted(self._worst, reverse=True)]
+
+    def best(self):
+        """Return the kept best images, best first, as (index, miou, rgb, label, pred)."""
+        return [item for _, item in sorted(self._best, reverse=True)]
+
+    def stats(self):
+        """Return mean, median, min and max of the per-image mIoU (None when empty)."""
+        if not self.scores:
+            return None
+        return {'mean': _r(statistics.fmean(self.scores)),
+                'median': _r(statistics.median(self.scores)),
+                'min': _r(min(self.scores)), 'max': _r(max(self.scores)),
+                'images': len(self.scores)}
+
+
+def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', cases=None):
     """
     Segment (rgb, mask) frames with the ONNX pipeline and score them.
 
     Returns ``(summary, seconds_per_image)`` where ``summary`` is
     :func:`freespace_seg.metrics.summarize` of the accumulated confusion matrix plus
-    ``images``.
+    ``images``. With a :class:`CaseCollector` as ``cases``, every image's own mIoU is
+    offered to it (the timing covers the pipeline only).
     """
     from freespace_seg.pipeline import SegmentationPipeline
     from freespace_seg.progress import progress
@@ -83,11 +187,18 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval'):
     names = list(pipe.card.class_names)
     acc = metrics.ConfusionAccumulator(len(names))
     seconds = 0.0
-    for rgb, label in progress(frames, total=total, desc=desc):
+    for index, (rgb, label) in enumerate(progress(frames, total=total, desc=desc)):
         t0 = time.perf_counter()
         pred = pipe.segment(rgb)
         seconds += time.perf_counter() - t0
-        acc.update(pred, label)
+        if cases is None:
+            acc.update(pred, label)
+            continue
+        miou, cm = image_miou(pred, label, len(names), acc.ignore_index)
+        acc.matrix += cm
+        acc.images += 1
+        cases.add(index, miou, rgb, label, pred)
+    pipe.close()
     positive = names[pipe.card.free_space[0]]
     summary = metrics.summarize(acc.matrix, names, positive_class=positive)
     summary['images'] = acc.images
@@ -135,6 +246,274 @@ def measure_latency(model_path, threads=2, runs=50, warmup=10):
 def latency_key(threads, shape):
     """Card key for a latency figure, e.g. ``onnxruntime_cpu_2threads_480x272_median``."""
     return f'onnxruntime_cpu_{int(threads)}threads_{shape[-1]}x{shape[-2]}_median'
+
+
+# ---------------------------------------------------------------------------------------------
+# Pictures: best and worst images, feature maps
+
+#: RGB colours of the error map
+ERROR_COLORS = {
+    'free_correct': (0, 110, 40),       # free floor, predicted free: dark green
+    'blocked_correct': (64, 64, 64),    # blocked, predicted blocked: dark grey
+    'false_free': (235, 20, 20),        # predicted free but blocked: red, the dangerous error
+    'false_blocked': (255, 180, 0),     # predicted blocked but free: orange
+    'other': (150, 60, 200),            # two blocked (or two free) classes confused: purple
+    'ignored': (0, 0, 0),               # label 255: not scored
+}
+ERROR_LEGEND = ('dark green: free, correct; dark grey: blocked, correct; red: predicted free '
+                'but blocked (the dangerous error); orange: predicted blocked but free; '
+                'black: not labelled (ignored)')
+LAYER_CHANNELS = 16
+AUTO_LAYERS = 7
+
+
+def error_map(pred, label, free_ids, ignore_index=datasets.IGNORE_INDEX):
+    """Return an (H, W, 3) uint8 RGB picture of where a prediction is right or wrong."""
+    from freespace_seg.postprocess import class_lut
+
+    is_free = class_lut(free_ids, true_value=1).astype(bool)
+    pred_free = is_free[pred]
+    label_free = is_free[label]
+    valid = label != ignore_index
+    correct = pred == label
+    out = np.zeros(label.shape + (3,), np.uint8)
+    out[valid & correct & label_free] = ERROR_COLORS['free_correct']
+    out[valid & correct & ~label_free] = ERROR_COLORS['blocked_correct']
+    out[valid & ~correct & (pred_free == label_free)] = ERROR_COLORS['other']
+    out[valid & pred_free & ~label_free] = ERROR_COLORS['false_free']
+    out[valid & ~pred_free & label_free] = ERROR_COLORS['false_blocked']
+    return out
+
+
+def _caption(bgr, text, height):
+    """Return ``bgr`` with a black strip of ``height`` pixels on top holding ``text``."""
+    width = bgr.shape[1]
+    strip = np.zeros((height, width, 3), np.uint8)
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    scale = height / 34.0
+    (tw, th), _ = cv2.getTextSize(text, font, scale, 1)
+    if tw > width - 6:
+        scale *= (width - 6) / tw
+        (tw, th), _ = cv2.getTextSize(text, font, scale, 1)
+    cv2.putText(strip, text, (3, (height + th) // 2), font, scale, (255, 255, 255), 1,
+                cv2.LINE_AA)
+    return np.vstack([strip, bgr])
+
+
+def case_figure(rgb, label, pred, card, title, miou, alpha=0.5):
+    """
+    Return one BGR figure: input | prediction overlay | error map, each with a caption.
+
+    The overlay paints the prediction in the model card's palette, as the node does.
+    """
+    from freespace_seg.postprocess import colorize, overlay, palette_lut
+
+    colored = colorize(np.ascontiguousarray(pred, np.uint8), palette_lut(card.palette))
+    panels = [(rgb, f'{title}, mIoU {miou:.3f}'),
+              (overlay(rgb, colored, alpha), f'prediction, mIoU {miou:.3f}'),
+              (error_map(pred, label, card.free_space),
+               'errors: red = false free, orange = false blocked')]
+    height = int(max(18, round(rgb.shape[0] * 0.08)))
+    gap = np.full((rgb.shape[0] + height, 2, 3), 255, np.uint8)
+    tiles = []
+    for img, text in panels:
+        if tiles:
+            tiles.append(gap)
+        tiles.append(_caption(cv2.cvtColor(img, cv2.COLOR_RGB2BGR), text, height))
+    return np.hstack(tiles)
+
+
+def write_case_figures(cases, card, out_dir):
+    """Write ``worst_<i>.png`` and ``best_<i>.png``; return their list for the reports."""
+    os.makedirs(out_dir, exist_ok=True)
+    written = {'worst': [], 'best': []}
+    for kind, items in (('worst', cases.worst()), ('best', cases.best())):
+        for rank, (index, miou, rgb, label, pred) in enumerate(items, 1):
+            name = cases.name(index)
+            figure = case_figure(rgb, label, pred, card, f'{kind} {rank}: {name}', miou)
+            path = os.path.join(out_dir, f'{kind}_{rank}.png')
+            if not cv2.imwrite(path, figure):
+                raise OSError(f'cannot write {path}')
+            written[kind].append({'file': os.path.basename(path), 'image': name,
+                                  'index': index, 'miou': _r(miou)})
+    return written
+
+
+def _load_onnx(model_path):
+    try:
+        import onnx
+    except ImportError:
+        raise SystemExit('eval: --layers needs the onnx package (pip install onnx)')
+    return onnx.load(model_path)
+
+
+def tensor_names(model):
+    """Return the names of the tensors computed by the graph's nodes, in graph order."""
+    return [name for node in model.graph.node for name in node.output if name]
+
+
+def auto_layers(model, limit=AUTO_LAYERS):
+    """
+    Pick a few ReLU outputs worth looking at: the last one of each top-level block.
+
+    ReLU outputs are those of ``Relu`` nodes and tensors named ``.../Relu...`` (a quantized
+    graph fuses the ReLU into its Conv but keeps the name; its float copies after
+    ``DequantizeLinear`` are then picked). Blocks are named by the first part of the tensor
+    name (``/enc2/enc2.1/...`` is in ``enc2``). Every encoder block is kept (``stem``,
+    ``enc1`` ... ``bottom``), of the decoder blocks (``dec*``, ``up*``) only the last one, at
+    most ``limit`` layers in all.
+    """
+    last = {}
+    for node in model.graph.node:
+        name = node.output[0] if node.output else ''
+        # A quantized graph fuses Conv + ReLU but keeps the ReLU's output name.
+        if not name or (node.op_type != 'Relu'
+                        and not name.rsplit('/', 1)[-1].startswith('Relu')):
+            continue
+        parts = [p for p in name.split('/') if p]
+        block = parts[0] if len(parts) > 1 else name
+        last.pop(block, None)  # keep the block where it last appears
+        last[block] = name
+    encoder = [n for b, n in last.items() if not b.lower().startswith(('dec', 'up'))]
+    decoder = [n for b, n in last.items() if b.lower().startswith(('dec', 'up'))]
+    picked = encoder + decoder[-1:]
+    if len(picked) > limit:
+        keep = np.unique(np.linspace(0, len(picked) - 1, limit).round().astype(int))
+        picked = [picked[i] for i in keep]
+    return picked
+
+
+def resolve_layers(model_path, spec):
+    """Return the tensor names that ``--layers`` asks for; SystemExit if one is unknown."""
+    model = _load_onnx(model_path)
+    if spec.strip() == 'auto':
+        names = auto_layers(model)
+        if not names:
+            raise SystemExit(f'eval: --layers auto found no ReLU output in {model_path}; '
+                             'name the tensors instead, e.g. '
+                             + ', '.join(tensor_names(model)[:6]))
+        return names
+    names = [n.strip() for n in spec.split(',') if n.strip()]
+    valid = tensor_names(model)
+    known = set(valid)
+    unknown = [n for n in names if n not in known]
+    if not names or unknown:
+        hints = auto_layers(model) or valid
+        raise SystemExit(f'eval: --layers: no tensor named {", ".join(unknown) or "?"} in '
+                         f'{model_path} ({len(valid)} tensors); valid names are e.g. '
+                         + ', '.join(hints[:6]) + ' (or use --layers auto)')
+    return names
+
+
+def layer_outputs(model_path, tensor, names, threads=2):
+    """
+    Run the model with ``names`` added as graph outputs; return their arrays in order.
+
+    The tensors are appended to a copy of the graph's outputs (element type from shape
+    inference, float when unknown, no shape), and an ONNX Runtime session is built from the
+    modified model's bytes.
+    """
+    import onnx
+    from onnx import helper
+    import onnxruntime as ort
+
+    model = _load_onnx(model_path)
+    types = {}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+        for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+            types[vi.name] = vi.type.tensor_type.elem_type
+    except Exception:  # noqa: B902 -- the types are only a refinement
+        pass
+    present = {o.name for o in model.graph.output}
+    for name in names:
+        if name not in present:
+            elem = types.get(name) or onnx.TensorProto.FLOAT
+            model.graph.output.append(helper.make_tensor_value_info(name, elem, None))
+            present.add(name)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = int(threads)
+    opts.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), sess_options=opts,
+                                   providers=['CPUExecutionProvider'])
+    feed = {session.get_inputs()[0].name: tensor}
+    return session.run(list(names), feed)
+
+
+def _feature_tile(channel, tile_w, tile_h):
+    ch = np.nan_to_num(np.asarray(channel, np.float32))
+    lo, hi = float(ch.min()), float(ch.max())
+    if hi > lo:
+        u8 = ((ch - lo) * (255.0 / (hi - lo))).astype(np.uint8)
+    else:
+        u8 = np.zeros(ch.shape, np.uint8)
+    interp = cv2.INTER_NEAREST if u8.shape[1] < tile_w else cv2.INTER_AREA
+    u8 = cv2.resize(u8, (tile_w, tile_h), interpolation=interp)
+    return cv2.applyColorMap(u8, cv2.COLORMAP_VIRIDIS)
+
+
+def layers_figure(network_rgb, outputs, names, title, channels=LAYER_CHANNELS, tile_w=96):
+    """
+    Return a BGR picture of feature maps: one row per layer of its first ``channels`` maps.
+
+    Each map is min-max normalized on its own to 0..255 (viridis colours) and resized to a
+    common tile; the first row shows the network input, each row has its layer name (and
+    shape) as caption. 4-D outputs are read as (1, C, H, W).
+    """
+    in_h, in_w = network_rgb.shape[:2]
+    tile_h = max(8, int(round(tile_w * in_h / in_w)))
+    gap = 2
+    width = channels * tile_w + (channels - 1) * gap
+    cap_h = 18
+    rows = []
+    head = np.zeros((tile_h, width, 3), np.uint8)
+    head[:, :tile_w] = cv2.resize(cv2.cvtColor(network_rgb, cv2.COLOR_RGB2BGR),
+                                  (tile_w, tile_h), interpolation=cv2.INTER_AREA)
+    rows.append(_caption(head, f'network input: {title}', cap_h))
+    for name, out in zip(names, outputs):
+        arr = np.asarray(out)
+        if arr.ndim == 4:
+            maps = arr[0]
+        elif arr.ndim == 3:
+            maps = arr
+        elif arr.ndim == 2:
+            maps = arr[None]
+        else:
+            raise SystemExit(f'eval: --layers: {name} has shape {arr.shape}, not a feature map')
+        row = np.zeros((tile_h, width, 3), np.uint8)
+        for c in range(min(channels, maps.shape[0])):
+            x = c * (tile_w + gap)
+            row[:, x:x + tile_w] = _feature_tile(maps[c], tile_w, tile_h)
+        shape = 'x'.join(str(d) for d in arr.shape)
+        rows.append(_caption(row, f'{name}  ({shape}, first {min(channels, maps.shape[0])} '
+                                  'channels)', cap_h))
+    sep = np.full((gap, width, 3), 255, np.uint8)
+    stacked = []
+    for row in rows:
+        if stacked:
+            stacked.append(sep)
+        stacked.append(row)
+    return np.vstack(stacked)
+
+
+def write_layers(model_path, rgb, names, out_dir, title, threads=2):
+    """Run the model on one image, write ``layers.png``; return its entry for the reports."""
+    from freespace_seg.pipeline import SegmentationPipeline
+
+    pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
+    pre = pipe.preprocessor(rgb.shape[1], rgb.shape[0])
+    tensor = np.array(pre(rgb), copy=True)
+    network_rgb = np.array(pre.padded_image, copy=True)
+    pipe.close()
+    outputs = layer_outputs(model_path, tensor, names, threads)
+    figure = layers_figure(network_rgb, outputs, names, title)
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, 'layers.png')
+    if not cv2.imwrite(path, figure):
+        raise OSError(f'cannot write {path}')
+    return {'file': 'layers.png', 'image': title,
+            'layers': [{'name': n, 'shape': list(np.asarray(o).shape)}
+                       for n, o in zip(names, outputs)]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,7 +587,36 @@ def markdown_report(result):
         lines += ['', f'Bare model latency (ONNX Runtime CPU, {lat["threads"]} threads, input '
                   f'{lat["shape"]}): median {lat["median"]} ms, p90 {lat["p90"]} ms; '
                   f'whole pipeline {result["pipeline_ms_per_image"]} ms per image.']
+    lines += _figures_markdown(result)
     return '\n'.join(lines) + '\n'
+
+
+def _figures_markdown(result):
+    lines = []
+    figures = result.get('figures')
+    if figures and (figures['worst'] or figures['best']):
+        stats = figures.get('per_image_miou')
+        lines += ['', '## Worst and best images', '',
+                  'By the mIoU of each image alone. Each figure shows the input, the '
+                  'prediction over it and an error map (' + ERROR_LEGEND + ').', '']
+        if stats:
+            lines += [f'Per-image mIoU over {stats["images"]} images: mean '
+                      f'{_fmt(stats["mean"])}, median {_fmt(stats["median"])}, min '
+                      f'{_fmt(stats["min"])}, max {_fmt(stats["max"])}.', '']
+        lines += ['| Figure | Image | mIoU |', '| --- | --- | --- |']
+        for kind in ('worst', 'best'):
+            for entry in figures[kind]:
+                lines.append(f'| [{entry["file"]}]({entry["file"]}) | {entry["image"]} | '
+                             f'{_fmt(entry["miou"])} |')
+    layers = result.get('layers')
+    if layers:
+        lines += ['', '## Feature maps', '',
+                  f'[{layers["file"]}]({layers["file"]}): the first {LAYER_CHANNELS} channels '
+                  f'of each layer on {layers["image"]}, each channel min-max normalized on its '
+                  'own.', '', '| Layer | Shape |', '| --- | --- |']
+        for entry in layers['layers']:
+            lines.append(f'| `{entry["name"]}` | {entry["shape"]} |')
+    return lines
 
 
 def write_reports(result, out_dir):
@@ -272,9 +680,67 @@ def update_card(card_path, evaluation=None, latency=None):
 # Command
 
 
-def _source(args):
-    if (args.data is None) == (args.render is None):
-        raise SystemExit('eval: give exactly one of --data DIR or --render N')
+IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg')
+
+
+def image_pairs(folder):
+    """
+    Return sorted (image_path, mask_path) pairs of a folder of user images.
+
+    Images are ``.png``, ``.jpg`` and ``.jpeg`` files (not ``*_mask.png``); the mask of
+    ``photo.jpg`` is ``photo_mask.png`` beside it or ``masks/photo.png``. SystemExit with a
+    clear message for a missing folder, a folder without images or an image without mask.
+    """
+    if not os.path.isdir(folder):
+        raise SystemExit(f'eval: --images: {folder} is not a folder')
+    images = sorted(
+        f for f in os.listdir(folder)
+        if f.lower().endswith(IMAGE_EXTENSIONS) and not f.lower().endswith('_mask.png')
+        and os.path.isfile(os.path.join(folder, f)))
+    if not images:
+        raise SystemExit(f'eval: --images: no .png/.jpg/.jpeg images in {folder}')
+    pairs = []
+    for name in images:
+        stem = os.path.splitext(name)[0]
+        candidates = [os.path.join(folder, f'{stem}_mask.png'),
+                      os.path.join(folder, 'masks', f'{stem}.png'),
+                      os.path.join(folder, 'masks', f'{stem}_mask.png')]
+        mask = next((c for c in candidates if os.path.isfile(c)), None)
+        if mask is None:
+            raise SystemExit(f'eval: --images: no mask for {os.path.join(folder, name)}: '
+                             f'expected {candidates[0]} or {candidates[1]}')
+        pairs.append((os.path.join(folder, name), mask))
+    return pairs
+
+
+def read_user_pair(image_path, mask_path, free_id=1, blocked_id=0):
+    """Read a user image (RGB) and its mask as class ids: 0 -> blocked, nonzero -> free."""
+    bgr = cv2.imread(image_path, cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise SystemExit(f'eval: --images: cannot read image {image_path}')
+    mask = cv2.imread(mask_path, cv2.IMREAD_UNCHANGED)
+    if mask is None:
+        raise SystemExit(f'eval: --images: cannot read mask {mask_path}')
+    if mask.ndim == 3:
+        mask = mask[:, :, :3].max(axis=2)
+    if mask.shape[:2] != bgr.shape[:2]:
+        raise SystemExit(f'eval: --images: mask {mask_path} is {mask.shape[1]}x{mask.shape[0]} '
+                         f'but its image {image_path} is {bgr.shape[1]}x{bgr.shape[0]}')
+    label = np.where(mask != 0, free_id, blocked_id).astype(np.uint8)
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), label
+
+
+def user_frames(pairs, free_id=1, blocked_id=0):
+    """Yield (rgb, class-id label) for each pair of :func:`image_pairs`."""
+    for image_path, mask_path in pairs:
+        yield read_user_pair(image_path, mask_path, free_id, blocked_id)
+
+
+def _source(args, card=None):
+    given = [args.data is not None, args.render is not None,
+             getattr(args, 'images', None) is not None]
+    if sum(given) != 1:
+        raise SystemExit('eval: give exactly one of --data DIR, --render N or --images DIR')
     if args.data is not None:
         meta = datasets.read_meta(args.data)
         total = datasets.count_frames(args.data, args.split, args.limit)
@@ -282,12 +748,29 @@ def _source(args):
         seed = meta.get('seed')
         desc = f'{args.data} split {args.split} ({total} frames, dataset seed {seed})'
         short = f'{os.path.basename(os.path.normpath(args.data))}/{args.split}'
-        return frames, total, seed, desc, short, args.split
+        names = [os.path.basename(image)
+                 for image, _ in datasets.list_split(args.data, args.split)[:total]]
+        return frames, total, seed, desc, short, f'synthetic_{args.split}', names
+    if args.images is not None:
+        pairs = image_pairs(args.images)
+        if args.limit is not None:
+            pairs = pairs[:max(int(args.limit), 0)]
+        free_id, blocked_id = 1, 0
+        if card is not None:
+            free_id = card.free_space[0]
+            blocked_id = next(i for i in range(len(card.class_names))
+                              if i not in card.free_space)
+        frames = user_frames(pairs, free_id, blocked_id)
+        folder = os.path.basename(os.path.normpath(args.images))
+        desc = (f'{len(pairs)} user images with masks from {args.images} '
+                '(mask 0 = blocked, nonzero = free)')
+        names = [os.path.basename(image) for image, _ in pairs]
+        return frames, len(pairs), None, desc, f'images {folder}', 'user_images', names
     n = args.render if args.limit is None else min(args.render, args.limit)
     frames = datasets.rendered_frames(n, args.seed, args.width, args.height)
     desc = (f'{n} frames rendered on the fly by freespace_seg.synthetic at '
             f'{args.width}x{args.height}, seed {args.seed}')
-    return frames, n, args.seed, desc, f'render {n} seed {args.seed}', 'test'
+    return frames, n, args.seed, desc, f'render {n} seed {args.seed}', 'synthetic_test', None
 
 
 def run(args):
@@ -298,12 +781,21 @@ def run(args):
         print(f'eval: model not found: {args.model}', file=sys.stderr)
         return 2
     card = load_card(card_path_for_model(args.model))
-    frames, total, split_seed, desc, short, split = _source(args)
+    figures_k = getattr(args, 'figures', 0) or 0
+    if figures_k < 0:
+        raise SystemExit('eval: --figures must be 0 or more')
+    layers_spec = getattr(args, 'layers', None)
+    # Check the layer names before the long scoring run.
+    layer_names = resolve_layers(args.model, layers_spec) if layers_spec else None
+    frames, total, split_seed, desc, short, card_key, names = _source(args, card)
     stem = os.path.splitext(os.path.basename(args.model))[0]
     out_dir = args.out or os.path.join(
         'data', 'eval', f'{stem}-' + short.replace('/', '-').replace(' ', '-'))
 
-    summary, sec = evaluate_frames(args.model, frames, total, args.threads)
+    cases = None
+    if figures_k > 0 or layer_names:
+        cases = CaseCollector(figures_k, keep_first=bool(layer_names), names=names)
+    summary, sec = evaluate_frames(args.model, frames, total, args.threads, cases=cases)
     result = {
         'model': args.model,
         'model_name': card.name,
@@ -315,6 +807,13 @@ def run(args):
         'pipeline_ms_per_image': round(sec * 1000.0, 2),
         'metrics': summary,
     }
+    if figures_k > 0:
+        result['figures'] = dict(write_case_figures(cases, card, out_dir), k=figures_k,
+                                 per_image_miou=cases.stats(), legend=ERROR_LEGEND)
+    if layer_names and cases.first is not None:
+        index, rgb = cases.first
+        result['layers'] = write_layers(args.model, rgb, layer_names, out_dir,
+                                        cases.name(index), args.threads)
     if args.latency_runs > 0:
         result['latency_ms'] = measure_latency(args.model, args.threads, args.latency_runs)
     json_path, md_path = write_reports(result, out_dir)
@@ -327,8 +826,8 @@ def run(args):
         if args.latency_runs > 0:
             lat = result['latency_ms']
             latency = {latency_key(lat['threads'], lat['shape']): lat['median']}
-        update_card(card.path, {f'synthetic_{split}': entry}, latency)
-        print(f'eval: updated {card.path} (evaluation.synthetic_{split})')
+        update_card(card.path, {card_key: entry}, latency)
+        print(f'eval: updated {card.path} (evaluation.{card_key})')
     if summary['images'] == 0:
         print('eval: no frames were scored', file=sys.stderr)
         return 1

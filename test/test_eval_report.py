@@ -1,0 +1,173 @@
+"""Pictures and data sources of ``python -m freespace_seg eval`` on the shipped model."""
+
+import json
+import os
+
+import cv2
+from freespace_seg import cli
+from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.training import data as datasets
+from freespace_seg.training import evaluate
+import numpy as np
+import pytest
+
+W, H = 160, 90
+
+
+@pytest.fixture(scope='module')
+def model():
+    path = packaged_model_path()
+    if not os.path.isfile(path):
+        pytest.skip(f'shipped model missing: {path}')
+    pytest.importorskip('onnxruntime')
+    return path
+
+
+def _eval(model, out, *extra):
+    return cli.main(['eval', '--model', model, '--out', str(out), '--latency-runs', '0',
+                     *extra])
+
+
+def _render_args(n=4, seed=5):
+    return ['--render', str(n), '--seed', str(seed), '--width', str(W), '--height', str(H)]
+
+
+def _result(out):
+    with open(os.path.join(str(out), 'metrics.json'), encoding='utf-8') as f:
+        return json.load(f)
+
+
+def _write_folder(folder, n, seed, layout=('beside', 'masks', 'beside_255')):
+    """Write rendered frames as user images; return the (rgb, mask) pairs written."""
+    os.makedirs(os.path.join(folder, 'masks'), exist_ok=True)
+    frames = list(datasets.rendered_frames(n, seed, W, H))
+    for i, (rgb, mask) in enumerate(frames):
+        stem = f'img{i:02d}'
+        cv2.imwrite(os.path.join(folder, f'{stem}.png'), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+        kind = layout[i % len(layout)]
+        if kind == 'masks':
+            cv2.imwrite(os.path.join(folder, 'masks', f'{stem}.png'), mask)
+        elif kind == 'beside_255':
+            cv2.imwrite(os.path.join(folder, f'{stem}_mask.png'), mask * 255)
+        else:
+            cv2.imwrite(os.path.join(folder, f'{stem}_mask.png'), mask)
+    return frames
+
+
+def test_error_map_colours():
+    pred = np.array([[1, 0, 1, 0, 1]], np.uint8)
+    label = np.array([[1, 0, 0, 1, 255]], np.uint8)
+    out = evaluate.error_map(pred, label, free_ids=(1,))
+    colors = evaluate.ERROR_COLORS
+    assert tuple(out[0, 0]) == colors['free_correct']
+    assert tuple(out[0, 1]) == colors['blocked_correct']
+    assert tuple(out[0, 2]) == colors['false_free']
+    assert tuple(out[0, 3]) == colors['false_blocked']
+    assert tuple(out[0, 4]) == colors['ignored']
+    assert colors['false_free'][0] > 200 and colors['false_free'][1] < 60  # red
+
+
+def test_case_collector_keeps_only_k_extremes():
+    cases = evaluate.CaseCollector(2, keep_first=True)
+    scores = [0.5, 0.9, 0.1, 0.7, 0.9, float('nan'), 0.3]
+    for i, s in enumerate(scores):
+        cases.add(i, s, np.full((1, 1, 3), i, np.uint8), None, None)
+    assert [(i, m) for i, m, *_ in cases.worst()] == [(2, 0.1), (6, 0.3)]
+    assert [(i, m) for i, m, *_ in cases.best()] == [(1, 0.9), (4, 0.9)]
+    assert len(cases._worst) == 2 and len(cases._best) == 2
+    assert cases.first[0] == 0
+    assert cases.stats()['images'] == 6 and cases.stats()['min'] == 0.1
+
+
+def test_figures_best_and_worst(model, tmp_path):
+    out = tmp_path / 'report'
+    assert _eval(model, out, *_render_args(4), '--figures', '2') == 0
+    for name in ('worst_1', 'worst_2', 'best_1', 'best_2'):
+        img = cv2.imread(str(out / f'{name}.png'))
+        assert img is not None, name
+        assert H < img.shape[0] < 1.5 * H
+        assert abs(img.shape[1] - 3 * W) <= 0.05 * 3 * W
+        assert img.std() > 5  # not a blank picture
+    assert not (out / 'worst_3.png').exists() and not (out / 'best_3.png').exists()
+    # The error panel of the worst image has some wrong pixels, in red or orange.
+    worst = cv2.cvtColor(cv2.imread(str(out / 'worst_1.png')), cv2.COLOR_BGR2RGB)
+    errors = worst[-H:, -W:].reshape(-1, 3)
+    wrong = [evaluate.ERROR_COLORS['false_free'], evaluate.ERROR_COLORS['false_blocked']]
+    assert any((errors == np.array(c, np.uint8)).all(axis=1).any() for c in wrong)
+
+    figures = _result(out)['figures']
+    worst_m = [e['miou'] for e in figures['worst']]
+    best_m = [e['miou'] for e in figures['best']]
+    assert worst_m == sorted(worst_m) and best_m == sorted(best_m, reverse=True)
+    assert worst_m[0] <= best_m[0]
+    assert max(worst_m) <= min(best_m)
+    assert figures['per_image_miou']['min'] == worst_m[0]
+    assert figures['per_image_miou']['max'] == best_m[0]
+    md = (out / 'metrics.md').read_text()
+    assert 'worst_1.png' in md and 'best_2.png' in md
+
+
+def test_figures_zero_writes_none(model, tmp_path):
+    out = tmp_path / 'report'
+    assert _eval(model, out, *_render_args(2), '--figures', '0') == 0
+    assert not any(p.suffix == '.png' for p in out.iterdir())
+    assert 'figures' not in _result(out)
+
+
+def test_images_folder_scores_like_render(model, tmp_path):
+    folder = tmp_path / 'photos'
+    _write_folder(str(folder), 3, seed=11)
+    rendered, mine = tmp_path / 'rendered', tmp_path / 'mine'
+    assert _eval(model, rendered, *_render_args(3, seed=11), '--figures', '1') == 0
+    assert _eval(model, mine, '--images', str(folder), '--figures', '1') == 0
+    a, b = _result(rendered), _result(mine)
+    assert b['metrics']['images'] == 3  # the *_mask.png files are not taken for images
+    assert abs(a['metrics']['miou'] - b['metrics']['miou']) < 1e-6
+    assert a['metrics']['confusion'] == b['metrics']['confusion']
+    assert 'user images' in b['source']
+    assert b['figures']['worst'][0]['image'].startswith('img0')
+    assert abs(a['figures']['worst'][0]['miou'] - b['figures']['worst'][0]['miou']) < 1e-6
+
+
+def test_images_folder_errors(model, tmp_path):
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    with pytest.raises(SystemExit, match='no .png/.jpg/.jpeg images'):
+        _eval(model, tmp_path / 'r0', '--images', str(empty))
+
+    folder = tmp_path / 'nomask'
+    frames = _write_folder(str(folder), 2, seed=3)
+    os.remove(str(folder / 'masks' / 'img01.png'))  # img01 has its mask in masks/
+    with pytest.raises(SystemExit, match=r'no mask for .*img01\.png'):
+        _eval(model, tmp_path / 'r1', '--images', str(folder))
+
+    folder = tmp_path / 'badsize'
+    folder.mkdir()
+    cv2.imwrite(str(folder / 'a.png'), cv2.cvtColor(frames[0][0], cv2.COLOR_RGB2BGR))
+    cv2.imwrite(str(folder / 'a_mask.png'), np.zeros((H // 2, W // 2), np.uint8))
+    with pytest.raises(SystemExit, match='is 80x45 but its image'):
+        _eval(model, tmp_path / 'r2', '--images', str(folder))
+
+    with pytest.raises(SystemExit, match='exactly one of'):
+        _eval(model, tmp_path / 'r3', '--images', str(folder), '--render', '2')
+
+
+def test_layers_auto_and_bad_name(model, tmp_path):
+    pytest.importorskip('onnx')
+    out = tmp_path / 'report'
+    assert _eval(model, out, *_render_args(1), '--figures', '0', '--layers', 'auto') == 0
+    img = cv2.imread(str(out / 'layers.png'))
+    assert img is not None and img.shape[1] > 10 * W // 2 and img.std() > 5
+    layers = _result(out)['layers']
+    names = [e['name'] for e in layers['layers']]
+    assert 3 <= len(names) <= 7
+    assert any(n.startswith('/enc1/') for n in names)
+    assert any(n.startswith('/bottom/') for n in names)
+    assert all(n.endswith('Relu_output_0') for n in names)
+    assert all(len(e['shape']) == 4 for e in layers['layers'])
+    assert img.shape[0] > len(names) * 40  # one row per layer
+    assert 'layers.png' in (out / 'metrics.md').read_text()
+
+    with pytest.raises(SystemExit, match=r'no tensor named /nope.*Relu_output_0'):
+        _eval(model, tmp_path / 'bad', *_render_args(1), '--layers', '/nope')
+    assert not (tmp_path / 'bad').exists()  # fails before scoring
