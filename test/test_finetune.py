@@ -1,0 +1,127 @@
+"""The finetune command: ONNX -> torch rebuild of the shipped model, a tiny real fine-tune."""
+
+import importlib
+import os
+
+import cv2
+from freespace_seg import cli
+from freespace_seg.model_card import load_card
+from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
+from freespace_seg.training import data as datasets
+import numpy as np
+import pytest
+
+torch = pytest.importorskip('torch', reason='fine-tuning needs torch (tools/bootstrap.sh --train)')
+pytest.importorskip('onnx', reason='the ONNX -> torch rebuild needs the onnx package')
+pytest.importorskip('onnxruntime', reason='the checks need onnxruntime')
+# Imported only once torch is known to be there.
+export = importlib.import_module('freespace_seg.training.export')
+finetune = importlib.import_module('freespace_seg.training.finetune')
+
+W, H = 160, 90
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def write_user_images(folder, n=6, seed=5):
+    """Write n tinted rendered frames with 0/255 masks, half beside, half in masks/."""
+    os.makedirs(os.path.join(folder, 'masks'), exist_ok=True)
+    for i, (rgb, mask) in enumerate(datasets.rendered_frames(n, seed, W, H)):
+        # A warm tint and lower contrast: a visible shift away from the synthetic domain.
+        tinted = np.clip(rgb.astype(np.float32) * [1.0, 0.8, 0.6] * 0.7 + 40, 0, 255)
+        bgr = cv2.cvtColor(tinted.astype(np.uint8), cv2.COLOR_RGB2BGR)
+        stem = f'real_{i:02d}'
+        if i % 2:
+            cv2.imwrite(os.path.join(folder, stem + '.png'), bgr)
+            cv2.imwrite(os.path.join(folder, stem + '_mask.png'), mask * 255)
+        else:
+            cv2.imwrite(os.path.join(folder, stem + '.jpg'), bgr)
+            cv2.imwrite(os.path.join(folder, 'masks', stem + '.png'), mask)
+
+
+def test_rebuilt_shipped_model_matches_onnxruntime():
+    path = packaged_model_path()
+    model = finetune.rebuild_torch_model(path)
+    card = load_card(path)
+    assert list(model.widths) == [16, 24, 48, 96, 128]
+    assert model.num_classes == card.num_classes
+    x = np.random.default_rng(0).uniform(
+        -1.0, 1.0, size=(1, 3, card.input_height, card.input_width)).astype(np.float32)
+    diff = export.compare_with_torch(model, path, inputs=x, threads=1)
+    assert diff <= 1e-4
+    # BatchNorm stays in eval mode (its statistics are folded into the convs) in train().
+    model.train()
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    assert model.training and len(bns) == 18 and not any(m.training for m in bns)
+    assert torch.equal(bns[0].running_mean, torch.zeros_like(bns[0].running_mean))
+
+
+def test_module_path_from_node_names():
+    assert finetune.onnx_module_path('/enc2/enc2.0/enc2.0.0/Conv') == 'enc2.0.0'
+    assert finetune.onnx_module_path('/dec4/conv/conv.0/conv.0.0/Conv') == 'dec4.conv.0.0'
+    assert finetune.onnx_module_path('/head/Conv') == 'head'
+    assert finetune.onnx_module_path('Conv_3') is None
+
+
+def test_finetune_end_to_end(tmp_path, capsys):
+    images = tmp_path / 'real'
+    write_user_images(str(images))
+    out = tmp_path / 'ft' / 'mine.onnx'
+    rc = cli.main(['finetune', '--images', str(images), '--out', str(out), '--steps', '5',
+                   '--batch-size', '2', '--val-fraction', '0.34', '--threads', '1',
+                   '--seed', '1', '--log-every', '0'])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert 'held-out mIoU' in text
+
+    card = load_card(str(out))
+    assert card.name == 'mine' and card.model_file == 'mine.onnx'
+    base = load_card(packaged_model_path())
+    assert card.input_shape == base.input_shape
+    assert card.class_names == base.class_names and card.free_space == base.free_space
+    assert card.palette == base.palette
+    training = card.raw['training']
+    assert training['base_model']['name'] == 'freespace_unet'
+    assert training['data']['num_images'] == 6
+    assert training['data']['num_train'] == 4 and training['data']['num_val'] == 2
+    assert len(training['data']['val_images']) == 2
+    assert training['steps'] == 5 and training['seed'] == 1
+    assert 'finetune' in training['command'] and '--steps 5' in training['command']
+    assert training['rebuild_max_abs_diff_vs_onnx'] <= 1e-4
+    val = card.raw['evaluation']['user_val']
+    assert val['images'] == 2
+    assert 0.0 <= val['miou_before'] <= 1.0 and 0.0 <= val['miou_after'] <= 1.0
+
+    pipe = SegmentationPipeline(str(out), backend='onnxruntime', num_threads=1)
+    try:
+        rgb, _ = next(datasets.rendered_frames(1, 99, W, H))
+        mask = pipe.segment(rgb)
+    finally:
+        pipe.close()
+    assert mask.shape == (H, W) and mask.dtype == np.uint8
+    assert set(np.unique(mask)) <= {0, 1}
+
+
+def test_clear_errors(tmp_path, capsys):
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    assert cli.main(['finetune', '--images', str(empty), '--out', str(tmp_path / 'a.onnx')]) == 2
+    assert 'no images' in capsys.readouterr().err
+
+    lonely = tmp_path / 'lonely'
+    lonely.mkdir()
+    cv2.imwrite(str(lonely / 'cam.png'), np.zeros((H, W, 3), np.uint8))
+    assert cli.main(['finetune', '--images', str(lonely), '--out', str(tmp_path / 'a.onnx')]) == 2
+    err = capsys.readouterr().err
+    assert 'without a mask' in err and 'cam_mask.png' in err
+
+    cv2.imwrite(str(lonely / 'cam_mask.png'), np.zeros((H // 2, W, 3), np.uint8))
+    assert cli.main(['finetune', '--images', str(lonely), '--out', str(tmp_path / 'a.onnx')]) == 2
+    assert 'size mismatch' in capsys.readouterr().err
+    assert not (tmp_path / 'a.onnx').exists()
