@@ -20,7 +20,8 @@ import sys
 
 import cv2
 from freespace_seg.progress import progress
-from freespace_seg.synthetic.randomization import default_intrinsics, RandomizationConfig
+from freespace_seg.synthetic.randomization import (default_intrinsics, RandomizationConfig,
+                                                   STYLES)
 from freespace_seg.synthetic.render import random_sample
 import numpy as np
 
@@ -44,16 +45,19 @@ def add_arguments(parser):
                         help='replace a dataset already in --out')
     parser.add_argument('--no-randomization', action='store_true',
                         help='switch every randomization factor off')
+    parser.add_argument('--style', default='default', choices=STYLES,
+                        help='appearance style: the training one or "shifted", a held-out '
+                             'look for evaluation (default: %(default)s)')
     for name in RandomizationConfig.switches():
         parser.add_argument('--no-' + name.replace('_', '-'), dest='no_' + name,
                             action='store_true', help=f'switch off {name.replace("_", " ")}')
 
 
 def config_from_args(args):
-    """Return the RandomizationConfig selected by the ``--no-*`` options."""
-    config = RandomizationConfig()
+    """Return the RandomizationConfig selected by ``--style`` and the ``--no-*`` options."""
+    config = RandomizationConfig(style=getattr(args, 'style', None) or 'default')
     if getattr(args, 'no_randomization', False):
-        return RandomizationConfig.none()
+        return RandomizationConfig.none(style=config.style)
     off = [name for name in config.switches() if getattr(args, 'no_' + name, False)]
     return config.without(*off)
 

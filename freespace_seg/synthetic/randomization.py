@@ -16,6 +16,9 @@ from freespace_seg.geometry import CameraIntrinsics, CameraMount
 
 DEFAULT_HFOV_DEG = 69.0
 
+#: Appearance styles: the training one and a held-out one for evaluation.
+STYLES = ('default', 'shifted')
+
 
 @dataclass(frozen=True)
 class RandomizationConfig:
@@ -55,6 +58,13 @@ class RandomizationConfig:
     ``camera_height`` and ``camera_pitch`` (uniform ranges, metres and radians),
     ``camera_roll`` and ``camera_yaw`` (half ranges, radians), ``hfov_jitter_deg`` (half range)
     and ``robot_clearance`` (metres from the robot centre to anything blocked).
+
+    ``style`` picks the appearance families: ``'default'`` (what training uses) or
+    ``'shifted'``, a held-out look for evaluation that training never sees: terrazzo,
+    herringbone parquet and saturated studded rubber floors, brick and stone walls, and one
+    strong low-angle light (often coloured) with little ambient light. The style changes
+    appearance only: with the same seed a ``'shifted'`` scene has the same room, obstacles,
+    camera and pose, hence the same ground truth, as the ``'default'`` one.
     """
 
     obstacles: bool = True
@@ -84,6 +94,13 @@ class RandomizationConfig:
     camera_yaw: float = 0.05
     hfov_jitter_deg: float = 10.0
     robot_clearance: float = 0.25
+    style: str = 'default'
+
+    def __post_init__(self):
+        """Check ``style``."""
+        if self.style not in STYLES:
+            raise ValueError(f'unknown randomization style {self.style!r}; '
+                             f'expected one of {", ".join(STYLES)}')
 
     @classmethod
     def switches(cls):

@@ -380,6 +380,8 @@ def material_albedo(mat, u, v, fp):
                      * (1.0 - _line_coverage(size / 2.0 - dv, grout / 2.0, size, fp)))
         out += (grout_color - out) * cov
         return out
+    if kind in _SHIFTED_ALBEDO:
+        return _SHIFTED_ALBEDO[kind](mat, u, v, fp, var, seed)
     if kind == 'noise':
         fine = _noise(u, v, max(float(mat.scale), 1e-3), seed, fp, 1)
         coarse = _noise(u, v, float(mat.scale2), seed + 1, fp, 0)
@@ -399,6 +401,99 @@ def material_albedo(mat, u, v, fp):
         n += 0.5 * _noise(u, v, max(float(mat.scale), 0.003), seed + 3, fp, 1)
         out *= 1.0 + var * n
     return out
+
+
+def _dots(u, v, cell, radius, fp, seed=None, fraction=1.0):
+    """
+    Discs of ``radius`` on a grid of ``cell``: (coverage (n,), per-cell hash in [0, 1)).
+
+    With a ``seed`` the discs are jittered in their cells and only ``fraction`` of the cells
+    hold one. Discs the pixel footprint ``fp`` cannot resolve fade to their mean coverage.
+    """
+    i, j = np.floor(u * (1.0 / cell)), np.floor(v * (1.0 / cell))
+    du = _mod(u, cell) - cell / 2.0
+    dv = _mod(v, cell) - cell / 2.0
+    h = _hash(i, j, 0 if seed is None else seed)
+    if seed is not None:
+        slack = cell / 2.0 - radius
+        du = du - slack * (2.0 * _hash(i, j, seed + 11) - 1.0)
+        dv = dv - slack * (2.0 * _hash(j, i, seed + 23) - 1.0)
+    cov = np.clip((radius - np.sqrt(du * du + dv * dv)) / np.maximum(fp, 1e-6) + 0.5, 0.0, 1.0)
+    cov = np.where(h < fraction, cov, 0.0).astype(np.float32)
+    mean = np.float32(min(fraction, 1.0) * math.pi * radius * radius / (cell * cell))
+    np.copyto(cov, mean, where=fp > 0.5 * cell)
+    return cov, h
+
+
+def _terrazzo(mat, u, v, fp, var, seed):
+    """Speckled stone: chips of two sizes and tones of ``color2`` in a ``color`` matrix."""
+    cell, fraction = float(mat.scale), float(mat.scale2)
+    out = np.repeat(_col(mat.color), u.size, axis=1)
+    out *= 1.0 + var * _noise(u, v, 0.3, seed, fp, 0)
+    for k, (size, shade) in enumerate(((1.0, 1.0), (0.45, 1.6))):
+        cov, h = _dots(u + 17.0 * k, v - 5.0 * k, cell * size, 0.32 * cell * size, fp,
+                       seed + 101 * k + 1, fraction)
+        chip = _col(mat.color2) * (shade * (0.5 + h))
+        out += (np.clip(chip, 0.0, 1.0) - out) * cov
+    return out
+
+
+def _herringbone(mat, u, v, fp, var, seed):
+    """Parquet: planks of width ``scale``, length ``scale2``, laid in a herringbone."""
+    w = float(mat.scale)
+    n = max(2, int(round(float(mat.scale2) / w)))
+    x, y = u * (1.0 / w), v * (1.0 / w)
+    i, j = np.floor(x), np.floor(y)
+    d = i - j
+    strand = np.floor(d * (1.0 / (2 * n)))
+    dm = d - strand * (2 * n)
+    flat = dm < n
+    start = j + strand * (2 * n)                       # flat planks: x in [start, start + n)
+    k = i - n - strand * (2 * n)                       # upright planks: y in [k + 1 - n, k + 1)
+    lx = np.where(flat, x - start, x - i)
+    ly = np.where(flat, y - j, y - (k + 1 - n))
+    along, across = np.where(flat, lx, ly), np.where(flat, ly, lx)
+    plank = _hash(strand, np.where(flat, j, k) * 2 + flat, seed)
+    out = _lerp(mat.color, mat.color2, np.clip(plank * (0.3 + 2.0 * var), 0.0, 1.0))
+    grain = _noise(along * (0.1 * w), across * (2.0 * w) + plank * 13.0, 0.02, seed, fp, 0)
+    out *= 1.0 + 0.12 * grain
+    edge = np.minimum(np.minimum(along, n - along), np.minimum(across, 1.0 - across)) * w
+    seam = _line_coverage(edge, 0.0015, w, fp)
+    out *= 1.0 - 0.55 * seam
+    return out
+
+
+def _studded(mat, u, v, fp, var, seed):
+    """Rubber flooring: a saturated ``color`` with round studs of ``color2`` every ``scale``."""
+    cell = float(mat.scale)
+    out = np.repeat(_col(mat.color), u.size, axis=1)
+    out *= 1.0 + var * _noise(u, v, 0.5, seed, fp, 0)
+    cov, _ = _dots(u, v, cell, float(mat.scale2) * cell, fp)
+    out += (_col(mat.color2) - out) * cov
+    return out
+
+
+def _brick(mat, u, v, fp, var, seed):
+    """Running-bond brick: courses ``scale`` high, bricks three times as long, mortar joints."""
+    h, joint = float(mat.scale), float(mat.scale2)
+    length = 3.0 * h
+    row = np.floor(v * (1.0 / h))
+    shift = _mod(row, 2.0) * (length / 2.0)
+    col = np.floor((u + shift) * (1.0 / length))
+    tone = 1.0 + var * 2.0 * (_hash(row, col, seed) - 0.5)
+    out = np.repeat(_col(mat.color), u.size, axis=1) * tone
+    out *= 1.0 + 0.5 * var * _noise(u, v, 0.05, seed, fp, 1)
+    dv = np.abs(_mod(v, h) - h / 2.0)
+    du = np.abs(_mod(u + shift, length) - length / 2.0)
+    cov = 1.0 - ((1.0 - _line_coverage(h / 2.0 - dv, joint / 2.0, h, fp))
+                 * (1.0 - _line_coverage(length / 2.0 - du, joint / 2.0, length, fp)))
+    out += (_col(mat.color2) - out) * cov
+    return out
+
+
+#: Material kinds of the ``shifted`` style (never drawn by the default one).
+_SHIFTED_ALBEDO = {'terrazzo': _terrazzo, 'herringbone': _herringbone, 'studded': _studded,
+                   'brick': _brick}
 
 
 # --- top-down shadow and contact maps --------------------------------------------------

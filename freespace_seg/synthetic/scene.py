@@ -15,6 +15,7 @@ above the floor, the ceiling or the sky) is blocked (0). :meth:`Scene.blocked_to
 the same rule on the floor: True outside the room, in the walls and on footprints.
 """
 
+import copy
 from dataclasses import dataclass, field, replace
 import math
 
@@ -37,7 +38,11 @@ class Material:
     ``kind`` is one of ``plain``, ``noise`` (carpet, fabric, concrete), ``wood`` (planks of
     width ``scale`` and length ``scale2``), ``tile`` (tiles of size ``scale``, grout of width
     ``scale2`` in ``color2``), ``checker`` (tiles alternating ``color`` and ``color2``) or
-    ``stripes`` (bands of period ``scale``). Colours are linear RGB albedos in [0, 1].
+    ``stripes`` (bands of period ``scale``). The ``shifted`` style adds ``terrazzo`` (chips
+    of ``color2`` on a cell grid of ``scale``, a fraction ``scale2`` of the cells), ``herringbone``
+    (planks of width ``scale`` and length ``scale2``), ``studded`` (round studs of ``color2``
+    every ``scale``, radius ``scale2`` times that) and ``brick`` (courses ``scale`` high, mortar
+    ``scale2`` wide in ``color2``). Colours are linear RGB albedos in [0, 1].
     ``variation`` scales the noise and per-element colour variation; ``specular`` and
     ``shininess`` set Blinn-Phong highlights.
     """
@@ -59,6 +64,10 @@ DEFAULT_FLOOR = Material('plain', (0.30, 0.30, 0.30), variation=0.0)
 DEFAULT_WALL = Material('plain', (0.60, 0.60, 0.60), variation=0.0)
 DEFAULT_OBJECT = Material('plain', (0.20, 0.20, 0.20), variation=0.0)
 DEFAULT_BASEBOARD = Material('plain', (0.75, 0.75, 0.75), variation=0.0)
+
+#: Floor and wall material kinds that only the ``shifted`` style draws.
+SHIFTED_FLOOR_KINDS = ('terrazzo', 'herringbone', 'studded')
+SHIFTED_WALL_KINDS = ('brick', 'terrazzo')
 
 
 @dataclass(frozen=True)
@@ -567,6 +576,134 @@ def random_appearance(rng, config, outline, wall_height, floor=None):
                       lamp_radius=float(rng.uniform(0.1, 0.3)))
 
 
+def shifted_floor_material(rng, config):
+    """Draw a ``shifted`` style floor: terrazzo, herringbone parquet or studded rubber."""
+    if not config.floor_materials:
+        return DEFAULT_FLOOR
+    kind = str(rng.choice(SHIFTED_FLOOR_KINDS, p=[0.4, 0.35, 0.25]))
+    spec = config.specular
+    seed = int(rng.integers(1 << 30))
+    angle = float(rng.uniform(-math.pi, math.pi))
+    off = (float(rng.uniform(0, 50)), float(rng.uniform(0, 50)))
+    if kind == 'terrazzo':
+        base = _hsv(rng, (0.0, 1.0), (0.0, 0.25), (0.45, 0.92))
+        chips = _hsv(rng, (0.0, 1.0), (0.2, 0.9), (0.05, 0.6))
+        return Material(kind, base, chips, scale=float(rng.uniform(0.012, 0.04)),
+                        scale2=float(rng.uniform(0.35, 0.75)), angle=angle,
+                        variation=float(rng.uniform(0.05, 0.2)),
+                        specular=float(rng.uniform(0.2, 0.7)) if spec else 0.0,
+                        shininess=float(rng.uniform(40, 150)), offset=off, seed=seed)
+    if kind == 'herringbone':
+        base = _hsv(rng, (0.0, 1.0), (0.15, 0.75), (0.2, 0.85))
+        second = _tuple3(np.clip(np.asarray(base) * rng.uniform(0.4, 0.8), 0.0, 1.0))
+        width = float(rng.uniform(0.06, 0.12))
+        return Material(kind, base, second, scale=width,
+                        scale2=width * float(rng.integers(3, 7)), angle=angle,
+                        variation=float(rng.uniform(0.1, 0.35)),
+                        specular=float(rng.uniform(0.0, 0.4)) if spec else 0.0,
+                        shininess=float(rng.uniform(10, 80)), offset=off, seed=seed)
+    base = _hsv(rng, (0.0, 1.0), (0.75, 1.0), (0.25, 0.85))
+    studs = _tuple3(np.clip(np.asarray(base) * rng.uniform(1.2, 1.8), 0.0, 1.0))
+    return Material(kind, base, studs, scale=float(rng.uniform(0.03, 0.08)),
+                    scale2=float(rng.uniform(0.2, 0.35)), angle=angle,
+                    variation=float(rng.uniform(0.02, 0.1)),
+                    specular=float(rng.uniform(0.0, 0.3)) if spec else 0.0,
+                    shininess=float(rng.uniform(10, 40)), offset=off, seed=seed)
+
+
+def shifted_appearance(rng, config, outline, wall_height, floor, like):
+    """
+    Redraw the look of a room in the ``shifted`` style; ``like`` is its default appearance.
+
+    Walls become brick or stone, the baseboard a saturated colour, the ceiling darker; the
+    lights become one strong low-angle light near a wall (long shadows), often coloured, plus
+    sometimes a dim coloured ceiling light, with very little ambient light.
+    """
+    app = replace(like, floor=floor)
+    if config.wall_textures:
+        kind = str(rng.choice(SHIFTED_WALL_KINDS, p=[0.65, 0.35]))
+        if kind == 'brick':
+            palette = rng.random()
+            if palette < 0.5:  # clay
+                wcol = _hsv(rng, (0.0, 0.07), (0.45, 0.85), (0.25, 0.65))
+            elif palette < 0.8:  # painted
+                wcol = _hsv(rng, (0.0, 1.0), (0.0, 0.1), (0.7, 0.95))
+            else:  # dark block
+                wcol = _hsv(rng, (0.0, 1.0), (0.0, 0.2), (0.1, 0.35))
+            mortar = _hsv(rng, (0.0, 1.0), (0.0, 0.1), (0.4, 0.9))
+            wall = Material(kind, wcol, mortar, scale=float(rng.uniform(0.06, 0.2)),
+                            scale2=float(rng.uniform(0.008, 0.015)),
+                            variation=float(rng.uniform(0.1, 0.3)),
+                            seed=int(rng.integers(1 << 30)))
+        else:
+            wcol = _hsv(rng, (0.0, 1.0), (0.0, 0.3), (0.2, 0.8))
+            wall = Material(kind, wcol, _hsv(rng, (0.0, 1.0), (0.0, 0.6), (0.05, 0.9)),
+                            scale=float(rng.uniform(0.01, 0.03)),
+                            scale2=float(rng.uniform(0.3, 0.7)),
+                            variation=float(rng.uniform(0.05, 0.2)),
+                            seed=int(rng.integers(1 << 30)),
+                            specular=float(rng.uniform(0.1, 0.4)) if config.specular else 0.0)
+        baseboard = Material('plain', _hsv(rng, (0.0, 1.0), (0.7, 1.0), (0.2, 0.8)),
+                             variation=0.01, specular=0.2 if config.specular else 0.0)
+        app = replace(app, wall=wall, baseboard=baseboard,
+                      baseboard_height=float(rng.uniform(0.05, 0.2)),
+                      ceiling_color=_hsv(rng, (0.0, 1.0), (0.05, 0.4), (0.25, 0.6)))
+    if config.lighting:
+        poly = np.asarray(outline)
+        lo, hi = poly.min(axis=0), poly.max(axis=0)
+        # One strong light low on a side of the room, shining across it.
+        side = int(rng.integers(4))
+        x, y = (float(v) for v in rng.uniform(lo + 0.15, hi - 0.15))
+        if side == 0:
+            x = float(lo[0]) + 0.15
+        elif side == 1:
+            x = float(hi[0]) - 0.15
+        elif side == 2:
+            y = float(lo[1]) + 0.15
+        else:
+            y = float(hi[1]) - 0.15
+        if config.color_temperature and rng.random() < 0.6:
+            color = _unit_luminance(_hsv(rng, (0.0, 1.0), (0.5, 0.9), (1.0, 1.0)))
+        else:
+            color = (1.0, 1.0, 1.0)
+        lights = [Light((x, y, float(rng.uniform(0.3, 1.0))), float(rng.uniform(2.0, 5.0)),
+                        color, float(rng.uniform(0.0, 0.05)) if config.shadows else 0.0)]
+        if rng.random() < 0.5:
+            x2, y2 = (float(v) for v in rng.uniform(lo, hi))
+            color2 = _unit_luminance(_hsv(rng, (0.0, 1.0), (0.4, 0.9), (1.0, 1.0))) \
+                if config.color_temperature else (1.0, 1.0, 1.0)
+            lights.append(Light((x2, y2, wall_height - 0.05), float(rng.uniform(0.1, 0.4)),
+                                color2, 0.0))
+        app = replace(app, lights=tuple(lights), ambient=float(rng.uniform(0.0, 0.05)),
+                      lamp_radius=0.0)
+    return app
+
+
+def _unit_luminance(rgb):
+    rgb = np.asarray(rgb, dtype=np.float64)
+    return _tuple3(rgb / max(0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2], 1e-3))
+
+
+def _side_rng(rng, salt):
+    """Return a generator seeded from ``rng``'s state without advancing ``rng``."""
+    words = copy.deepcopy(rng).integers(0, 1 << 32, 4)
+    return np.random.default_rng([int(salt)] + [int(w) for w in words])
+
+
+def _restyle(rng, scene, config, floor):
+    """Give a finished default-style scene the ``shifted`` look; ``rng`` is not advanced."""
+    side = _side_rng(rng, 0x5e1f7ed)
+    new_floor = shifted_floor_material(side, config)
+    scene.appearance = shifted_appearance(side, config, scene.outline, scene.wall_height,
+                                          new_floor, scene.appearance)
+    if config.floor_materials:
+        # Objects made of the floor's own material (a hard case) follow the new floor.
+        same = replace(floor, seed=0)
+        scene.obstacles = [replace(o, material=replace(new_floor, seed=o.material.seed))
+                           if replace(o.material, seed=0) == same else o
+                           for o in scene.obstacles]
+
+
 def _random_outline(rng, config):
     lo, hi = config.room_size
     sx, sy = rng.uniform(lo, hi, 2)
@@ -848,4 +985,6 @@ def make_scene(rng, randomization=None):
                 continue
             covered += g_area
             scene.obstacles.extend(group)
+    if config.style == 'shifted':
+        _restyle(rng, scene, config, floor)
     return scene

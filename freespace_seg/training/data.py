@@ -87,17 +87,21 @@ def frame_seeds(num, seed):
     return np.random.SeedSequence(int(seed)).spawn(int(num))
 
 
-def rendered_frames(num, seed, width, height):
+def rendered_frames(num, seed, width, height, style='default'):
     """
     Yield ``num`` (rgb, mask) pairs from the procedural renderer at ``width`` x ``height``.
 
-    Frame ``i`` of seed ``s`` is the same whatever ``num`` is.
+    Frame ``i`` of seed ``s`` is the same whatever ``num`` is. ``style`` is the renderer's
+    appearance style (see :class:`freespace_seg.synthetic.RandomizationConfig`): ``'shifted'``
+    gives a look training never sees, with the same ground truth as ``'default'``.
     """
-    from freespace_seg.synthetic import default_intrinsics, random_sample
+    from freespace_seg.synthetic import default_intrinsics, random_sample, RandomizationConfig
 
+    config = RandomizationConfig(style=style)
     intrinsics = default_intrinsics(width=int(width), height=int(height))
     for seq in frame_seeds(num, seed):
-        frame = random_sample(np.random.default_rng(seq), intrinsics=intrinsics)
+        frame = random_sample(np.random.default_rng(seq), intrinsics=intrinsics,
+                              randomization=config)
         yield np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8)
 
 

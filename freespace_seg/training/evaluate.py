@@ -9,7 +9,9 @@ pixels. No torch is needed.
 Three data sources, exactly one per run:
 
 * ``--data DIR``: a split of a dataset written by ``python -m freespace_seg generate``;
-* ``--render N``: N frames rendered on the fly by the synthetic renderer;
+* ``--render N``: N frames rendered on the fly by the synthetic renderer; with
+  ``--style shifted`` in a held-out look (other floor and wall materials, other lighting)
+  that training never sees, to measure robustness to a change of appearance;
 * ``--images DIR``: your own images (``.png``, ``.jpg``, ``.jpeg``), each with a PNG mask
   named ``<stem>_mask.png`` beside it or ``masks/<stem>.png`` in a ``masks/`` subfolder;
   mask value 0 is blocked, any other value free floor.
@@ -65,6 +67,11 @@ def add_arguments(parser):
     src.add_argument('--seed', type=int, default=1000,
                      help='seed of the rendered frames (default: %(default)s; use one that '
                           'training never saw)')
+    src.add_argument('--style', default='default', choices=('default', 'shifted'),
+                     help='look of the rendered frames: the training one, or "shifted", '
+                          'material families and lighting that training never sees (same '
+                          'ground truth rule; scored as evaluation.synthetic_shifted) '
+                          '(default: %(default)s)')
     src.add_argument('--width', type=int, default=480,
                      help='width of rendered frames (default: %(default)s)')
     src.add_argument('--height', type=int, default=270,
@@ -91,7 +98,7 @@ def add_arguments(parser):
     parser.add_argument('--update-card', action='store_true',
                         help='write the scores (and latency) into the model card as '
                              'evaluation.synthetic_<split> (evaluation.user_images with '
-                             '--images)')
+                             '--images, evaluation.synthetic_shifted with --style shifted)')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -741,6 +748,8 @@ def _source(args, card=None):
              getattr(args, 'images', None) is not None]
     if sum(given) != 1:
         raise SystemExit('eval: give exactly one of --data DIR, --render N or --images DIR')
+    if args.render is None and (getattr(args, 'style', None) or 'default') != 'default':
+        raise SystemExit('eval: --style only applies to --render N')
     if args.data is not None:
         meta = datasets.read_meta(args.data)
         total = datasets.count_frames(args.data, args.split, args.limit)
@@ -767,10 +776,18 @@ def _source(args, card=None):
         names = [os.path.basename(image) for image, _ in pairs]
         return frames, len(pairs), None, desc, f'images {folder}', 'user_images', names
     n = args.render if args.limit is None else min(args.render, args.limit)
-    frames = datasets.rendered_frames(n, args.seed, args.width, args.height)
+    style = getattr(args, 'style', None) or 'default'
+    frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style)
     desc = (f'{n} frames rendered on the fly by freespace_seg.synthetic at '
             f'{args.width}x{args.height}, seed {args.seed}')
-    return frames, n, args.seed, desc, f'render {n} seed {args.seed}', 'synthetic_test', None
+    short = f'render {n} seed {args.seed}'
+    key = 'synthetic_test'
+    if style != 'default':
+        desc += (f', {style} style (material families and lighting that training never '
+                 'sees)')
+        short += f' {style}'
+        key = f'synthetic_{style}'
+    return frames, n, args.seed, desc, short, key, None
 
 
 def run(args):

@@ -1,0 +1,194 @@
+"""The ``shifted`` renderer style: a held-out look with the training data's ground truth."""
+
+import hashlib
+import json
+import os
+import shutil
+
+from freespace_seg import cli
+from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.synthetic import (default_intrinsics, make_scene, material_albedo,
+                                     random_sample, RandomizationConfig)
+from freespace_seg.synthetic.generate import add_arguments, config_from_args
+from freespace_seg.synthetic.scene import Material, SHIFTED_FLOOR_KINDS, SHIFTED_WALL_KINDS
+from freespace_seg.training import data as datasets
+import numpy as np
+import pytest
+import yaml
+
+SMALL = default_intrinsics(160, 90)
+SHIFTED = RandomizationConfig(style='shifted')
+
+# sha256 of frame.image and frame.free of random_sample(default_rng(seed), SMALL) with the
+# default config, computed before the 'shifted' style existed: training data, caches and the
+# shipped model's numbers depend on the default style never changing.
+DEFAULT_HASHES = {
+    7: ('3acc7230feb1859b102bb7529f030273034eb6e135f335c3500be367a574672e',
+        'ca7ce59208cd49a753dd5e066a8fc087bf3d42289108218ad626a3cacfc16dbd'),
+    123: ('071c01388d0b874f54be0d90ecfad69631c2f56a21cae1f1d86acfa0a3aecf55',
+          '75a24c57cc6e479c2039dce364ff554b0ec171eeaa8ef20d3bd13f1b35a54476'),
+}
+# The same for datasets.rendered_frames(2, 5, 160, 90) (image, mask) per frame.
+RENDERED_HASHES = [
+    ('a6272fe47d933bb8623c217c4e6b6fbefd23ddc24649cb540df32f1fb905880f',
+     '76369116e19e763434745da6db384ab52b328450519debb98d0c562ea87e25df'),
+    ('b496b0b541fdfa4f56971eb065ca21417084706cdd9e4d69601e6aaab60bfea3',
+     '8ee0adcf7f0669bacad9d2d030b9617ce7b570472a5c5cf3960f781d76695869'),
+]
+DEFAULT_KINDS = {'plain', 'noise', 'wood', 'tile', 'checker', 'stripes'}
+
+
+def _sha(array):
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def _sample(seed, config=None):
+    return random_sample(np.random.default_rng(seed), intrinsics=SMALL, randomization=config)
+
+
+@pytest.mark.parametrize('seed', sorted(DEFAULT_HASHES))
+def test_default_style_frame_is_unchanged(seed):
+    for config in (None, RandomizationConfig(), RandomizationConfig(style='default')):
+        frame = _sample(seed, config)
+        assert (_sha(frame.image), _sha(frame.free)) == DEFAULT_HASHES[seed]
+
+
+def test_rendered_frames_default_style_is_unchanged():
+    got = [(_sha(rgb), _sha(mask)) for rgb, mask in datasets.rendered_frames(2, 5, 160, 90)]
+    assert got == RENDERED_HASHES
+    got = [(_sha(rgb), _sha(mask))
+           for rgb, mask in datasets.rendered_frames(2, 5, 160, 90, style='default')]
+    assert got == RENDERED_HASHES
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2, 3, 7, 123])
+def test_shifted_changes_appearance_not_ground_truth(seed):
+    base = _sample(seed)
+    shifted = _sample(seed, SHIFTED)
+    np.testing.assert_array_equal(shifted.free, base.free)
+    np.testing.assert_array_equal(shifted.depth, base.depth)
+    assert shifted.robot_pose == base.robot_pose
+    assert shifted.mount == base.mount
+    assert shifted.intrinsics == base.intrinsics
+    assert shifted.scene.outline == base.scene.outline
+    assert [(type(o), o.standing) for o in shifted.scene.obstacles] == \
+        [(type(o), o.standing) for o in base.scene.obstacles]
+    assert shifted.image.shape == base.image.shape
+    assert np.abs(shifted.image.astype(int) - base.image).mean() > 5.0
+    # The same seed gives the same shifted frame.
+    again = _sample(seed, SHIFTED)
+    np.testing.assert_array_equal(again.image, shifted.image)
+
+
+def test_shifted_materials_and_lights_are_outside_the_default_families():
+    for seed in range(40):
+        base = make_scene(np.random.default_rng(seed)).appearance
+        app = make_scene(np.random.default_rng(seed), SHIFTED).appearance
+        assert base.floor.kind in DEFAULT_KINDS and base.wall.kind in DEFAULT_KINDS
+        assert app.floor.kind in SHIFTED_FLOOR_KINDS
+        assert app.wall.kind in SHIFTED_WALL_KINDS
+        assert not DEFAULT_KINDS & (set(SHIFTED_FLOOR_KINDS) | set(SHIFTED_WALL_KINDS))
+        # One strong light low in the room (default lights hang near the ceiling), little
+        # ambient light (default: 0.08 .. 0.4).
+        strongest = max(app.lights, key=lambda light: light.intensity)
+        assert strongest.position[2] <= 1.0 and strongest.intensity >= 2.0
+        assert min(light.position[2] for light in base.lights) > 1.5
+        assert app.ambient < 0.08 <= base.ambient
+
+
+@pytest.mark.parametrize('kind', SHIFTED_FLOOR_KINDS + SHIFTED_WALL_KINDS)
+def test_shifted_material_kinds_render_finite_textures(kind):
+    mat = Material(kind, (0.6, 0.5, 0.4), (0.1, 0.2, 0.3), scale=0.08,
+                   scale2=0.01 if kind == 'brick' else 0.4, variation=0.1, seed=5)
+    u, v = np.meshgrid(np.linspace(-2, 2, 200), np.linspace(-2, 2, 200))
+    for fp in (0.001, 0.5):  # resolved and far away (faded to the mean)
+        alb = material_albedo(mat, u, v, fp)
+        assert alb.shape == (3, u.size)
+        assert np.all(np.isfinite(alb))
+        if fp < 0.01:
+            assert alb.std(axis=1).max() > 0.01  # a visible pattern, not a plain colour
+
+
+def test_style_switched_off_factors_stay_neutral():
+    config = RandomizationConfig.none(style='shifted')
+    base = make_scene(np.random.default_rng(4), RandomizationConfig.none()).appearance
+    app = make_scene(np.random.default_rng(4), config).appearance
+    assert app == base
+
+
+def test_invalid_style_raises():
+    with pytest.raises(ValueError, match='style'):
+        RandomizationConfig(style='weird')
+    with pytest.raises(ValueError, match='style'):
+        RandomizationConfig.from_dict({'style': 'Shifted'})
+    with pytest.raises(ValueError, match='style'):
+        list(datasets.rendered_frames(1, 0, 64, 36, style='nope'))
+    assert RandomizationConfig.from_dict(SHIFTED.to_dict()) == SHIFTED
+    assert 'style' not in RandomizationConfig.switches()
+
+
+def test_rendered_frames_shifted_style():
+    base = list(datasets.rendered_frames(2, 5, 160, 90))
+    shifted = list(datasets.rendered_frames(2, 5, 160, 90, style='shifted'))
+    for (rgb, mask), (srgb, smask) in zip(base, shifted):
+        np.testing.assert_array_equal(smask, mask)
+        assert not np.array_equal(srgb, rgb)
+
+
+def test_generate_style_option():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(['--out', 'x', '--num', '1', '--style', 'shifted', '--no-blur'])
+    config = config_from_args(args)
+    assert config.style == 'shifted' and not config.blur
+    args = parser.parse_args(['--out', 'x', '--num', '1'])
+    assert config_from_args(args) == RandomizationConfig()
+    with pytest.raises(SystemExit):
+        parser.parse_args(['--out', 'x', '--num', '1', '--style', 'bad'])
+
+
+@pytest.fixture(scope='module')
+def model():
+    path = packaged_model_path()
+    if not os.path.isfile(path):
+        pytest.skip(f'shipped model missing: {path}')
+    pytest.importorskip('onnxruntime')
+    return path
+
+
+def _eval_shifted(model, out, *extra):
+    return cli.main(['eval', '--model', model, '--render', '3', '--style', 'shifted',
+                     '--width', '160', '--height', '90', '--latency-runs', '0',
+                     '--figures', '0', '--out', str(out), *extra])
+
+
+def test_eval_shifted_style(model, tmp_path):
+    assert _eval_shifted(model, tmp_path) == 0
+    with open(os.path.join(str(tmp_path), 'metrics.json'), encoding='utf-8') as f:
+        result = json.load(f)
+    assert 'shifted' in result['source']
+    assert 'shifted' in result['source_short']
+    assert result['metrics']['images'] == 3
+
+
+def test_eval_shifted_updates_its_own_card_key(model, tmp_path):
+    stem = os.path.splitext(model)[0]
+    copy = str(tmp_path / 'm.onnx')
+    shutil.copyfile(model, copy)
+    shutil.copyfile(stem + '.yaml', str(tmp_path / 'm.yaml'))
+    with open(str(tmp_path / 'm.yaml'), encoding='utf-8') as f:
+        before = yaml.safe_load(f)['evaluation']
+    assert _eval_shifted(copy, tmp_path / 'out', '--update-card') == 0
+    with open(str(tmp_path / 'm.yaml'), encoding='utf-8') as f:
+        after = yaml.safe_load(f)['evaluation']
+    assert 'shifted' in after['synthetic_shifted']['source']
+    assert after['synthetic_shifted']['images'] == 3
+    assert after.get('synthetic_test') == before.get('synthetic_test')
+
+
+def test_eval_style_needs_render(model, tmp_path):
+    with pytest.raises(SystemExit):
+        cli.main(['eval', '--model', model, '--images', str(tmp_path), '--style', 'shifted',
+                  '--latency-runs', '0', '--out', str(tmp_path / 'out')])
