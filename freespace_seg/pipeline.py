@@ -18,9 +18,13 @@ from freespace_seg.preprocess import Preprocessor
 import numpy as np
 
 
-def packaged_model_path():
-    """Path of the default model shipped in the package's ``models/`` directory."""
-    name = 'freespace_unet.onnx'
+#: the shipped models: fp32, and its static INT8 (QDQ) copy, the default on the CPU
+PACKAGED_MODEL = 'freespace_unet.onnx'
+PACKAGED_INT8_MODEL = 'freespace_unet_int8.onnx'
+
+
+def packaged_model_path(name=PACKAGED_MODEL):
+    """Path of a model shipped in the package's ``models/`` directory (default: the fp32 one)."""
     try:
         from ament_index_python.packages import get_package_share_directory
         path = os.path.join(get_package_share_directory('freespace_seg'), 'models', name)
@@ -43,12 +47,30 @@ class SegmentationPipeline:
 
     def __init__(self, model_path=None, backend='auto', num_threads=0, card=None,
                  engine_options=None):
+        """
+        Load ``model_path`` (its card beside it, or ``card``) on ``backend``.
+
+        No ``model_path``: the packaged model, and where the chosen backend is ONNX Runtime
+        on the CPU, its INT8 copy (same quality within 0.01 mIoU, about twice as fast on a
+        CPU; see the README), when it is installed.
+        """
+        packaged = not model_path and card is None
         model_path = model_path or packaged_model_path()
         card = card or load_card(card_path_for_model(model_path))
         # Run the file we were given, even if a copied card names another one.
         self.card = dataclasses.replace(card, model_file=os.path.abspath(model_path))
         self.engine, self.backend_notes = create_engine(self.card, backend, num_threads,
                                                         **(engine_options or {}))
+        int8 = packaged_model_path(PACKAGED_INT8_MODEL)
+        if packaged and self.engine.backend == 'onnxruntime' and os.path.isfile(int8):
+            int8_card = load_card(card_path_for_model(int8))
+            int8_card = dataclasses.replace(int8_card, model_file=os.path.abspath(int8))
+            engine, notes = create_engine(int8_card, 'onnxruntime', num_threads,
+                                          **(engine_options or {}))
+            self.engine.close()
+            self.engine, self.card = engine, int8_card
+            self.backend_notes += [f'onnxruntime: the CPU runs the packaged INT8 model '
+                                   f'{PACKAGED_INT8_MODEL}'] + notes[1:]
         self._pre = {}
         # The output is decoded at once, so the engine may reuse its output buffer.
         self._run = getattr(self.engine, 'run_reusing_output', self.engine.run)

@@ -95,3 +95,19 @@ def test_int8_variant_matches_fp32(frames):
     finally:
         a.close()
         b.close()
+
+
+def test_the_default_model_on_the_cpu_is_the_int8_copy():
+    from freespace_seg.pipeline import PACKAGED_INT8_MODEL, SegmentationPipeline
+
+    default = SegmentationPipeline(backend='onnxruntime', num_threads=1)
+    explicit = SegmentationPipeline(packaged_model_path(), backend='onnxruntime', num_threads=1)
+    try:
+        assert default.card.name == 'freespace_unet_int8'
+        assert default.card.model_file.endswith(PACKAGED_INT8_MODEL)
+        assert any('INT8' in note for note in default.backend_notes), default.backend_notes
+        # A model named explicitly is run as it is.
+        assert explicit.card.name == 'freespace_unet'
+    finally:
+        default.close()
+        explicit.close()

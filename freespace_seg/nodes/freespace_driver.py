@@ -82,7 +82,8 @@ DRIVER_PARAMS = (
               'while driving and while stopped.', 'double', min_value=1.0, max_value=100.0,
               read_only=True),
     ParamSpec('stale_timeout', 0.5, 'Stop when no grid arrived for this long (s, receipt '
-              'time).', 'double', min_value=0.05, max_value=10.0),
+              'time; simulated seconds with use_sim_time).', 'double', min_value=0.05,
+              max_value=10.0),
     ParamSpec('hazard_hold_time', 0.5, 'Stay stopped this long after the last hazard (s).',
               'double', min_value=0.0, max_value=30.0),
     ParamSpec('hazard_turn', 1.57, 'After a hazard clears, turn in place by this much (rad) '

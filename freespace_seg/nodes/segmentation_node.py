@@ -127,8 +127,9 @@ class SegmentationNode(LifecycleNode):
         backend = p['backend'] if backend is None else backend
         num_threads = p['num_threads'] if num_threads is None else num_threads
         try:
+            # Empty: the pipeline picks the packaged model (INT8 on the CPU backend).
             pipeline = SegmentationPipeline(
-                model_path, backend, num_threads,
+                model_file_path or None, backend, num_threads,
                 engine_options={k: p[k] for k in ENGINE_OPTION_PARAMS})
         except (ModelCardError, EngineError, OSError) as e:
             raise StartupError(f'cannot load model {model_path}: {e}') from e
