@@ -4,7 +4,7 @@ import threading
 import time
 import uuid
 
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -20,7 +20,9 @@ class Harness:
     def __init__(self, namespace, *nodes):
         self.namespace = namespace
         self.client = Node('test_client', namespace=namespace)
-        self.executor = MultiThreadedExecutor(num_threads=2)
+        # Single-threaded: a callback hop costs well under a millisecond, where rclpy's
+        # MultiThreadedExecutor took up to hundreds of ms here while the test thread polls.
+        self.executor = SingleThreadedExecutor()
         self.nodes = list(nodes)
         for n in (self.client, *nodes):
             self.executor.add_node(n)
@@ -51,6 +53,17 @@ class Harness:
 
     def wait_for_subscribers(self, pub, count=1, timeout=10.0):
         return self.wait_for(lambda: pub.get_subscription_count() >= count, timeout)
+
+    def wait_for_match(self, pub, subscriptions, timeout=10.0):
+        """
+        Wait until ``pub`` and one of ``subscriptions`` (in-process) have matched each other.
+
+        The writer side matches first; a sample written before the reader side has matched
+        is dropped (best effort) or only recovered at the next heartbeat, about 3 s later
+        (reliable). Tests that time a reaction wait for both sides.
+        """
+        return self.wait_for(lambda: pub.get_subscription_count() >= 1 and any(
+            s.get_publisher_count() >= 1 for s in subscriptions), timeout)
 
     def close(self):
         self.executor.shutdown(timeout_sec=2.0)

@@ -40,7 +40,6 @@ Parameters: :data:`DRIVER_PARAMS`.
 import collections
 from dataclasses import fields
 import math
-import signal
 import time
 
 from freespace_seg.driver_logic import DriverConfig, DriverLogic, GridLayout
@@ -50,6 +49,7 @@ from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
@@ -66,6 +66,11 @@ except ImportError:  # pragma: no cover - depends on the installation
 WARN_THROTTLE_S = 5.0
 #: odometry messages kept (5 s of a Create 3's 20 Hz odom)
 ODOM_HISTORY = 100
+#: How long destroy_node() lingers for cmd_vel subscribers to acknowledge the final zero (s).
+#: Destroying a writer right after a write can lose the sample (rmw_fastrtps publishes
+#: asynchronously); Fast DDS acks come with its heartbeat (about 3 s here), so this usually
+#: times out, having given the writer ample time to send.
+FINAL_ZERO_LINGER_S = 0.3
 #: a grid's pose is the odometry within this of its stamp, or unknown
 ODOM_MATCH_NS = 200_000_000
 
@@ -480,41 +485,21 @@ class FreespaceDriver(Node):
             try:
                 self.logic.stop()
                 self._publish(0.0, 0.0, force=True)
+                # The base must get this one: see FINAL_ZERO_LINGER_S.
+                if not pub.wait_for_all_acked(Duration(seconds=FINAL_ZERO_LINGER_S)):
+                    self.get_logger().debug(
+                        'final zero command sent, not yet acknowledged by every cmd_vel '
+                        f'subscriber after {FINAL_ZERO_LINGER_S} s')
             except Exception as e:  # noqa: B902 - shutting down; never mask the real exit
                 self.get_logger().warning(f'could not send the final zero command: {e}')
         return super().destroy_node()
 
 
-def stop_signals_via_keyboard_interrupt():
-    """
-    Make SIGINT and SIGTERM raise KeyboardInterrupt instead of shutting rclpy down at once.
-
-    rclpy's own handlers shut the context down inside the signal, after which nothing can be
-    published, so the final zero command of :meth:`FreespaceDriver.destroy_node` would be
-    lost. With this, the executor stops, :func:`spin_node` destroys the node while the context
-    still works, then shuts rclpy down. A second signal during that cleanup is ignored. Only
-    the nodes' ``main`` functions call this (it changes process-wide signal handling), after
-    the node exists.
-    """
-    from rclpy.signals import uninstall_signal_handlers
-    uninstall_signal_handlers()
-
-    def on_signal(signum, frame):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-
-
 def main(args=None):
     """Run ``freespace_driver``; exit code 0 on SIGINT/SIGTERM, 2 on a startup error."""
-    def factory():
-        node = FreespaceDriver()
-        stop_signals_via_keyboard_interrupt()
-        return node
-    return spin_node(factory, args)
+    # spin_node destroys the node while the context still works, so the final zero command
+    # of destroy_node() is published before rclpy shuts down.
+    return spin_node(FreespaceDriver, args)
 
 
 if __name__ == '__main__':

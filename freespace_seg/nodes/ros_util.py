@@ -1,5 +1,7 @@
 """Small rclpy helpers shared by the nodes: parameters from specs, QoS by name, clean spin."""
 
+import faulthandler
+import signal
 import threading
 
 from freespace_seg.params import validate
@@ -128,34 +130,67 @@ class LatestSlot:
             self._cond.notify_all()
 
 
+def stop_signals_via_keyboard_interrupt():
+    """
+    Make SIGINT and SIGTERM raise KeyboardInterrupt in the main thread instead of rclpy's.
+
+    rclpy's own handlers shut the context down from inside the signal, concurrently with
+    whatever the main thread and the node's threads are doing: nothing can be published
+    afterwards (a driver's final zero command would be lost), and destroying the node races
+    with the shutdown. With this, the executor stops, :func:`spin_node` destroys the node while
+    the context still works, then shuts rclpy down, all in the main thread and in that order.
+    A second signal during that cleanup is ignored. Only :func:`spin_node` (the nodes'
+    ``main``) calls this: it changes process-wide signal handling.
+    """
+    from rclpy.signals import uninstall_signal_handlers
+    uninstall_signal_handlers()
+
+    def on_signal(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+
+#: How long one executor wait may block: a signal is acted on within this time even when no
+#: timer or message wakes the executor (Python runs signal handlers between waits).
+SIGNAL_POLL_S = 0.2
+
+
 def spin_node(node_factory, args=None):
     """
     Initialise rclpy, build the node, spin until SIGINT/SIGTERM, clean up; return an exit code.
 
     A :class:`StartupError` is logged as fatal and gives exit code 2. SIGINT and SIGTERM
-    give 0. Written with try/finally so it also runs on Humble and Jazzy.
+    give 0; they are handled in the main thread (see
+    :func:`stop_signals_via_keyboard_interrupt`), so the node is destroyed before rclpy shuts
+    down. A native crash prints every thread's Python stack (faulthandler) to stderr.
+    Written with try/finally so it also runs on Humble and Jazzy.
     """
+    faulthandler.enable()
     rclpy.init(args=args)
-    # Made before the node so that a signal during startup finds it ready.
+    # Before the node: a signal during startup (loading a model) ends the process cleanly.
+    stop_signals_via_keyboard_interrupt()
     executor = SingleThreadedExecutor()
     node = None
     code = 0
     try:
         node = node_factory()
         executor.add_node(node)
-        executor.spin()
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=SIGNAL_POLL_S)
     except StartupError as e:
-        if rclpy.ok():
-            rclpy.logging.get_logger('freespace_seg').fatal(str(e))
-            code = 2
-        # else: SIGINT/SIGTERM interrupted the startup, a clean exit all the same.
+        rclpy.logging.get_logger('freespace_seg').fatal(str(e))
+        code = 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except Exception:  # noqa: B902
-        if rclpy.ok():
-            raise
-        # SIGINT/SIGTERM arrived while the node was starting: a clean exit all the same.
     finally:
+        # A signal from here on is ignored (the handler disarms itself on the first one;
+        # disarm here too for a cleanup that runs without one).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()

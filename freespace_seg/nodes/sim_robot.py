@@ -41,7 +41,6 @@ import threading
 
 from freespace_seg.geometry import CameraMount
 from freespace_seg.image_codec import array_to_image
-from freespace_seg.nodes.freespace_driver import stop_signals_via_keyboard_interrupt
 from freespace_seg.nodes.ros_util import declare_and_validate, spin_node, StartupError
 from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
 from freespace_seg.params import ParamSpec, validate
@@ -476,12 +475,8 @@ class SimRobot(Node):
 
 def main(args=None):
     """Run ``sim_robot`` until SIGINT/SIGTERM; exit code 2 on a startup error."""
-    def factory():
-        node = SimRobot()
-        # So that the summary reaches /rosout too: destroy while the context still works.
-        stop_signals_via_keyboard_interrupt()
-        return node
-    return spin_node(factory, args)
+    # spin_node destroys the node while the context still works: the summary reaches /rosout.
+    return spin_node(SimRobot, args)
 
 
 if __name__ == '__main__':
