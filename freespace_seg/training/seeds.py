@@ -1,4 +1,4 @@
-"""
+r"""
 ``python -m freespace_seg seeds``: train one recipe with several seeds and report the spread.
 
 A single training run says little: on a few thousand synthetic frames the held-out mIoU of
@@ -15,8 +15,8 @@ recipe's own.
 
 Example (three seeds of a short half-resolution recipe)::
 
-    python -m freespace_seg seeds --seeds 0,1,2 --test-render 200 --out-dir data/seeds -- \\
-        --render 1000 --render-val 100 --render-cache data/cache --steps 600 \\
+    python -m freespace_seg seeds --seeds 0,1,2 --test-render 200 --out-dir data/seeds -- \
+        --render 1000 --render-val 100 --render-cache data/cache --steps 600 \
         --input-size 240x144 --threads 2
 """
 
@@ -62,8 +62,8 @@ def add_arguments(parser):
                         help='held-out frames rendered once and scored for every seed '
                              '(default: %(default)s)')
     parser.add_argument('--test-seed', type=int, default=1000,
-                        help='renderer seed of the held-out frames (default: %(default)s, the '
-                             'cards\' test split)')
+                        help='renderer seed of the held-out frames (default: %(default)s, '
+                             'the test split of the cards)')
     parser.add_argument('--test-size', type=_size, default=(480, 270), metavar='WxH',
                         help='camera size of the held-out frames (default: 480x270)')
     parser.add_argument('--threads', type=int, default=2,
