@@ -14,6 +14,8 @@ COMMANDS = {
     'demo': ('freespace_seg.demo', 'run the node on a synthetic camera and write pictures'),
     'generate': ('freespace_seg.synthetic.generate', 'render a synthetic dataset to disk'),
     'train': ('freespace_seg.training.train', 'train the UNet on synthetic data (torch, CPU)'),
+    'seeds': ('freespace_seg.training.seeds',
+              'train one recipe with several seeds and report the spread (torch, CPU)'),
     'finetune': ('freespace_seg.training.finetune',
                  'fine-tune a model on your own images with masks (torch, CPU)'),
     'eval': ('freespace_seg.training.evaluate', 'IoU, mIoU, F1 and accuracy of a model'),
