@@ -132,13 +132,13 @@ def test_images_folder_scores_like_render(model, tmp_path):
 def test_images_folder_errors(model, tmp_path):
     empty = tmp_path / 'empty'
     empty.mkdir()
-    with pytest.raises(SystemExit, match='no .png/.jpg/.jpeg images'):
+    with pytest.raises(SystemExit, match='no images in'):
         _eval(model, tmp_path / 'r0', '--images', str(empty))
 
     folder = tmp_path / 'nomask'
     frames = _write_folder(str(folder), 2, seed=3)
     os.remove(str(folder / 'masks' / 'img01.png'))  # img01 has its mask in masks/
-    with pytest.raises(SystemExit, match=r'no mask for .*img01\.png'):
+    with pytest.raises(SystemExit, match=r'without a mask, e\.g\. .*img01\.png'):
         _eval(model, tmp_path / 'r1', '--images', str(folder))
 
     folder = tmp_path / 'badsize'

@@ -6,7 +6,9 @@ Two sources give RGB frames with their free-space labels at camera resolution:
 * a dataset directory written by ``python -m freespace_seg generate``:
   ``DIR/<split>/NNNNNN_image.png`` (RGB as PNG) and ``NNNNNN_mask.png`` (class ids,
   0 blocked / 1 free), plus ``DIR/meta.json``;
-* the procedural renderer :mod:`freespace_seg.synthetic`, on the fly, from a seed.
+* the procedural renderer :mod:`freespace_seg.synthetic`, on the fly, from a seed;
+* a folder of the user's own images with masks (:func:`user_image_pairs`), for ``eval
+  --images`` and ``finetune``.
 
 For training, frames are letterboxed to the network input exactly as the node does
 (:class:`freespace_seg.preprocess.Letterbox`): the image with ``pad_value`` and the label
@@ -24,6 +26,75 @@ import numpy as np
 
 IGNORE_INDEX = 255
 SPLITS = ('train', 'val', 'test')
+#: file types of user images (a mask is always a PNG)
+IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg')
+MASK_SUFFIX = '_mask'
+
+
+class UserImagesError(ValueError):
+    """A folder of user images is unusable; the message says what to fix."""
+
+
+def user_image_pairs(folder):
+    """
+    Return the sorted (image_path, mask_path) pairs of a folder of user images.
+
+    Images are ``*.png``, ``*.jpg`` and ``*.jpeg`` files whose stem does not end in
+    ``_mask``. The mask of ``photo.jpg`` is ``photo_mask.png`` beside it, or ``masks/photo.png``
+    or ``masks/photo_mask.png``. Raises :class:`UserImagesError` for a missing folder, a
+    folder without images, or images without masks (naming the first and where its mask
+    was looked for).
+    """
+    if not os.path.isdir(folder):
+        raise UserImagesError(f'{folder}: no such folder')
+    pairs = []
+    missing = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        stem, ext = os.path.splitext(name)
+        if (ext.lower() not in IMAGE_EXTENSIONS or stem.endswith(MASK_SUFFIX)
+                or not os.path.isfile(path)):
+            continue
+        candidates = (os.path.join(folder, stem + MASK_SUFFIX + '.png'),
+                      os.path.join(folder, 'masks', stem + '.png'),
+                      os.path.join(folder, 'masks', stem + MASK_SUFFIX + '.png'))
+        mask = next((c for c in candidates if os.path.isfile(c)), None)
+        if mask is None:
+            missing.append((path, candidates))
+        else:
+            pairs.append((path, mask))
+    if missing:
+        path, candidates = missing[0]
+        raise UserImagesError(f'{len(missing)} image(s) without a mask, e.g. {path}: expected '
+                              f'{candidates[0]} or {candidates[1]}')
+    if not pairs:
+        raise UserImagesError(
+            f'no images in {folder}: expected *.png, *.jpg or *.jpeg files, each with a mask '
+            '<stem>_mask.png beside it or in masks/<stem>.png')
+    return pairs
+
+
+def read_user_image_pair(image_path, mask_path):
+    """
+    Read a user image and its mask: (H, W, 3) uint8 RGB and (H, W) uint8, 0 blocked / 1 free.
+
+    In the mask 0 is blocked and any other value free; in a colour mask a pixel is blocked
+    where all of R, G and B are 0 (alpha ignored). Raises :class:`UserImagesError` for an
+    unreadable file or a mask whose size differs from the image's.
+    """
+    bgr = cv2.imread(image_path, cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise UserImagesError(f'cannot read image {image_path}')
+    mask = cv2.imread(mask_path, cv2.IMREAD_UNCHANGED)
+    if mask is None:
+        raise UserImagesError(f'cannot read mask {mask_path}')
+    if mask.ndim == 3:
+        mask = mask[:, :, :3].max(axis=2)
+    if mask.shape[:2] != bgr.shape[:2]:
+        raise UserImagesError(
+            f'size mismatch: mask {mask_path} is {mask.shape[1]}x{mask.shape[0]} but its image '
+            f'{image_path} is {bgr.shape[1]}x{bgr.shape[0]}')
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), (mask != 0).astype(np.uint8)
 
 
 def read_meta(data_dir):

@@ -687,54 +687,26 @@ def update_card(card_path, evaluation=None, latency=None):
 # Command
 
 
-IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg')
-
-
 def image_pairs(folder):
     """
     Return sorted (image_path, mask_path) pairs of a folder of user images.
 
-    Images are ``.png``, ``.jpg`` and ``.jpeg`` files (not ``*_mask.png``); the mask of
-    ``photo.jpg`` is ``photo_mask.png`` beside it or ``masks/photo.png``. SystemExit with a
-    clear message for a missing folder, a folder without images or an image without mask.
+    See :func:`freespace_seg.training.data.user_image_pairs` for the layout; SystemExit with
+    its message for a missing folder, a folder without images or an image without mask.
     """
-    if not os.path.isdir(folder):
-        raise SystemExit(f'eval: --images: {folder} is not a folder')
-    images = sorted(
-        f for f in os.listdir(folder)
-        if f.lower().endswith(IMAGE_EXTENSIONS) and not f.lower().endswith('_mask.png')
-        and os.path.isfile(os.path.join(folder, f)))
-    if not images:
-        raise SystemExit(f'eval: --images: no .png/.jpg/.jpeg images in {folder}')
-    pairs = []
-    for name in images:
-        stem = os.path.splitext(name)[0]
-        candidates = [os.path.join(folder, f'{stem}_mask.png'),
-                      os.path.join(folder, 'masks', f'{stem}.png'),
-                      os.path.join(folder, 'masks', f'{stem}_mask.png')]
-        mask = next((c for c in candidates if os.path.isfile(c)), None)
-        if mask is None:
-            raise SystemExit(f'eval: --images: no mask for {os.path.join(folder, name)}: '
-                             f'expected {candidates[0]} or {candidates[1]}')
-        pairs.append((os.path.join(folder, name), mask))
-    return pairs
+    try:
+        return datasets.user_image_pairs(folder)
+    except datasets.UserImagesError as e:
+        raise SystemExit(f'eval: --images: {e}')
 
 
 def read_user_pair(image_path, mask_path, free_id=1, blocked_id=0):
     """Read a user image (RGB) and its mask as class ids: 0 -> blocked, nonzero -> free."""
-    bgr = cv2.imread(image_path, cv2.IMREAD_COLOR)
-    if bgr is None:
-        raise SystemExit(f'eval: --images: cannot read image {image_path}')
-    mask = cv2.imread(mask_path, cv2.IMREAD_UNCHANGED)
-    if mask is None:
-        raise SystemExit(f'eval: --images: cannot read mask {mask_path}')
-    if mask.ndim == 3:
-        mask = mask[:, :, :3].max(axis=2)
-    if mask.shape[:2] != bgr.shape[:2]:
-        raise SystemExit(f'eval: --images: mask {mask_path} is {mask.shape[1]}x{mask.shape[0]} '
-                         f'but its image {image_path} is {bgr.shape[1]}x{bgr.shape[0]}')
-    label = np.where(mask != 0, free_id, blocked_id).astype(np.uint8)
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), label
+    try:
+        rgb, free = datasets.read_user_image_pair(image_path, mask_path)
+    except datasets.UserImagesError as e:
+        raise SystemExit(f'eval: --images: {e}')
+    return rgb, np.where(free != 0, free_id, blocked_id).astype(np.uint8)
 
 
 def user_frames(pairs, free_id=1, blocked_id=0):

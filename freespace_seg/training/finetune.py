@@ -38,10 +38,10 @@ import shlex
 import sys
 import time
 
-import cv2
 from freespace_seg import metrics
 from freespace_seg.model_card import load_card, ModelCardError
 from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.training import data as datasets
 from freespace_seg.training import train as base_train
 from freespace_seg.training.data import letterbox_pair
 from freespace_seg.training.evaluate import dump_card
@@ -51,8 +51,6 @@ import numpy as np
 import torch
 from torch import nn
 
-IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg')
-MASK_SUFFIX = '_mask'
 DEFAULT_OUT = os.path.join('models', 'freespace_unet_finetuned.onnx')
 # Largest ONNX Runtime vs rebuilt-torch logit difference accepted before training.
 REBUILD_TOLERANCE = 1e-3
@@ -68,48 +66,18 @@ class FinetuneError(ValueError):
 
 def find_pairs(folder):
     """Sorted (image_path, mask_path) pairs of a folder; raise :class:`FinetuneError`."""
-    if not os.path.isdir(folder):
-        raise FinetuneError(f'{folder}: no such directory')
-    pairs = []
-    missing = []
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
-        stem, ext = os.path.splitext(name)
-        if (ext.lower() not in IMAGE_EXTENSIONS or stem.endswith(MASK_SUFFIX)
-                or not os.path.isfile(path)):
-            continue
-        candidates = (os.path.join(folder, stem + MASK_SUFFIX + '.png'),
-                      os.path.join(folder, 'masks', stem + '.png'))
-        mask = next((c for c in candidates if os.path.isfile(c)), None)
-        if mask is None:
-            missing.append((path, candidates))
-        else:
-            pairs.append((path, mask))
-    if missing:
-        path, candidates = missing[0]
-        raise FinetuneError(f'{len(missing)} image(s) without a mask, e.g. {path}: expected '
-                            f'{candidates[0]} or {candidates[1]}')
-    if not pairs:
-        raise FinetuneError(f'no images in {folder}: expected *.png, *.jpg or *.jpeg files, '
-                            'each with a mask <stem>_mask.png beside it or in masks/<stem>.png')
-    return pairs
+    try:
+        return datasets.user_image_pairs(folder)
+    except datasets.UserImagesError as e:
+        raise FinetuneError(str(e)) from None
 
 
 def read_user_pair(image_path, mask_path):
     """Read an RGB image and its mask as (H, W, 3) uint8 and (H, W) uint8 0 blocked / 1 free."""
-    bgr = cv2.imread(image_path, cv2.IMREAD_COLOR)
-    if bgr is None:
-        raise FinetuneError(f'cannot read image {image_path}')
-    mask = cv2.imread(mask_path, cv2.IMREAD_UNCHANGED)
-    if mask is None:
-        raise FinetuneError(f'cannot read mask {mask_path}')
-    if mask.ndim == 3:
-        mask = mask[:, :, :3].any(axis=2)  # a colour mask: black is blocked (alpha ignored)
-    if mask.shape[:2] != bgr.shape[:2]:
-        raise FinetuneError(f'size mismatch: mask {mask_path} is {mask.shape[1]}x'
-                            f'{mask.shape[0]} but image {image_path} is {bgr.shape[1]}x'
-                            f'{bgr.shape[0]}')
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), (mask != 0).astype(np.uint8)
+    try:
+        return datasets.read_user_image_pair(image_path, mask_path)
+    except datasets.UserImagesError as e:
+        raise FinetuneError(str(e)) from None
 
 
 def split_pairs(pairs, val_fraction, seed):
