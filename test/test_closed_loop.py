@@ -59,7 +59,7 @@ def test_the_check_fails_a_robot_that_never_moves_or_collides():
 
 
 def test_exact_perception_room_is_reproducible(tmp_path):
-    a = run_room(3, duration=8.0, perception='truth')
+    a = run_room(6, duration=8.0, perception='truth')
     assert problems(a) == [], a
     assert a.lockstep and a.missed_grids == 0 and a.notes == []
     assert a.duration == pytest.approx(8.0) and len(a.path) == 161
@@ -74,7 +74,7 @@ def test_exact_perception_room_is_reproducible(tmp_path):
     # shared).
     results = {}
     threads = [threading.Thread(target=lambda k=k: results.__setitem__(
-        k, run_room(3, duration=8.0, perception='truth'))) for k in range(2)]
+        k, run_room(6, duration=8.0, perception='truth'))) for k in range(2)]
     for t in threads:
         t.start()
     for t in threads:

@@ -1,6 +1,7 @@
 """The synthetic renderer: exact labels, determinism, randomization switches, generate."""
 
 import dataclasses
+import importlib
 import io
 import json
 import math
@@ -13,11 +14,15 @@ from freespace_seg.progress import Progress, progress
 from freespace_seg.synthetic import (Box, Cylinder, default_intrinsics, default_mount, Frame,
                                      make_scene, random_sample, RandomizationConfig, render,
                                      Scene)
-from freespace_seg.synthetic.scene import DEFAULT_FLOOR, DEFAULT_OBJECT, DEFAULT_WALL
+from freespace_seg.synthetic.generate import sample_rng
+from freespace_seg.synthetic.scene import (Appearance, DEFAULT_FLOOR, DEFAULT_GLASS,
+                                           DEFAULT_OBJECT, DEFAULT_WALL, GLASS_LABEL,
+                                           glass_partition, Material)
 import numpy as np
 import pytest
 
 SMALL = default_intrinsics(160, 90)
+render_module = importlib.import_module('freespace_seg.synthetic.render')
 
 
 def _rng(seed):
@@ -287,7 +292,7 @@ def test_random_scenes_have_content():
 # --- randomization switches --------------------------------------------------------------
 
 SCENE_CHECKS = {
-    'obstacles': lambda s: not s.obstacles,
+    'obstacles': lambda s: not [o for o in s.obstacles if o.label != GLASS_LABEL],
     'furniture': lambda s: not {o.label for o in s.obstacles} & {'table', 'chair'},
     'low_objects': lambda s: not {o.label for o in s.obstacles} & {'low', 'cable'},
     'l_shaped_rooms': lambda s: len(s.outline) == 4,
@@ -296,7 +301,8 @@ SCENE_CHECKS = {
     'floor_materials': lambda s: s.appearance.floor == DEFAULT_FLOOR,
     'wall_textures': lambda s: (s.appearance.wall == DEFAULT_WALL
                                 and s.appearance.ceiling_color == (0.75, 0.75, 0.75)),
-    'object_textures': lambda s: all(o.material == DEFAULT_OBJECT for o in s.obstacles),
+    'object_textures': lambda s: all(o.material == DEFAULT_OBJECT for o in s.obstacles
+                                     if o.material.kind != 'glass'),
     'lighting': lambda s: (len(s.appearance.lights) == 1 and s.appearance.ambient == 0.35
                            and s.appearance.lights[0].intensity == 1.0),
     'shadows': lambda s: (not s.appearance.shadows
@@ -306,6 +312,10 @@ SCENE_CHECKS = {
                            and all(o.material.specular == 0.0 for o in s.obstacles)),
     'color_temperature': lambda s: all(li.color == (1.0, 1.0, 1.0)
                                        for li in s.appearance.lights),
+    'reflections': lambda s: (s.appearance.floor_reflectivity == 0.0
+                              and s.appearance.floor_roughness == 0.0),
+    'glass': lambda s: not any(o.label == GLASS_LABEL or o.material.kind == 'glass'
+                               for o in s.obstacles),
 }
 
 
@@ -376,6 +386,194 @@ def test_config_helpers():
     assert dataclasses.replace(config, noise=False) == config.without('noise')
 
 
+# --- glossy floors and glass -------------------------------------------------------------
+
+def _render_radiance(monkeypatch, *args, **kwargs):
+    """Render and also return the linear radiance (3, H, W) that went into the camera model."""
+    seen = []
+    original = render_module._camera
+
+    def spy(rad, *rest):
+        seen.append(rad.copy())
+        return original(rad, *rest)
+
+    with monkeypatch.context() as m:
+        m.setattr(render_module, '_camera', spy)
+        frame = render(*args, **kwargs)
+    return frame, seen[-1]
+
+
+def _glass_parts(scene):
+    return [o for o in scene.obstacles if o.label == GLASS_LABEL]
+
+
+def test_reflections_change_floor_pixels_not_labels(monkeypatch):
+    seeds = [seed for seed in range(40)
+             if make_scene(_rng(seed)).appearance.floor_reflectivity > 0.0
+             and not _glass_parts(make_scene(_rng(seed)))][:2]
+    assert len(seeds) == 2
+    off = RandomizationConfig().without('reflections')
+    for seed in seeds:
+        on_frame = random_sample(_rng(seed), SMALL)
+        off_frame = random_sample(_rng(seed), SMALL, off)
+        assert on_frame.scene.appearance.floor_reflectivity > 0.0
+        assert off_frame.scene.appearance.floor_reflectivity == 0.0
+        np.testing.assert_array_equal(on_frame.free, off_frame.free)
+        np.testing.assert_array_equal(on_frame.depth, off_frame.depth)
+        assert on_frame.robot_pose == off_frame.robot_pose and on_frame.mount == off_frame.mount
+        assert not np.array_equal(on_frame.image, off_frame.image)
+        # Same scene, same pose, the switch on and off at render time: the linear radiance is
+        # the same wherever the ray does not hit floor and differs on the floor.
+        args = (on_frame.scene, on_frame.intrinsics, on_frame.mount, on_frame.robot_pose)
+        a, rad_on = _render_radiance(monkeypatch, *args)
+        b, rad_off = _render_radiance(monkeypatch, *args, randomization=off)
+        np.testing.assert_array_equal(a.free, b.free)
+        diff = np.abs(rad_on - rad_off).max(axis=0)
+        floor = a.free == 1
+        assert floor.sum() > 100
+        assert np.all(diff[~floor] == 0.0)
+        assert np.mean(diff[floor] > 1e-4) > 0.5
+
+
+def test_glossy_floor_mirrors_the_wall_colour(monkeypatch):
+    blue = Material('plain', (0.05, 0.1, 0.8), variation=0.0)
+    app = Appearance(floor=Material('plain', (0.3, 0.3, 0.3), variation=0.0), wall=blue,
+                     baseboard_height=0.0)
+    k = default_intrinsics(320, 180)
+    mount = CameraMount(z=0.25, pitch=0.15)
+    pose = (1.5, 0.0, 0.0)  # the wall at x = 3 is 1.5 m ahead
+    matte, rad_m = _render_radiance(monkeypatch, Scene.empty((6.0, 6.0), appearance=app), k,
+                                    mount, pose)
+    glossy, rad_g = _render_radiance(monkeypatch, Scene.empty((6.0, 6.0), appearance=(
+        dataclasses.replace(app, floor_reflectivity=0.5))), k, mount, pose)
+    np.testing.assert_array_equal(glossy.free, matte.free)
+    np.testing.assert_array_equal(glossy.depth, matte.depth)
+    ys = np.linspace(-0.5, 0.5, 5)
+    near_wall = np.stack([np.full(5, 2.8), ys, np.zeros(5)], axis=1)
+    uv, _ = _project_world(matte, near_wall)
+    for u, v in uv:
+        iu, iv = int(round(u)), int(round(v))
+        assert matte.free[iv, iu] == 1
+        m, g = rad_m[:, iv, iu], rad_g[:, iv, iu]
+        assert np.ptp(m) < 1e-6  # the matte floor is grey
+        assert g[2] > 1.5 * g[0] and g[2] > 1.3 * g[1]  # the glossy one shows the blue wall
+        assert g[2] / g.sum() > m[2] / m.sum() + 0.1
+        img, grey = glossy.image[iv, iu].astype(int), matte.image[iv, iu].astype(int)
+        assert img[2] > img[0] + 15 and abs(grey[2] - grey[0]) <= 2
+
+
+def _glass_room(glass=True):
+    red = Material('plain', (0.8, 0.05, 0.05), variation=0.0)
+    box = Box(2.6, 0.0, 0.4, 1.2, 1.0, material=red)
+    parts = glass_partition((1.5, -1.5), (1.5, 1.5), 2.1, panes=2, bottom_rail=0.1,
+                            top_rail=0.05)
+    return Scene.empty((8.0, 8.0), obstacles=(parts if glass else []) + [box])
+
+
+def test_glass_is_blocked_but_shows_what_lies_behind(monkeypatch):
+    k = default_intrinsics(320, 180)
+    mount = CameraMount(z=0.25, pitch=0.2)
+    with_glass, rad_g = _render_radiance(monkeypatch, _glass_room(), k, mount)
+    without, rad_n = _render_radiance(monkeypatch, _glass_room(False), k, mount)
+    # Through the pane (beside the middle stile, above the bottom rail) onto the red box.
+    origin = np.array([0.0, 0.0, 0.25])
+    target = np.array([2.4, 0.4, 0.6])
+    uv, _ = _project_world(with_glass, [target])
+    iu, iv = (int(round(c)) for c in uv[0])
+    crossing = origin + (target - origin) * (1.495 / 2.4)  # where the ray meets the pane
+    assert crossing[2] > 0.15 and abs(crossing[1]) > 0.1
+    assert with_glass.free[iv, iu] == 0
+    assert with_glass.depth[iv, iu] == pytest.approx(np.linalg.norm(crossing - origin), rel=0.02)
+    assert without.depth[iv, iu] == pytest.approx(np.linalg.norm(target - origin), rel=0.02)
+    seen, behind = rad_g[:, iv, iu], rad_n[:, iv, iu]
+    assert seen[0] > 2.0 * max(seen[1], seen[2])  # red, seen through the glass
+    assert 0.5 * behind[0] < seen[0] < behind[0]  # tinted: a little darker
+    # Floor seen through the glass is blocked too, and floor-coloured.
+    uv, _ = _project_world(with_glass, [[2.0, -0.8, 0.0]])
+    iu, iv = (int(round(c)) for c in uv[0])
+    assert without.free[iv, iu] == 1 and with_glass.free[iv, iu] == 0
+    assert np.ptp(rad_g[:, iv, iu]) < 0.5 * rad_g[:, iv, iu].mean()
+    # Every pixel whose ray first hits the pane or its frame is blocked; nothing new is free.
+    first_hits_glass = with_glass.depth < without.depth  # (the floor is cast the same way)
+    assert first_hits_glass.sum() > 1000
+    assert not with_glass.free[first_hits_glass].any()
+    assert not (with_glass.free.astype(bool) & ~without.free.astype(bool)).any()
+    np.testing.assert_array_equal(with_glass.free[~first_hits_glass],
+                                  without.free[~first_hits_glass])
+
+
+def test_glass_footprint_is_blocked_top_down():
+    scene = _glass_room()
+    ys = np.linspace(-1.45, 1.45, 30)
+    assert scene.blocked_top_down(np.full(30, 1.5), ys).all()
+    assert not scene.blocked_top_down(np.full(30, 1.56), ys).any()
+    assert not scene.blocked_top_down(np.full(30, 1.44), ys).any()
+    assert scene.clearance(1.5, 0.3) == 0.0
+    assert scene.collides(1.4, 0.3, 0.11) and not scene.collides(1.3, 0.3, 0.15)
+    parts = _glass_parts(scene)
+    panes = [o for o in parts if o.material.kind == 'glass']
+    assert len(panes) == 1 and panes[0].standing and panes[0].material == DEFAULT_GLASS
+    assert all(o.label == GLASS_LABEL for o in parts)
+    with pytest.raises(ValueError):
+        glass_partition((0.0, 0.0), (0.0, 0.0), 2.0)
+
+
+def _glass_seeds(count):
+    """Seeds whose random_sample frame has glass in its room."""
+    seeds = []
+    for seed in range(60):
+        if _glass_parts(make_scene(_rng(seed))):
+            seeds.append(seed)
+        if len(seeds) == count:
+            return seeds
+    raise AssertionError('too few rooms with glass')
+
+
+def test_random_glass_is_blocked_where_it_is_and_clear_of_the_robot():
+    config = RandomizationConfig()
+    glass_pixels = 0
+    for seed in _glass_seeds(6):
+        frame = random_sample(_rng(seed), SMALL)
+        scene = frame.scene
+        parts = _glass_parts(scene)
+        assert any(o.material.kind == 'glass' and o.standing for o in parts)
+        assert scene.clearance(*frame.robot_pose[:2]) > config.robot_clearance
+        for part in parts:
+            if part.standing:  # the footprint (shrunk a little) is blocked
+                pts = part.outline()
+                centre = pts.mean(axis=0)
+                inner = centre + 0.9 * (pts - centre)
+                assert scene.blocked_top_down(inner[:, 0], inner[:, 1]).all()
+                assert scene.blocked_top_down(*centre)
+        # Pixels whose first hit lies on a glass part are blocked.
+        pts = _world_points(frame)[np.isfinite(frame.depth)]
+        free = frame.free[np.isfinite(frame.depth)]
+        on_glass = np.zeros(len(pts), dtype=bool)
+        for part in parts:
+            grown = dataclasses.replace(part, size_x=part.size_x + 2e-3,
+                                        size_y=part.size_y + 2e-3)
+            on_glass |= (grown.contains_xy(pts[:, 0], pts[:, 1]) & (pts[:, 2] > 1e-3)
+                         & (pts[:, 2] >= part.bottom - 1e-3) & (pts[:, 2] <= part.height + 1e-3))
+        assert not free[on_glass].any()
+        glass_pixels += int(on_glass.sum())
+        # The shifted style has the same glass.
+        shifted = make_scene(_rng(seed), RandomizationConfig(style='shifted'))
+        assert _glass_parts(shifted) == _glass_parts(make_scene(_rng(seed)))
+    assert glass_pixels > 50
+
+
+def test_reflection_and_glass_draws_leave_the_rest_of_the_room_alone():
+    both_off = RandomizationConfig().without('reflections', 'glass')
+    for seed in range(12):
+        scene = make_scene(_rng(seed))
+        old = make_scene(_rng(seed), both_off)
+        assert dataclasses.replace(scene.appearance, floor_reflectivity=0.0,
+                                   floor_roughness=0.0) == old.appearance
+        assert scene.doors == old.doors and scene.decals == old.decals
+        if not _glass_parts(scene):
+            assert scene.obstacles == old.obstacles
+
+
 # --- python -m freespace_seg generate ----------------------------------------------------
 
 def _generate(out, *extra):
@@ -436,6 +634,24 @@ def test_generate_refuses_a_non_empty_directory(tmp_path, capsys):
     assert _generate(out, '--num', '1', '--overwrite') == 0
     assert sorted(os.listdir(out / 'train')) == ['000000_image.png', '000000_mask.png']
     assert _generate(tmp_path / 'bad', '--num', '2', '--splits', '1,2') != 0
+
+
+def test_generate_without_reflections_and_glass(tmp_path):
+    out = tmp_path / 'ds'
+    assert _generate(out, '--num', '2', '--seed', '5', '--splits', '1,0,0', '--no-reflections',
+                     '--no-glass') == 0
+    meta = json.loads((out / 'meta.json').read_text())
+    assert meta['randomization']['reflections'] is False
+    assert meta['randomization']['glass'] is False
+    assert meta['randomization']['specular'] is True
+    config = RandomizationConfig().without('reflections', 'glass')
+    assert RandomizationConfig.from_dict(meta['randomization']) == config
+    for i in range(2):
+        frame = random_sample(sample_rng(5, 0, i), default_intrinsics(64, 36), config)
+        img = cv2.imread(str(out / 'train' / f'{i:06d}_image.png'))[..., ::-1]
+        mask = cv2.imread(str(out / 'train' / f'{i:06d}_mask.png'), cv2.IMREAD_UNCHANGED)
+        np.testing.assert_array_equal(img, frame.image)
+        np.testing.assert_array_equal(mask, frame.free)
 
 
 # --- progress bar ------------------------------------------------------------------------

@@ -11,10 +11,11 @@ from freespace_seg.synthetic.randomization import (default_intrinsics, default_m
                                                    jitter_camera, RandomizationConfig)
 from freespace_seg.synthetic.render import Frame, material_albedo, random_sample, render
 from freespace_seg.synthetic.scene import (Appearance, Box, Cylinder, Decal, Door,
-                                           FOOTPRINT_EPS, Light, make_scene, Material, Scene)
+                                           FOOTPRINT_EPS, glass_partition, Light, make_scene,
+                                           Material, Scene)
 
 __all__ = [
     'Appearance', 'Box', 'Cylinder', 'Decal', 'default_intrinsics', 'default_mount', 'Door',
-    'FOOTPRINT_EPS', 'Frame', 'jitter_camera', 'Light', 'make_scene', 'Material',
-    'material_albedo', 'random_sample', 'RandomizationConfig', 'render', 'Scene',
+    'FOOTPRINT_EPS', 'Frame', 'glass_partition', 'jitter_camera', 'Light', 'make_scene',
+    'Material', 'material_albedo', 'random_sample', 'RandomizationConfig', 'render', 'Scene',
 ]

@@ -33,6 +33,10 @@ class RandomizationConfig:
     * ``l_shaped_rooms``: some rooms are L-shaped instead of rectangular.
     * ``doors``: closed doors in the walls.
     * ``decals``: rugs, mats and tape markings; they are floor, hence free.
+    * ``glass``: in some rooms (30 %) a glass partition, screen or door standing on the floor:
+      one to three panes with a frame (stiles, top rail), always a bottom rail or kick plate,
+      sometimes a frosted band or a push bar. It is blocked, although the renderer shows what
+      lies behind it, tinted, with a faint sheen (off: no glass).
 
     Scene appearance (drawn in ``make_scene``):
 
@@ -42,6 +46,9 @@ class RandomizationConfig:
     * ``lighting``: 1-3 lights of random position and power plus ambient (off: one light).
     * ``shadows``: hard or soft shadows and contact darkening on the floor (off: none).
     * ``specular``: glossy floors and objects (off: matte everything).
+    * ``reflections``: in some rooms (40 %) the floor is glossy and mirrors the room (walls,
+      doors, objects, lamps) with a reflectivity of 0.1-0.5 that grows towards grazing angles,
+      sharp or blurred by roughness; the floor stays free (off: no mirror reflections).
     * ``color_temperature``: warm or cool light colours and white-balance error (off: white).
 
     Camera (drawn in ``render`` when it gets an ``rng``; in ``random_sample``):
@@ -73,12 +80,14 @@ class RandomizationConfig:
     l_shaped_rooms: bool = True
     doors: bool = True
     decals: bool = True
+    glass: bool = True
     floor_materials: bool = True
     wall_textures: bool = True
     object_textures: bool = True
     lighting: bool = True
     shadows: bool = True
     specular: bool = True
+    reflections: bool = True
     color_temperature: bool = True
     exposure: bool = True
     noise: bool = True

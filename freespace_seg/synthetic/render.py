@@ -7,7 +7,18 @@ the box frame) and vertical finite cylinders; the nearest hit wins. Obstacles ar
 in the image rectangle that their bounding box projects to. The ground-truth mask comes from
 the same casting: a pixel is free (1) iff its ray first hits the floor plane inside the room
 at a point not covered by an obstacle footprint (rugs and markings are floor, so free); walls,
-doors, obstacles, anything above the floor, the ceiling and the sky are 0.
+doors, obstacles, glass panes and their frames, anything above the floor, the ceiling and the
+sky are 0.
+
+Glass panes (boxes of a ``glass`` material) are transparent: where a ray first hits one (the
+pixel stays blocked, its depth is the pane's), the ray is cast again without the panes and
+what it finds is shaded, tinted by the glass and overlaid with a faint Fresnel sheen and
+highlights. A glossy floor (``Appearance.floor_reflectivity``) mirrors the room: for floor
+pixels the mirrored ray (from the mirrored camera below the floor, which is the reflected
+ray from the floor point) is cast through the same scene code (glass panes are left out of
+reflections) and shaded, optionally blurred by roughness, and blended into the floor with a
+Fresnel-like weight; rugs and mats do not reflect. Labels do not change: a reflection is on
+free floor.
 
 Shading (linear RGB): procedural materials from world or surface coordinates with a simple
 pixel-footprint filter against aliasing, Lambert and Blinn-Phong lighting from point lights
@@ -24,7 +35,7 @@ import cv2
 from freespace_seg.geometry import CameraIntrinsics, CameraMount, rotation_rpy
 from freespace_seg.synthetic.randomization import (default_intrinsics, default_mount,
                                                    jitter_camera, RandomizationConfig)
-from freespace_seg.synthetic.scene import Box, Cylinder, make_scene, Scene
+from freespace_seg.synthetic.scene import Box, Cylinder, is_glass, make_scene, Scene
 import numpy as np
 
 ID_NONE, ID_FLOOR, ID_CEILING, ID_WALL0 = 0, 1, 2, 3
@@ -201,8 +212,12 @@ def _cast_cylinder(cyl, o, dx, dy, dz, t, ids, ident):
             _update(t, ids, tc, hit, ident)
 
 
-def _cast(scene, origin, dx, dy, dz, rects):
-    """Nearest hit distance t (inf for none) and surface id for every pixel."""
+def _cast(scene, origin, dx, dy, dz, rects, skip=None):
+    """
+    Nearest hit distance t (inf for none) and surface id for every pixel.
+
+    ``skip`` (a bool per obstacle, or None) leaves those obstacles out (glass panes).
+    """
     h, w = dx.shape
     ox, oy, oz = (float(v) for v in origin)
     t = np.full((h, w), np.inf, dtype=np.float32)
@@ -232,7 +247,7 @@ def _cast(scene, origin, dx, dy, dz, rects):
     o = (ox, oy, oz)
     for m, obj in enumerate(scene.obstacles):
         rect = rects[m]
-        if rect is None:
+        if rect is None or (skip is not None and skip[m]):
             continue
         u0, u1, v0, v1 = rect
         sl = (slice(v0, v1), slice(u0, u1))
@@ -248,6 +263,19 @@ def _object_points(scene):
     if not scene.obstacles:
         return np.zeros((0, 8, 3))
     return np.stack([o.corners() for o in scene.obstacles])
+
+
+def _crop_rects(rects, r0, r1, c0, c1):
+    """Screen rectangles relative to the crop rows r0:r1, columns c0:c1 (None outside it)."""
+    out = []
+    for rect in rects:
+        if rect is None:
+            out.append(None)
+            continue
+        u0, u1, v0, v1 = rect
+        u0, u1, v0, v1 = max(u0, c0) - c0, min(u1, c1) - c0, max(v0, r0) - r0, min(v1, r1) - r0
+        out.append((u0, u1, v0, v1) if u1 > u0 and v1 > v0 else None)
+    return out
 
 
 # --- procedural textures ---------------------------------------------------------------
@@ -526,7 +554,8 @@ def _topdown_maps(scene, use_shadows):
     scale = cell / (1 << shift)
     origin = np.array([x0, y0])
     maps = np.ones((len(lights) + 1, gh, gw), np.float32)
-    pts = _shadow_points(scene.obstacles) if scene.obstacles else None
+    casters = [o for o in scene.obstacles if not is_glass(o)]  # glass lets the light through
+    pts = _shadow_points(casters) if casters else None
     for li, light in enumerate(lights):
         if not use_shadows or pts is None:
             continue
@@ -598,7 +627,12 @@ def _scatter(dst, idx, src):
 
 
 def _shade(scene, intrinsics, origin, dx, dy, dz, t, ids, rects, config):
-    """Linear RGB radiance, planar (3, H, W) float32."""
+    """
+    Linear RGB radiance, planar (3, H, W) float32.
+
+    ``rects`` are the obstacles' screen rectangles; None when the "image" is a (1, n) list of
+    scattered pixels (the reflection pass), whose obstacle hits are then grouped by id.
+    """
     h, w = t.shape
     n = h * w
     app = scene.appearance
@@ -650,7 +684,14 @@ def _shade(scene, intrinsics, origin, dx, dy, dz, t, ids, rects, config):
             emit[ci] += (d2 < app.lamp_radius ** 2) * np.float32(6.0 * light.intensity)
     _shade_walls(scene, fid, geo, surf, use_spec)
     base = ID_WALL0 + len(scene.walls()[0])
-    for m, obj in enumerate(scene.obstacles):
+    if rects is None:
+        hits = np.flatnonzero(fid >= base)
+        order = hits[np.argsort(fid[hits], kind='stable')]
+        bounds = np.searchsorted(fid[order], np.arange(base, base + len(scene.obstacles) + 1))
+        for m, obj in enumerate(scene.obstacles):
+            if bounds[m + 1] > bounds[m]:
+                _shade_object(obj, order[bounds[m]:bounds[m + 1]], geo, surf, use_spec)
+    for m, obj in enumerate(scene.obstacles if rects is not None else ()):
         rect = rects[m]
         if rect is None:
             continue
@@ -765,22 +806,40 @@ def _shade_walls(scene, fid, geo, surf, use_spec):
         shin[wi] = 20.0
 
 
-def _apply_decal(decal, xs, ys, fp, alb):
+def _decal_local(decal, xs, ys):
+    """Floor points near ``decal``: their indices and coordinates (lu, lv) in its frame."""
     c, s = math.cos(float(decal.yaw)), math.sin(float(decal.yaw))
     r = 0.5 * math.hypot(decal.size_x, decal.size_y)
     near = np.flatnonzero((np.abs(xs - float(decal.x)) <= r) & (np.abs(ys - float(decal.y)) <= r))
     if not near.size:
-        return
+        return near, None, None
     px, py = xs[near] - float(decal.x), ys[near] - float(decal.y)
-    lu, lv = c * px + s * py, c * py - s * px
+    return near, c * px + s * py, c * py - s * px
+
+
+def _decal_inside(decal, lu, lv):
+    """Return (inside, distance to the edge inside) for points (lu, lv) in the decal's frame."""
     hx, hy = decal.size_x / 2.0, decal.size_y / 2.0
     if decal.shape == 'ellipse':
         q = (lu / hx) ** 2 + (lv / hy) ** 2
-        inside = q <= 1.0
-        edge = (1.0 - np.sqrt(np.minimum(q, 1.0))) * min(hx, hy)
-    else:
-        inside = (np.abs(lu) <= hx) & (np.abs(lv) <= hy)
-        edge = np.minimum(hx - np.abs(lu), hy - np.abs(lv))
+        return q <= 1.0, (1.0 - np.sqrt(np.minimum(q, 1.0))) * min(hx, hy)
+    inside = (np.abs(lu) <= hx) & (np.abs(lv) <= hy)
+    return inside, np.minimum(hx - np.abs(lu), hy - np.abs(lv))
+
+
+def _decal_cover(decal, xs, ys):
+    """Return the indices of the floor points (xs, ys) that ``decal`` covers."""
+    near, lu, lv = _decal_local(decal, xs, ys)
+    if not near.size:
+        return near
+    return near[_decal_inside(decal, lu, lv)[0]]
+
+
+def _apply_decal(decal, xs, ys, fp, alb):
+    near, lu, lv = _decal_local(decal, xs, ys)
+    if not near.size:
+        return
+    inside, edge = _decal_inside(decal, lu, lv)
     if not inside.any():
         return
     idx = near[inside]
@@ -849,6 +908,159 @@ def _shade_object(obj, oi, geo, surf, use_spec):
     if use_spec and mat.specular > 0.0:
         ks[oi] = mat.specular
         shin[oi] = mat.shininess
+
+
+# --- glass and floor reflections --------------------------------------------------------
+
+def _glass_flags(scene):
+    """Return a bool per obstacle, True for glass panes (None when there are none)."""
+    flags = np.array([is_glass(o) for o in scene.obstacles], dtype=bool)
+    return flags if flags.any() else None
+
+
+def _see_through(scene, origin, dx, dy, dz, t, ids, rects, glass):
+    """
+    Look through the glass panes: the hits (t, ids) with every pane left out.
+
+    Returns (t_seen, ids_seen, pane) where ``pane`` (H, W) is True where the ray first hit a
+    pane (those pixels keep their label and depth; the rest of the arrays are unchanged).
+    """
+    base = ID_WALL0 + len(scene.walls()[0])
+    lookup = np.zeros(base + len(scene.obstacles), dtype=bool)
+    lookup[base:] = glass
+    pane = lookup[ids]
+    if not pane.any():
+        return t, ids, pane
+    rows, cols = np.flatnonzero(pane.any(axis=1)), np.flatnonzero(pane.any(axis=0))
+    r0, r1, c0, c1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    crop = (slice(r0, r1), slice(c0, c1))
+    t2, ids2 = _cast(scene, origin, dx[crop], dy[crop], dz[crop],
+                     _crop_rects(rects, r0, r1, c0, c1), skip=glass)
+    t_seen, ids_seen = t.copy(), ids.copy()
+    sub = pane[crop]
+    t_seen[crop][sub] = t2[sub]
+    ids_seen[crop][sub] = ids2[sub]
+    return t_seen, ids_seen, pane
+
+
+def _reflect_floor(rad, scene, intrinsics, origin, r_wo, dx, dy, dz, t, ids, config, glass):
+    """
+    Blend the mirror image of the room into the floor pixels of ``rad`` (in place).
+
+    The ray reflected at a floor point is the ray from the camera mirrored below the floor
+    (z -> -z) through that point: it is cast from there with the usual code (obstacles in the
+    rectangles their mirror images project to), only for the rows that hold floor, and
+    shaded for the floor pixels only. Glass panes are left out of reflections.
+    """
+    app = scene.appearance
+    floor = ids == ID_FLOOR
+    rows = np.flatnonzero(floor.any(axis=1))
+    if not rows.size:
+        return
+    h, w = t.shape
+    r0, r1 = int(rows[0]), int(rows[-1]) + 1
+    mirror = np.array([origin[0], origin[1], -origin[2]], dtype=np.float64)
+    pts = _object_points(scene).copy()
+    pts[..., 2] *= -1.0
+    rects = _crop_rects(_screen_rects(pts, origin, r_wo, intrinsics), r0, r1, 0, w)
+    mdz = -dz[r0:r1]
+    tr, idr = _cast(scene, mirror, dx[r0:r1], dy[r0:r1], mdz, rects, skip=glass)
+    sel = np.flatnonzero(floor[r0:r1].ravel())
+    c_dx = dx[r0:r1].ravel()[sel]
+    c_dy = dy[r0:r1].ravel()[sel]
+    c_dz = mdz.ravel()[sel]
+    c_t = tr.ravel()[sel]
+    refl = _shade(scene, intrinsics, mirror, c_dx[None], c_dy[None], c_dz[None], c_t[None],
+                  idr.ravel()[sel][None], None, config).reshape(3, -1)
+    idx = r0 * w + sel  # the floor pixels in the whole image
+    t_floor = t.ravel()[idx]
+    if app.floor_roughness > 0.0:
+        # A rough floor blurs what is reflected, the more the farther it is from the floor.
+        hc = r1 - r0
+        img = np.zeros((hc * w, 3), np.float32)
+        img[sel] = refl.T
+        wgt = np.zeros(hc * w, np.float32)
+        wgt[sel] = 1.0
+        sigma = max(0.5, float(app.floor_roughness) * w / 100.0)
+        img = cv2.GaussianBlur(img.reshape(hc, w, 3), (0, 0), sigma).reshape(-1, 3)
+        wgt = cv2.GaussianBlur(wgt.reshape(hc, w), (0, 0), sigma).ravel()
+        blurred = img[sel].T / np.maximum(wgt[sel], 1e-6)
+        with np.errstate(invalid='ignore'):
+            k = np.clip((c_t - t_floor) / t_floor, 0.0, 1.0)
+        k[~np.isfinite(c_t)] = 1.0
+        refl += (blurred - refl) * k
+    # Fresnel-like: a fifth of the reflectivity looking straight down, all of it grazing.
+    grazing = (1.0 - np.clip(-dz.ravel()[idx], 0.0, 1.0)) ** 5
+    f = np.float32(app.floor_reflectivity) * (0.2 + 0.8 * grazing)
+    if scene.decals:  # rugs, mats and tape are matte
+        xs = origin[0] + t_floor * dx.ravel()[idx]
+        ys = origin[1] + t_floor * dy.ravel()[idx]
+        for decal in scene.decals:
+            f[_decal_cover(decal, xs, ys)] = 0.0
+    flat = rad.reshape(3, -1)
+    for c in range(3):
+        flat[c, idx] += (refl[c] - flat[c, idx]) * f
+
+
+def _composite_glass(rad, scene, origin, dx, dy, dz, t, ids, pane, config):
+    """
+    Turn the radiance behind the panes into the look of glass (in place).
+
+    What lies behind is tinted by the pane (its transmittance less the reflected part); a
+    Fresnel sheen of the room's mean radiance, modulated by soft diagonal streaks, and
+    Blinn-Phong highlights of the two strongest lights are added. A pane's edge faces are
+    darker (seen through more glass).
+    """
+    app = scene.appearance
+    flat = rad.reshape(3, -1)
+    env = rad[:, ::4, ::4].reshape(3, -1).mean(axis=1)
+    pix = np.flatnonzero(pane.ravel())
+    base = ID_WALL0 + len(scene.walls()[0])
+    owner = ids.ravel()[pix].astype(np.int64) - base
+    ox, oy, oz = (float(v) for v in origin)
+    lights = sorted(app.lights, key=lambda li: -li.intensity)[:2]
+    for m in np.unique(owner):
+        obj = scene.obstacles[int(m)]
+        mat = obj.material
+        gi = pix[owner == m]
+        d_x, d_y, d_z = dx.ravel()[gi], dy.ravel()[gi], dz.ravel()[gi]
+        tt = t.ravel()[gi]
+        x, y, z = ox + tt * d_x, oy + tt * d_y, oz + tt * d_z
+        c, s = math.cos(float(obj.yaw)), math.sin(float(obj.yaw))
+        px, py = x - float(obj.x), y - float(obj.y)
+        lx, ly = c * px + s * py, c * py - s * px
+        ex = np.abs(np.abs(lx) - float(obj.size_x) / 2.0)
+        ey = np.abs(np.abs(ly) - float(obj.size_y) / 2.0)
+        face = ey <= np.minimum(ex, np.abs(z - float(obj.height)))  # a broad face, not an edge
+        sign = np.where(-s * d_x + c * d_y > 0.0, -1.0, 1.0).astype(np.float32)
+        n_x, n_y = -s * sign, c * sign  # the broad face's normal, towards the camera
+        cos_i = np.clip(-(d_x * n_x + d_y * n_y), 0.0, 1.0)
+        fresnel = 0.04 + 0.96 * (1.0 - cos_i) ** 5
+        refl = np.clip(fresnel + np.float32(mat.scale2), 0.0, 0.9)
+        trans = _col(mat.color) * (1.0 - refl)[None, :]
+        trans[:, ~face] *= _col(mat.color) * 0.6
+        ca, sa = math.cos(float(mat.angle)), math.sin(float(mat.angle))
+        phase = (lx * ca + z * sa) * np.float32(1.0 / max(float(mat.scale), 0.05))
+        phase += np.float32((int(mat.seed) % 1000) * 0.013)
+        streak = (0.5 + 0.5 * np.cos(np.float32(2.0 * math.pi) * phase)) ** 3
+        sheen = _col(env) * (refl * (0.5 + 1.5 * streak))[None, :]
+        out = trans * flat[:, gi] + sheen
+        if config.specular and mat.specular > 0.0:
+            for light in lights:
+                qx, qy, qz = (float(v) for v in light.position)
+                vx, vy, vz = qx - x, qy - y, qz - z
+                d2 = vx * vx + vy * vy + vz * vz
+                inv = 1.0 / np.sqrt(d2 + 1e-6)
+                ndotl = (vx * n_x + vy * n_y) * inv
+                hx, hy, hz = vx * inv - d_x, vy * inv - d_y, vz * inv - d_z
+                hn = 1.0 / np.sqrt(hx * hx + hy * hy + hz * hz + 1e-12)
+                ndoth = np.maximum((hx * n_x + hy * n_y) * hn, 1e-6)
+                spec = np.float32(mat.specular) * np.exp(np.float32(mat.shininess)
+                                                         * np.log(ndoth))
+                spec *= (ndotl > 0.0) * face
+                spec *= np.float32(light.intensity) / (1.0 + d2 * np.float32(1.0 / 6.0))
+                out += _col(light.color) * spec[None, :]
+        flat[:, gi] = out
 
 
 # --- camera model ----------------------------------------------------------------------
@@ -943,7 +1155,8 @@ def render(scene, intrinsics, mount, robot_pose=(0.0, 0.0, 0.0), rng=None, rando
     ``robot_pose`` is (x, y, yaw) of base_link in the world; ``mount`` is the camera pose in
     base_link. ``rng`` (a numpy Generator) draws the camera effects (exposure error, white
     balance, vignetting, blur, noise, JPEG) that ``randomization`` enables; without an ``rng``
-    the image is clean and deterministic. Returns a :class:`Frame`.
+    the image is clean and deterministic. A glossy floor (``Appearance.floor_reflectivity``)
+    reflects only while ``randomization.reflections`` is on. Returns a :class:`Frame`.
     """
     config = randomization if randomization is not None else RandomizationConfig()
     origin, r_wo = camera_in_world(mount, robot_pose)
@@ -951,7 +1164,16 @@ def render(scene, intrinsics, mount, robot_pose=(0.0, 0.0, 0.0), rng=None, rando
     rects = _screen_rects(_object_points(scene), origin, r_wo, intrinsics)
     t, ids = _cast(scene, origin, dx, dy, dz, rects)
     free = (ids == ID_FLOOR).astype(np.uint8)
-    rad = _shade(scene, intrinsics, origin, dx, dy, dz, t, ids, rects, config)
+    glass = _glass_flags(scene)
+    t_seen, ids_seen, pane = t, ids, None
+    if glass is not None:
+        t_seen, ids_seen, pane = _see_through(scene, origin, dx, dy, dz, t, ids, rects, glass)
+    rad = _shade(scene, intrinsics, origin, dx, dy, dz, t_seen, ids_seen, rects, config)
+    if config.reflections and scene.appearance.floor_reflectivity > 0.0:
+        _reflect_floor(rad, scene, intrinsics, origin, r_wo, dx, dy, dz, t_seen, ids_seen,
+                       config, glass)
+    if pane is not None and pane.any():
+        _composite_glass(rad, scene, origin, dx, dy, dz, t, ids, pane, config)
     image = _camera(rad, scene, rng, config)
     pose = tuple(float(v) for v in robot_pose)
     return Frame(image, free, t, intrinsics, mount, pose, scene)
