@@ -1,0 +1,903 @@
+"""
+``python -m freespace_seg tradeoff``: network input size against mIoU against latency.
+
+The UNet is fully convolutional, so one set of weights runs at any input size. The command
+rebuilds the torch UNet from an ONNX model (by default the shipped fp32 one; see
+:func:`freespace_seg.training.finetune.rebuild_torch_model`), re-exports it at each of
+``--sizes`` (width and height multiples of ``--size-multiple``, 16 by default), each with
+its own model card (the card's input size drives the node's letterbox), and for each size
+measures
+
+* the scores on the same rendered frames, through the node's own pipeline
+  (:func:`freespace_seg.training.evaluate.evaluate_frames`: letterbox to that size, ONNX
+  Runtime, mask mapped back to camera pixels), so every row is scored at camera resolution
+  against the same labels;
+* the latency of the bare model (ONNX Runtime on the CPU, ``--threads`` intra-op threads, a
+  fixed random input, no pre- or postprocessing): p50 and p95 over ``--runs`` runs, and fps
+  as 1000 / mean; the runs of all rows are interleaved in ``--rounds`` rounds, so that load
+  from other processes on a shared machine touches every row alike;
+* with ``--int8``, the same for a static INT8 (QDQ) copy of each size, quantized as the
+  ``quantize`` command does (calibration frames of their own seed, through the node's
+  Preprocessor).
+
+``--extra-model PATH`` (repeatable) adds other models, each measured as given at its own
+card's size: a model trained at another size, a pruned one, an INT8 one, so the one table
+also covers other model shapes. Rows are compared with the fp32 row at the base model's own
+input size (480x272 for the shipped model): latency as a ratio, mIoU as a difference.
+
+The table also gives each row's letterbox padding for the camera frames: the shipped model
+was trained with 480x270 frames in 480x272, one padded row at the top and one at the bottom,
+and wider bands of padding are a change of input it never saw.
+
+Caveat: the weights were trained at one input size (480x272 for the shipped model). At any
+other size the rows show the same weights looking at the scene at another scale, not what a
+model trained for that size would score; a size that looks promising deserves its own
+training run (``python -m freespace_seg train --input-size WxH``), which can then be
+compared here with ``--extra-model``.
+
+Writes ``tradeoff.md`` (the table), ``tradeoff.json`` (every number, the machine and the
+settings) and ``tradeoff.png`` (mIoU against p50 latency, points labelled by size, drawn
+with OpenCV) into ``--out``; the re-exported models and their cards go to ``--work-dir``.
+
+Examples::
+
+    python -m freespace_seg tradeoff --render 200 --int8 --threads 1 --out data/tradeoff
+    # the table in docs/model/: also 384x216, exactly 16:9 (216 is not a multiple of 16)
+    python -m freespace_seg tradeoff --render 200 --int8 --runs 200 --size-multiple 8 \
+        --sizes 256x144,320x176,384x216,384x224,480x272,512x288,640x368,960x544 \
+        --out docs/model
+"""
+
+import copy
+import datetime
+import hashlib
+import json
+import os
+import re
+import shlex
+import sys
+import time
+
+import cv2
+from freespace_seg.model_card import card_from_dict, load_card, ModelCardError
+from freespace_seg.progress import progress
+import numpy as np
+
+DEFAULT_SIZES = '256x144,320x176,384x224,480x272,512x288,640x368,960x544'
+DEFAULT_OUT = os.path.join('data', 'tradeoff')
+DEFAULT_WORK_DIR = os.path.join('data', 'tradeoff', 'models')
+DEFAULT_FRAME_SIZE = '480x270'
+#: width and height of every re-export are multiples of this (see :func:`parse_size`)
+SIZE_MULTIPLE = 16
+#: seed of the evaluation frames: the held-out test seed of the card (training: 0 and 1)
+EVAL_SEED = 1000
+WEIGHT_OPS = ('Conv', 'ConvTranspose', 'Gemm', 'MatMul')
+
+
+class TradeoffError(ValueError):
+    """Unusable options or models; the message says what to fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+
+
+def parse_size(text, multiple=SIZE_MULTIPLE, what='size'):
+    """
+    Parse ``WIDTHxHEIGHT`` into (width, height); raise :class:`TradeoffError` if it is bad.
+
+    With ``multiple`` both must be multiples of it. The UNet runs at any size, but 16 keeps
+    the four stride-2 levels down to 1/16 exact halvings, as at the training size 480x272
+    (272 = 17 * 16), so the levels line up as they did in training.
+    """
+    match = re.fullmatch(r'\s*(\d+)\s*[xX]\s*(\d+)\s*', str(text))
+    if not match:
+        raise TradeoffError(f'{what} {text!r}: expected WIDTHxHEIGHT, e.g. 480x272')
+    width, height = int(match.group(1)), int(match.group(2))
+    if width < 1 or height < 1:
+        raise TradeoffError(f'{what} {text!r}: width and height must be positive')
+    if multiple and (width % multiple or height % multiple):
+        raise TradeoffError(f'{what} {width}x{height}: width and height must be multiples of '
+                            f'{multiple} (e.g. {_round_to(width, multiple)}x'
+                            f'{_round_to(height, multiple)})')
+    return width, height
+
+
+def _round_to(value, multiple):
+    return max(multiple, int(round(value / multiple)) * multiple)
+
+
+def parse_sizes(text, multiple=SIZE_MULTIPLE):
+    """Parse a comma-separated list of sizes; duplicates are dropped, the order kept."""
+    sizes = []
+    for part in str(text).split(','):
+        if not part.strip():
+            continue
+        size = parse_size(part, multiple)
+        if size not in sizes:
+            sizes.append(size)
+    if not sizes:
+        raise TradeoffError(f'--sizes {text!r}: no size given (e.g. {DEFAULT_SIZES})')
+    return sizes
+
+
+def add_arguments(parser):
+    """Add the ``tradeoff`` options to ``parser``."""
+    parser.description = (
+        'Re-export a model (default: the shipped one) at several network input sizes and '
+        'measure mIoU (node pipeline, rendered frames) and bare-model latency (ONNX Runtime, '
+        'CPU) for each, optionally also an INT8 copy of each and further models; writes '
+        'tradeoff.md, tradeoff.json and tradeoff.png. The weights were trained at one size: '
+        'other sizes show them at another scale, not a model trained for that size.')
+    parser.add_argument('--model', metavar='ONNX',
+                        help='fp32 ONNX model of this package with its card beside it '
+                             '(default: the shipped model)')
+    parser.add_argument('--sizes', default=DEFAULT_SIZES,
+                        help='network input sizes WIDTHxHEIGHT, comma-separated, multiples of '
+                             "--size-multiple; the model's own size is added when missing "
+                             '(default: %(default)s)')
+    parser.add_argument('--size-multiple', type=int, default=SIZE_MULTIPLE, metavar='N',
+                        help='width and height of --sizes must be multiples of N; 16 keeps the '
+                             'four stride-2 levels down to 1/16 exact halvings as in training, '
+                             '8 also allows e.g. 384x216, exactly 16:9 (default: %(default)s)')
+    parser.add_argument('--extra-model', action='append', default=[], metavar='ONNX',
+                        help='another model with its card, measured as given at its own size '
+                             '(e.g. trained at another size, pruned, INT8); repeatable')
+    parser.add_argument('--render', type=int, default=200, metavar='N',
+                        help='evaluation frames rendered once and reused for every row '
+                             '(default: %(default)s)')
+    parser.add_argument('--seed', type=int, default=EVAL_SEED,
+                        help="renderer seed of the evaluation frames; the card's held-out "
+                             'test seed by default (default: %(default)s)')
+    parser.add_argument('--style', default='default', choices=('default', 'shifted'),
+                        help='look of the rendered frames, as in `eval` (default: %(default)s)')
+    parser.add_argument('--frame-size', default=DEFAULT_FRAME_SIZE, metavar='WxH',
+                        help='camera size of the rendered frames; scores are taken at this '
+                             'size (default: %(default)s, as in `eval`)')
+    parser.add_argument('--threads', type=int, default=1,
+                        help='ONNX Runtime intra-op threads for scoring and timing, and torch '
+                             'threads for the export. 1 by default: on a small shared CPU one '
+                             'thread gives the steadiest figures, and the table compares sizes, '
+                             'not thread counts (default: %(default)s)')
+    parser.add_argument('--runs', type=int, default=100,
+                        help='timed runs of each bare model (default: %(default)s)')
+    parser.add_argument('--rounds', type=int, default=5,
+                        help='the timed runs are split into this many rounds, every model in '
+                             'turn, so that load from other processes touches every row alike '
+                             '(default: %(default)s)')
+    parser.add_argument('--warmup', type=int, default=10,
+                        help='untimed runs before them (default: %(default)s)')
+    parser.add_argument('--int8', action='store_true',
+                        help='also quantize each size (static INT8 QDQ, as `quantize`) and '
+                             'measure it')
+    parser.add_argument('--int8-sizes', metavar='SIZES',
+                        help='with --int8, quantize only these of --sizes (default: all)')
+    parser.add_argument('--calib-frames', type=int, default=64,
+                        help='INT8 calibration frames, rendered at --frame-size with the '
+                             'calibration seed of `quantize` (default: %(default)s, as '
+                             '`quantize`)')
+    parser.add_argument('--out', default=DEFAULT_OUT,
+                        help='folder for tradeoff.md, tradeoff.json and tradeoff.png '
+                             '(default: %(default)s)')
+    parser.add_argument('--work-dir', default=DEFAULT_WORK_DIR,
+                        help='folder for the re-exported models and their cards '
+                             '(default: %(default)s)')
+
+
+def _check_args(args):
+    """Validate the options before any long work; return (sizes, int8 sizes, frame size)."""
+    if args.render is None or args.render < 1:
+        raise TradeoffError(f'--render must be at least 1, got {args.render}')
+    for flag, value, low in (('--threads', args.threads, 1), ('--runs', args.runs, 1),
+                             ('--rounds', args.rounds, 1),
+                             ('--warmup', args.warmup, 0),
+                             ('--calib-frames', args.calib_frames, 1)):
+        if value < low:
+            raise TradeoffError(f'{flag} must be at least {low}, got {value}')
+    if args.size_multiple < 1:
+        raise TradeoffError(f'--size-multiple must be at least 1, got {args.size_multiple}')
+    sizes = parse_sizes(args.sizes, args.size_multiple)
+    frame_size = parse_size(args.frame_size, multiple=None, what='--frame-size')
+    int8_sizes = []
+    if args.int8_sizes and not args.int8:
+        raise TradeoffError('--int8-sizes needs --int8')
+    if args.int8:
+        int8_sizes = list(sizes)
+        if args.int8_sizes:
+            int8_sizes = parse_sizes(args.int8_sizes, args.size_multiple)
+        missing = [f'{w}x{h}' for w, h in int8_sizes if (w, h) not in sizes]
+        if missing:
+            raise TradeoffError(f'--int8-sizes {", ".join(missing)}: not in --sizes')
+    if not os.path.isfile(args.model):
+        raise TradeoffError(f'model not found: {args.model}')
+    for path in args.extra_model:
+        if not os.path.isfile(path):
+            raise TradeoffError(f'--extra-model not found: {path}')
+    same = os.path.abspath(args.out) == os.path.abspath(args.work_dir)
+    if same:
+        raise TradeoffError('--work-dir must differ from --out (models are not reports)')
+    return sizes, int8_sizes, frame_size
+
+
+def reproduce_command(args):
+    """Return this run's command line with every option spelled out."""
+    from freespace_seg.pipeline import packaged_model_path
+
+    parts = ['python', '-m', 'freespace_seg', 'tradeoff']
+    if os.path.abspath(args.model) != os.path.abspath(packaged_model_path()):
+        parts += ['--model', args.model]
+    parts += ['--sizes', args.sizes]
+    if args.size_multiple != SIZE_MULTIPLE:
+        parts += ['--size-multiple', str(args.size_multiple)]
+    for path in args.extra_model:
+        parts += ['--extra-model', path]
+    parts += ['--render', str(args.render), '--seed', str(args.seed), '--style', args.style,
+              '--frame-size', args.frame_size, '--threads', str(args.threads),
+              '--runs', str(args.runs), '--rounds', str(args.rounds),
+              '--warmup', str(args.warmup)]
+    if args.int8:
+        parts += ['--int8', '--calib-frames', str(args.calib_frames)]
+        if args.int8_sizes:
+            parts += ['--int8-sizes', args.int8_sizes]
+    parts += ['--out', args.out, '--work-dir', args.work_dir]
+    return shlex.join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def onnx_info(path):
+    """
+    Return (weight count, precision) of an ONNX file.
+
+    The weight count is the number of elements of the initializers that feed a Conv,
+    ConvTranspose, Gemm or MatMul directly or through a DequantizeLinear (so a fp32 model and
+    its INT8 copy count the same); precision is ``int8`` when the graph holds QuantizeLinear
+    / DequantizeLinear or QLinear nodes, else ``fp32``.
+    """
+    import onnx
+
+    graph = onnx.load(path, load_external_data=False).graph
+    sizes = {t.name: int(np.prod(t.dims, dtype=np.int64)) for t in graph.initializer}
+    dequant = {n.output[0]: n.input[0] for n in graph.node
+               if n.op_type == 'DequantizeLinear' and n.output}
+    counted = set()
+    for node in graph.node:
+        if node.op_type not in WEIGHT_OPS:
+            continue
+        for name in node.input[1:]:
+            name = dequant.get(name, name)
+            if name in sizes:
+                counted.add(name)
+    quantized = any(n.op_type in ('QuantizeLinear', 'DequantizeLinear')
+                    or n.op_type.startswith('QLinear') for n in graph.node)
+    return sum(sizes[n] for n in counted), 'int8' if quantized else 'fp32'
+
+
+def onnx_input_shape(path):
+    """Return the static input shape of an ONNX file as a list (dim names for dynamic dims)."""
+    import onnx
+
+    graph = onnx.load(path, load_external_data=False).graph
+    inits = {t.name for t in graph.initializer}
+    inp = next(i for i in graph.input if i.name not in inits)
+    return [d.dim_value if d.HasField('dim_value') else d.dim_param
+            for d in inp.type.tensor_type.shape.dim]
+
+
+def load_base_model(model_path, threads=1):
+    """
+    Rebuild the torch UNet of ``model_path`` and check it against ONNX Runtime.
+
+    Returns (model, card, rebuild max |logit diff|); raises :class:`TradeoffError` for a
+    model that is not the float UNet of this package or whose card does not fit.
+    """
+    from freespace_seg.training.export import compare_with_torch
+    from freespace_seg.training.finetune import (_card_inputs, FinetuneError, REBUILD_TOLERANCE,
+                                                 rebuild_torch_model)
+
+    try:
+        card = load_card(model_path)
+        width, height = _card_inputs(card, model_path)
+        model = rebuild_torch_model(model_path)
+    except (ModelCardError, FinetuneError) as e:
+        raise TradeoffError(str(e)) from e
+    probe = np.random.default_rng(0).uniform(-1.0, 1.0, size=(1, 3, height, width))
+    diff = compare_with_torch(model, model_path, inputs=probe.astype(np.float32),
+                              threads=threads)
+    if not diff <= REBUILD_TOLERANCE:
+        raise TradeoffError(f'the torch UNet rebuilt from {model_path} differs from it by '
+                            f'{diff:.3g} (> {REBUILD_TOLERANCE:g}): not the UNet of this '
+                            'package?')
+    return model, card, diff
+
+
+def resized_card(base_card, model_file, width, height, source_path, export_diff):
+    """
+    Return the card dict of the base model re-exported at ``width`` x ``height``.
+
+    A copy of the base card with the name, model file and input shape changed, its
+    ``evaluation`` and ``latency_ms`` emptied (they were measured at the base size) and a
+    ``reexport`` section that says where the weights come from.
+    """
+    raw = copy.deepcopy(base_card.raw)
+    stem = os.path.splitext(os.path.basename(model_file))[0]
+    base_w, base_h = base_card.input_width, base_card.input_height
+    new = {}
+    for key, value in raw.items():
+        if key == 'name':
+            value = stem
+        elif key == 'model_file':
+            value = os.path.basename(model_file)
+        elif key == 'description':
+            value = (f'{base_card.name} re-exported at {width}x{height} (trained at '
+                     f'{base_w}x{base_h}) by python -m freespace_seg tradeoff. '
+                     + str(value or '')).strip()
+        elif key == 'input':
+            value = dict(value, shape=[1, 3, int(height), int(width)])
+        elif key in ('evaluation', 'latency_ms'):
+            value = {}
+        elif key == 'latency_note':
+            continue
+        new[key] = value
+        if key == 'model_file':
+            new['reexport'] = {
+                'source_model': os.path.basename(source_path),
+                'source_model_sha256': _sha256(source_path),
+                'trained_input_size': [base_w, base_h],
+                'input_size': [int(width), int(height)],
+                'onnx_max_abs_diff_vs_torch': float(f'{export_diff:.3g}'),
+                'note': 'the same weights (BatchNorm folded) at another input size: the scene '
+                        'at another scale, not a model trained for this size',
+            }
+    return new
+
+
+def export_size(model, base_card, source_path, width, height, work_dir):
+    """
+    Export ``model`` at ``width`` x ``height`` into ``work_dir`` with its card.
+
+    Returns (onnx path, card path, ONNX Runtime vs torch max |logit diff|).
+    """
+    from freespace_seg.training.evaluate import dump_card
+    from freespace_seg.training.export import export_and_verify
+
+    stem = os.path.splitext(os.path.basename(source_path))[0]
+    path = os.path.join(work_dir, f'{stem}_{int(width)}x{int(height)}.onnx')
+    diff = export_and_verify(model, path, int(width), int(height))
+    card = resized_card(base_card, path, width, height, source_path, diff)
+    card_path = os.path.splitext(path)[0] + '.yaml'
+    card_from_dict(card, card_path)  # a valid card?
+    dump_card(card, card_path)
+    return path, card_path, diff
+
+
+def quantize_size(fp32_path, calib_frames, log=None):
+    """Write ``<stem>_int8.onnx`` and its card beside a re-export; return its path."""
+    from freespace_seg.quantize import (calibration_tensors, CALIBRATION_SEED, int8_path_for,
+                                        quantize_model, write_card)
+
+    card = load_card(fp32_path)
+    out = int8_path_for(fp32_path)
+    tensors = calibration_tensors(card, calib_frames)
+    info = quantize_model(fp32_path, out, tensors, card.input_name, log=log)
+    info['calibration'] = {
+        'frames': len(tensors), 'seed': CALIBRATION_SEED,
+        'image_size': [int(calib_frames[0][0].shape[1]), int(calib_frames[0][0].shape[0])],
+        'source': 'freespace_seg.training.data.rendered_frames, through '
+                  'freespace_seg.preprocess.Preprocessor (python -m freespace_seg tradeoff)'}
+    info['source_model'] = os.path.basename(fp32_path)
+    write_card(card.path, out, info)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+def _timing_session(model_path, threads):
+    """Return an ONNX Runtime CPU session of a model and a fixed random feed for it."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = int(threads)
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    session = ort.InferenceSession(model_path, sess_options=opts,
+                                   providers=['CPUExecutionProvider'])
+    inp = session.get_inputs()[0]
+    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+    rng = np.random.default_rng(0)
+    if 'uint8' in inp.type:
+        x = rng.integers(0, 256, size=shape).astype(np.uint8)
+    else:
+        dtype = np.float16 if 'float16' in inp.type else np.float32
+        x = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    return session, {inp.name: x}
+
+
+def latency_stats(samples_ms, threads, rounds=1):
+    """Return p50, p95, mean and max (ms), fps (1000 / mean), runs, rounds and threads."""
+    times = np.asarray(samples_ms, np.float64)
+    mean = float(times.mean())
+    return {'p50_ms': round(float(np.percentile(times, 50)), 4),
+            'p95_ms': round(float(np.percentile(times, 95)), 4),
+            'mean_ms': round(mean, 4), 'max_ms': round(float(times.max()), 4),
+            'fps': round(1000.0 / mean, 2) if mean > 0 else None,
+            'runs': int(len(times)), 'rounds': int(rounds), 'threads': int(threads)}
+
+
+def time_models(model_paths, threads=1, runs=100, warmup=10, rounds=1, labels=None):
+    """
+    Time one bare ONNX Runtime run of each model (fixed random input of its static shape).
+
+    The runs are interleaved: ``rounds`` times, every model in turn runs its share of
+    ``runs`` (after two untimed runs, to refill the caches the others used). On a shared
+    machine a burst of load then touches every model alike, instead of the few timed during
+    it, so the ratios between rows stay fair. Returns one :func:`latency_stats` per model.
+    """
+    sessions = [_timing_session(path, threads) for path in model_paths]
+    for session, feed in sessions:
+        for _ in range(int(warmup)):
+            session.run(None, feed)
+    rounds = max(int(rounds), 1)
+    per_round = max(1, -(-max(int(runs), 1) // rounds))
+    samples = [[] for _ in sessions]
+    labels = labels or [os.path.basename(p) for p in model_paths]
+    turns = [(r, i) for r in range(rounds) for i in range(len(sessions))]
+    bar = progress(turns, total=len(turns), desc='tradeoff: timing')
+    for _, i in bar:
+        session, feed = sessions[i]
+        for _ in range(2):
+            session.run(None, feed)
+        for _ in range(per_round):
+            t0 = time.perf_counter()
+            session.run(None, feed)
+            samples[i].append((time.perf_counter() - t0) * 1000.0)
+    return [latency_stats(s, threads, rounds) for s in samples]
+
+
+def time_model(model_path, threads=1, runs=100, warmup=10):
+    """Time one model alone; see :func:`time_models`."""
+    return time_models([model_path], threads, runs, warmup)[0]
+
+
+def _r4(value):
+    return None if value is None else round(float(value), 4)
+
+
+def letterbox_padding(card, frame_width, frame_height):
+    """Return the network-input pixels of padding around a frame: left, top, right, bottom."""
+    from freespace_seg.preprocess import Letterbox
+
+    box = Letterbox.compute(int(frame_width), int(frame_height), card.input_width,
+                            card.input_height, card.resize_mode)
+    return [box.pad_left, box.pad_top, box.dst_w - box.content_w - box.pad_left,
+            box.dst_h - box.content_h - box.pad_top]
+
+
+def padding_text(pad):
+    """Describe a padding [left, top, right, bottom]: ``1+1 rows``, ``3+4 cols`` or ``none``."""
+    left, top, right, bottom = pad
+    parts = []
+    if top or bottom:
+        parts.append(f'{top}+{bottom} rows')
+    if left or right:
+        parts.append(f'{left}+{right} cols')
+    return ', '.join(parts) or 'none'
+
+
+def measure(model_path, frames, threads, label):
+    """Score ``model_path`` on ``frames`` through the pipeline; return a row (no latency)."""
+    from freespace_seg.training.evaluate import evaluate_frames
+
+    card = load_card(model_path)
+    frame_h, frame_w = frames[0][0].shape[:2]
+    params, precision = onnx_info(model_path)
+    summary, sec = evaluate_frames(model_path, frames, total=len(frames), threads=threads,
+                                   desc=f'tradeoff: {label}: evaluating')
+    free = card.class_names[card.free_space[0]]
+    return {
+        'label': label,
+        'model': os.path.basename(model_path),
+        'path': model_path,
+        'card_name': card.name,
+        'input': [card.input_width, card.input_height],
+        'letterbox_pad': letterbox_padding(card, frame_w, frame_h),
+        'precision': precision,
+        'params': int(params),
+        'model_mb': round(os.path.getsize(model_path) / 1e6, 3),
+        'miou': _r4(summary['miou']),
+        'iou': {k: _r4(v) for k, v in summary['iou'].items()},
+        'f1_free': _r4(summary.get(f'f1_{free}')),
+        'pixel_accuracy': _r4(summary['pixel_accuracy']),
+        'images': summary['images'],
+        'pipeline_ms_per_image': round(sec * 1000.0, 2),
+        'latency': None,
+    }
+
+
+def add_ratios(rows, reference):
+    """Add ``p50_vs_ref``, ``fps_vs_ref`` and ``miou_vs_ref`` against the reference row."""
+    for row in rows:
+        ref_p50, p50 = reference['latency']['p50_ms'], row['latency']['p50_ms']
+        ref_fps, fps = reference['latency']['fps'], row['latency']['fps']
+        row['p50_vs_ref'] = round(p50 / ref_p50, 3) if ref_p50 else None
+        row['fps_vs_ref'] = round(fps / ref_fps, 3) if ref_fps and fps else None
+        row['miou_vs_ref'] = (None if row['miou'] is None or reference['miou'] is None
+                              else round(row['miou'] - reference['miou'], 4))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports
+
+
+def _f(value, digits):
+    return '–' if value is None else f'{value:.{digits}f}'
+
+
+def _delta(value):
+    return '–' if value is None else f'{value:+.4f}'
+
+
+def table_lines(result):
+    """Return the Markdown table of a result as a list of lines."""
+    names = result['class_names']
+    head = (['model', 'input', 'pad', 'precision', 'params', 'MB', 'mIoU']
+            + [f'IoU {n}' for n in names]
+            + ['F1 free', 'p50 ms', 'p95 ms', 'fps', 'threads', 'p50 vs ref', 'mIoU vs ref'])
+    lines = ['| ' + ' | '.join(head) + ' |',
+             '|' + '|'.join(['---'] * 4 + ['---:'] * (len(head) - 4)) + '|']
+    ref = result['reference']
+    for row in result['rows']:
+        lat = row['latency']
+        name = row['card_name'] if row['kind'] == 'extra' else result['base_model']['name']
+        if row['kind'] == 'extra':
+            name += ' (extra)'
+        size = f'{row["input"][0]}x{row["input"][1]}'
+        if row['label'] == ref:
+            size = f'**{size}** (ref)'
+        cells = ([name, size, padding_text(row['letterbox_pad']), row['precision'],
+                  f'{row["params"]:,}',
+                  _f(row['model_mb'], 2), _f(row['miou'], 4)]
+                 + [_f(row['iou'].get(n), 4) for n in names]
+                 + [_f(row['f1_free'], 4), _f(lat['p50_ms'], 1), _f(lat['p95_ms'], 1),
+                    _f(lat['fps'], 1), str(lat['threads']),
+                    '–' if row['p50_vs_ref'] is None else f'{row["p50_vs_ref"]:.2f}x',
+                    _delta(row['miou_vs_ref'])])
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    return lines
+
+
+def markdown_report(result):
+    """Return ``tradeoff.md``: what was measured, the table and the caveat."""
+    s = result['settings']
+    m = result['machine']
+    base = result['base_model']
+    load = m.get('loadavg_1_5_15')
+    lines = [
+        '# Input size against mIoU against latency',
+        '',
+        f'`{result["command"]}` ({result["date"]})',
+        '',
+        f'Scores: {s["frames"]} frames rendered at {s["frame_size"][0]}x{s["frame_size"][1]} '
+        f'(seed {s["seed"]}, style {s["style"]}, renderer source hash '
+        f'{s.get("renderer_source_hash")}), through the node\'s pipeline (letterbox to '
+        "the row's input size, mask mapped back to camera pixels). Latency: the bare model in "
+        f'ONNX Runtime {m.get("onnxruntime", "")} on the CPU, {s["threads"]} intra-op '
+        f'thread(s), {s["runs"]} timed runs in {s.get("rounds", 1)} rounds interleaved with '
+        f'the other rows, after {s["warmup"]} warm-up runs; fps = 1000 / mean. Machine: '
+        f'{m.get("cpu", "?")}, {m.get("cores", "?")} cores'
+        + (f', load average {load[0]:.2f} at the start' if load else '')
+        + (f' and {s["load_end"]:.2f} at the end' if s.get('load_end') is not None else '')
+        + '.',
+        '',
+        *table_lines(result),
+        '',
+        f'Reference row: {result["reference"]} (fp32 at the size {base["name"]} was trained '
+        'at); "p50 vs ref" is the p50 latency divided by the reference\'s, "mIoU vs ref" the '
+        'mIoU difference. "pad": letterbox padding of the frames in the network input, in '
+        'network pixels (top+bottom rows, left+right columns). Params are the weights after '
+        'BatchNorm folding.',
+        '',
+        f'Caveat: every {base["name"]} row is the same weights, trained at '
+        f'{base["input"][0]}x{base["input"][1]}, re-exported at another input size: the scene '
+        'at another scale, not what a model trained for that size would score.',
+    ]
+    if s.get('int8_sizes'):
+        lines += ['', 'INT8: static QDQ (weights int8 per channel, activations uint8), '
+                  f'calibrated on {s["calib_frames"]} frames of seed {s["calib_seed"]} per '
+                  'size.']
+    return '\n'.join(lines) + '\n'
+
+
+MARKERS = {'fp32': (180, 119, 31), 'int8': (14, 127, 255), 'extra': (44, 160, 44)}  # BGR
+
+
+def draw_plot(result, path, width=960, height=600):
+    """
+    Draw mIoU against p50 latency (log scale) as a PNG with OpenCV; return ``path``.
+
+    fp32 re-exports are blue circles, their INT8 copies orange squares, extra models green
+    triangles; each point is labelled with its input size, the reference row is ringed.
+    """
+    rows = [r for r in result['rows'] if r['miou'] is not None and r['latency']['p50_ms']]
+    img = np.full((height, width, 3), 255, np.uint8)
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    left, right, top, bottom = 80, 30, 50, 70
+    x0, x1, y0, y1 = left, width - right, height - bottom, top
+    lat = [r['latency']['p50_ms'] for r in rows] or [1.0, 10.0]
+    mious = [r['miou'] for r in rows] or [0.0, 1.0]
+    lo_x, hi_x = np.log10(min(lat) / 1.25), np.log10(max(lat) * 1.25)
+    lo_y, hi_y = min(mious), max(mious)
+    pad = max(0.01, 0.12 * (hi_y - lo_y))
+    lo_y, hi_y = max(0.0, lo_y - pad), min(1.0, hi_y + pad)
+    if hi_y <= lo_y:
+        lo_y, hi_y = max(0.0, lo_y - 0.05), min(1.0, hi_y + 0.05)
+
+    def xy(ms, miou):
+        fx = (np.log10(ms) - lo_x) / max(hi_x - lo_x, 1e-9)
+        fy = (miou - lo_y) / max(hi_y - lo_y, 1e-9)
+        return int(round(x0 + fx * (x1 - x0))), int(round(y0 + fy * (y1 - y0)))
+
+    # Grid: 1-2-5 ticks on the latency axis, 5-6 ticks on the mIoU axis.
+    decade = 10 ** np.floor(lo_x)
+    while np.log10(decade) <= hi_x:
+        for mult in (1, 2, 5):
+            v = decade * mult
+            if lo_x <= np.log10(v) <= hi_x:
+                x, _ = xy(v, lo_y)
+                cv2.line(img, (x, y1), (x, y0), (230, 230, 230), 1)
+                cv2.putText(img, f'{v:g}', (x - 10, y0 + 20), font, 0.45, (80, 80, 80), 1,
+                            cv2.LINE_AA)
+        decade *= 10
+    step = next(s for s in (0.005, 0.01, 0.02, 0.05, 0.1, 0.2) if (hi_y - lo_y) / s <= 8)
+    v = np.ceil(lo_y / step) * step
+    while v <= hi_y + 1e-9:
+        _, y = xy(10 ** lo_x, v)
+        cv2.line(img, (x0, y), (x1, y), (230, 230, 230), 1)
+        cv2.putText(img, f'{v:.3f}', (8, y + 5), font, 0.45, (80, 80, 80), 1, cv2.LINE_AA)
+        v += step
+    cv2.rectangle(img, (x0, y1), (x1, y0), (0, 0, 0), 1)
+    s = result['settings']
+    cv2.putText(img, f'{result["base_model"]["name"]}: mIoU ({s["frames"]} frames, seed '
+                f'{s["seed"]}) vs bare-model p50 latency, ONNX Runtime CPU, {s["threads"]} '
+                'thread(s)', (10, 25), font, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
+    cv2.putText(img, 'p50 latency, ms (log scale)', (x0 + (x1 - x0) // 2 - 110, height - 25),
+                font, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
+    kinds = {'extra' if r['kind'] == 'extra' else r['precision'] for r in rows}
+    legend = [(text, kind) for text, kind in (
+        ('fp32 (same weights, re-exported)', 'fp32'), ('INT8 of it', 'int8'),
+        ('extra model', 'extra'), ('reference row', 'ref')) if kind in kinds or kind == 'ref']
+    ly = height - 8
+    lx = 10
+    for text, kind in legend:
+        if kind == 'ref':
+            cv2.circle(img, (lx + 6, ly - 4), 9, (0, 0, 0), 1, cv2.LINE_AA)
+        else:
+            _marker(img, (lx + 6, ly - 4), kind)
+        cv2.putText(img, text, (lx + 18, ly), font, 0.42, (0, 0, 0), 1, cv2.LINE_AA)
+        lx += 22 + cv2.getTextSize(text, font, 0.42, 1)[0][0] + 20
+    points = []
+    for r in rows:
+        kind = 'extra' if r['kind'] == 'extra' else r['precision']
+        point = xy(r['latency']['p50_ms'], r['miou'])
+        _marker(img, point, kind)
+        if r['label'] == result['reference']:
+            cv2.circle(img, point, 11, (0, 0, 0), 1, cv2.LINE_AA)
+        points.append((r, point))
+    # Labels: the first of a few places around the point that overlaps no marker, no other
+    # label and stays in the plot.
+    taken = [(x - 7, y - 7, x + 7, y + 7) for _, (x, y) in points]
+    for r, (x, y) in points:
+        text = f'{r["input"][0]}x{r["input"][1]}'
+        if r['kind'] == 'extra':
+            text = f'{r["card_name"]} {text}'
+        elif r['precision'] == 'int8':
+            text += ' int8'
+        (tw, th), _ = cv2.getTextSize(text, font, 0.42, 1)
+        places = [(x + 9, y - 8), (x + 9, y + 8 + th), (x - 9 - tw, y - 8),
+                  (x - 9 - tw, y + 8 + th), (x - tw // 2, y - 12), (x - tw // 2, y + 14 + th),
+                  (x + 9, y + th // 2), (x - 9 - tw, y + th // 2)]
+        for tx, ty in places + [places[0]]:
+            box = (tx - 1, ty - th - 1, tx + tw + 1, ty + 3)
+            inside = box[0] >= x0 + 2 and box[2] <= x1 - 2 and box[1] >= y1 + 2 and \
+                box[3] <= y0 - 2
+            if inside and not any(_overlap(box, other) for other in taken):
+                break
+        tx = min(max(tx, x0 + 2), x1 - tw - 2)
+        box = (tx - 1, ty - th - 1, tx + tw + 1, ty + 3)
+        taken.append(box)
+        near = (min(max(x, box[0]), box[2]), min(max(y, box[1]), box[3]))
+        if abs(near[0] - x) + abs(near[1] - y) > 12:  # a label away from its point: a leader
+            cv2.line(img, (x, y), near, (150, 150, 150), 1, cv2.LINE_AA)
+        cv2.putText(img, text, (tx, ty), font, 0.42, (0, 0, 0), 1, cv2.LINE_AA)
+    if not cv2.imwrite(path, img):
+        raise OSError(f'cannot write {path}')
+    return path
+
+
+def _overlap(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _marker(img, center, kind):
+    color = MARKERS[kind]
+    x, y = center
+    if kind == 'fp32':
+        cv2.circle(img, (x, y), 6, color, -1, cv2.LINE_AA)
+    elif kind == 'int8':
+        cv2.rectangle(img, (x - 5, y - 5), (x + 5, y + 5), color, -1)
+    else:
+        pts = np.array([[x, y - 7], [x - 6, y + 5], [x + 6, y + 5]], np.int32)
+        cv2.fillPoly(img, [pts], color, cv2.LINE_AA)
+
+
+def write_reports(result, out_dir):
+    """Write ``tradeoff.json``, ``tradeoff.md`` and ``tradeoff.png``; return their paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = [os.path.join(out_dir, f'tradeoff.{ext}') for ext in ('json', 'md', 'png')]
+    with open(paths[0], 'w', encoding='utf-8') as f:
+        json.dump(result, f, indent=2)
+        f.write('\n')
+    with open(paths[1], 'w', encoding='utf-8') as f:
+        f.write(markdown_report(result))
+    draw_plot(result, paths[2])
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------
+# Command
+
+
+def _display(path):
+    rel = os.path.relpath(os.path.abspath(path))
+    return os.path.abspath(path) if rel.startswith('..') else rel
+
+
+def tradeoff(args):
+    """Measure every size (and extra model) described by parsed ``args``; return the result."""
+    import torch
+
+    from freespace_seg.bench import machine_info
+    from freespace_seg.quantize import CALIBRATION_SEED
+    from freespace_seg.training.data import renderer_fingerprint, rendered_frames
+
+    sizes, int8_sizes, frame_size = _check_args(args)
+    command = reproduce_command(args)
+    log = _log
+    log(f'tradeoff: {command}')
+    torch_threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    try:
+        model, base_card, rebuild_diff = load_base_model(args.model, args.threads)
+        base_size = (base_card.input_width, base_card.input_height)
+        if base_size not in sizes:
+            sizes.append(base_size)
+            sizes.sort(key=lambda s: s[0] * s[1])
+            log(f"tradeoff: added the model's own size {base_size[0]}x{base_size[1]} to "
+                '--sizes (the reference row)')
+        extras = []
+        for path in args.extra_model:
+            try:
+                extras.append((path, load_card(path)))
+            except ModelCardError as e:
+                raise TradeoffError(f'--extra-model {path}: {e}') from e
+        log(f'tradeoff: rebuilt the torch UNet (widths {list(model.widths)}) from '
+            f'{args.model}; max |logit diff| vs ONNX Runtime {rebuild_diff:.2e}')
+        machine = machine_info()
+        frames = list(progress(rendered_frames(args.render, args.seed, *frame_size,
+                                               style=args.style),
+                               total=args.render, desc='tradeoff: rendering'))
+        calib = []
+        if int8_sizes:
+            calib = list(progress(rendered_frames(args.calib_frames, CALIBRATION_SEED,
+                                                  *frame_size),
+                                  total=args.calib_frames,
+                                  desc='tradeoff: rendering calibration frames'))
+
+        rows = []
+        total = len(sizes) + len(int8_sizes) + len(extras)
+        for width, height in sizes:
+            label = f'{width}x{height}'
+            log(f'tradeoff: [{len(rows) + 1}/{total}] {label}: exporting')
+            path, _, diff = export_size(model, base_card, args.model, width, height,
+                                        args.work_dir)
+            row = measure(path, frames, args.threads, label)
+            row.update(kind='resize', onnx_max_abs_diff_vs_torch=float(f'{diff:.3g}'))
+            rows.append(row)
+            _log_row(row, len(rows), total)
+            if (width, height) in int8_sizes:
+                log(f'tradeoff: [{len(rows) + 1}/{total}] {label} int8: quantizing')
+                int8_path = quantize_size(path, calib, log=log)
+                row = measure(int8_path, frames, args.threads, f'{label} int8')
+                row.update(kind='resize')
+                rows.append(row)
+                _log_row(row, len(rows), total)
+        for path, card in extras:
+            label = f'{card.name} {card.input_width}x{card.input_height}'
+            log(f'tradeoff: [{len(rows) + 1}/{total}] {label}: extra model')
+            row = measure(path, frames, args.threads, label)
+            row.update(kind='extra')
+            rows.append(row)
+            _log_row(row, len(rows), total)
+        log(f'tradeoff: timing {len(rows)} models, {args.runs} runs each in {args.rounds} '
+            f'interleaved rounds, {args.threads} thread(s)')
+        latencies = time_models([r['path'] for r in rows], args.threads, args.runs,
+                                args.warmup, args.rounds)
+        for row, latency in zip(rows, latencies):
+            row['latency'] = latency
+            _log(f'tradeoff: {row["label"]}: p50 {latency["p50_ms"]:.1f} ms, p95 '
+                 f'{latency["p95_ms"]:.1f} ms')
+    finally:
+        torch.set_num_threads(torch_threads)
+
+    reference = f'{base_size[0]}x{base_size[1]}'
+    add_ratios(rows, next(r for r in rows if r['label'] == reference))
+    return {
+        'command': command,
+        'date': datetime.datetime.now().isoformat(timespec='seconds'),
+        'base_model': {'path': _display(args.model), 'name': base_card.name,
+                       'input': list(base_size), 'sha256': _sha256(args.model),
+                       'rebuild_max_abs_diff_vs_onnx': float(f'{rebuild_diff:.3g}')},
+        'reference': reference,
+        'class_names': list(base_card.class_names),
+        'settings': {'frames': len(frames), 'seed': args.seed, 'style': args.style,
+                     'frame_size': list(frame_size),
+                     'renderer_source_hash': renderer_fingerprint(), 'threads': args.threads,
+                     'runs': args.runs, 'rounds': args.rounds, 'warmup': args.warmup,
+                     'sizes': [f'{w}x{h}' for w, h in sizes],
+                     'int8_sizes': [f'{w}x{h}' for w, h in int8_sizes],
+                     'calib_frames': args.calib_frames if int8_sizes else None,
+                     'calib_seed': CALIBRATION_SEED if int8_sizes else None,
+                     'work_dir': _display(args.work_dir), 'load_end': _load()},
+        'caveat': f'the {base_card.name} rows are its weights, trained at {base_size[0]}x'
+                  f'{base_size[1]}, re-exported at other input sizes: the scene at another '
+                  'scale, not a model trained for that size',
+        'machine': machine,
+        'rows': rows,
+    }
+
+
+def _load():
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def _log(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def _log_row(row, index, total):
+    _log(f'tradeoff: [{index}/{total}] {row["label"]}: mIoU {row["miou"]:.4f} on '
+         f'{row["images"]} frames')
+
+
+def run(args):
+    """Measure the trade-off and write the reports; return the exit code (2: bad input)."""
+    from freespace_seg.pipeline import packaged_model_path
+
+    if args.model is None:
+        args.model = packaged_model_path()
+    try:
+        result = tradeoff(args)
+    except TradeoffError as e:
+        print(f'tradeoff: error: {e}', file=sys.stderr, flush=True)
+        return 2
+    paths = write_reports(result, args.out)
+    print('\n'.join(table_lines(result)))
+    print(f'tradeoff: wrote {", ".join(paths)}; models and cards in {args.work_dir}')
+    return 0
