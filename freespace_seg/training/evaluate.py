@@ -751,7 +751,8 @@ def _source(args, card=None):
     style = getattr(args, 'style', None) or 'default'
     frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style)
     desc = (f'{n} frames rendered on the fly by freespace_seg.synthetic at '
-            f'{args.width}x{args.height}, seed {args.seed}')
+            f'{args.width}x{args.height}, seed {args.seed}, renderer source '
+            f'{datasets.renderer_fingerprint()}')
     short = f'render {n} seed {args.seed}'
     key = 'synthetic_test'
     if style != 'default':
