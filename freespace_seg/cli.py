@@ -22,6 +22,8 @@ COMMANDS = {
     'infer': ('freespace_seg.infer', 'segment image files without ROS'),
     'build-engine': ('freespace_seg.build_engine', 'build, cache and time a TensorRT engine'),
     'quantize': ('freespace_seg.quantize', 'static INT8 (QDQ) copy of a model, with its card'),
+    'prune': ('freespace_seg.training.prune',
+              'channel-prune a model and fine-tune it on synthetic frames (torch, CPU)'),
     'tradeoff': ('freespace_seg.training.tradeoff',
                  'input size against mIoU against latency: a table and a plot'),
     'bench': ('freespace_seg.bench', 'engine, pipeline, node and naive node: fps, latency, CPU'),

@@ -16,6 +16,12 @@ Every conv is followed by BatchNorm and ReLU. Upsampling goes to the skip's exac
 any input size works (it need not be a multiple of 32) and the export has static shapes.
 The head works at half resolution and the logits are bilinearly upsampled: on two CPU
 cores this halves the latency of a full-resolution head for the same accuracy.
+
+``channels`` overrides the output channels of single convolutions, by the name of their
+conv + BatchNorm + ReLU block (``stem``, ``enc1``, ``enc2.0``, ``enc2.1``, ...,
+``bottom.1``, ``dec4.conv.0``, ..., ``dec1.conv.1``; see :func:`default_channels`): a
+channel-pruned UNet (``python -m freespace_seg prune``). Every consumer of a block (the next
+block, the skip concatenation into the decoder, the head) takes its input width from it.
 """
 
 import torch
@@ -23,6 +29,21 @@ from torch import nn
 import torch.nn.functional as F
 
 DEFAULT_WIDTHS = (16, 24, 48, 96, 128)
+#: the conv + BatchNorm + ReLU blocks of the UNet, in the order of the forward pass
+BLOCKS = ('stem', 'enc1', 'enc2.0', 'enc2.1', 'enc3.0', 'enc3.1', 'enc4.0', 'enc4.1',
+          'bottom.0', 'bottom.1', 'dec4.conv.0', 'dec4.conv.1', 'dec3.conv.0', 'dec3.conv.1',
+          'dec2.conv.0', 'dec2.conv.1', 'dec1.conv.0', 'dec1.conv.1')
+
+
+def default_channels(widths=DEFAULT_WIDTHS):
+    """Return {block name: output channels} of the UNet with the five level ``widths``."""
+    w = [int(c) for c in widths]
+    channels = {'stem': w[0], 'enc1': w[0]}
+    for name, c in zip(('enc2', 'enc3', 'enc4', 'bottom'), w[1:]):
+        channels[f'{name}.0'] = channels[f'{name}.1'] = c
+    for name, c in zip(('dec4', 'dec3', 'dec2', 'dec1'), w[3::-1]):
+        channels[f'{name}.conv.0'] = channels[f'{name}.conv.1'] = c
+    return channels
 
 
 def conv_bn_relu(cin, cout, stride=1):
@@ -34,18 +55,20 @@ def conv_bn_relu(cin, cout, stride=1):
 
 
 class _Down(nn.Sequential):
-    """Stride-2 conv then conv: half the resolution."""
+    """Stride-2 conv then conv: half the resolution (``mid`` channels in between)."""
 
-    def __init__(self, cin, cout):
-        super().__init__(conv_bn_relu(cin, cout, stride=2), conv_bn_relu(cout, cout))
+    def __init__(self, cin, cout, mid=None):
+        mid = cout if mid is None else mid
+        super().__init__(conv_bn_relu(cin, mid, stride=2), conv_bn_relu(mid, cout))
 
 
 class _Up(nn.Module):
     """Bilinear upsampling to the skip's size, concatenation, two convs."""
 
-    def __init__(self, cin, cskip, cout):
+    def __init__(self, cin, cskip, cout, mid=None):
         super().__init__()
-        self.conv = nn.Sequential(conv_bn_relu(cin + cskip, cout), conv_bn_relu(cout, cout))
+        mid = cout if mid is None else mid
+        self.conv = nn.Sequential(conv_bn_relu(cin + cskip, mid), conv_bn_relu(mid, cout))
 
     def forward(self, x, skip):
         x = F.interpolate(x, size=skip.shape[2:], mode='bilinear', align_corners=False)
@@ -53,26 +76,38 @@ class _Up(nn.Module):
 
 
 class FreespaceUNet(nn.Module):
-    """Four-level UNet; ``widths`` are the channels at 1/2, 1/4, 1/8, 1/16 and 1/32."""
+    """
+    Four-level UNet; ``widths`` are the channels at 1/2, 1/4, 1/8, 1/16 and 1/32.
 
-    def __init__(self, num_classes=2, widths=DEFAULT_WIDTHS):
+    ``channels`` ({block name: output channels}, see :func:`default_channels`) overrides
+    single blocks; ``self.channels`` holds the output channels of every block.
+    """
+
+    def __init__(self, num_classes=2, widths=DEFAULT_WIDTHS, channels=None):
         super().__init__()
         if len(widths) != 5:
             raise ValueError(f'widths must have 5 entries, got {widths!r}')
-        w = [int(c) for c in widths]
-        self.widths = tuple(w)
+        c = default_channels(widths)
+        unknown = sorted(set(channels or {}) - set(c))
+        if unknown:
+            raise ValueError(f'channels: unknown blocks {unknown}; expected some of {BLOCKS}')
+        c.update({k: int(v) for k, v in (channels or {}).items()})
+        if min(c.values()) <= 0:
+            raise ValueError(f'channels must be positive, got {c!r}')
+        self.channels = c
+        self.widths = (c['enc1'], c['enc2.1'], c['enc3.1'], c['enc4.1'], c['bottom.1'])
         self.num_classes = int(num_classes)
-        self.stem = conv_bn_relu(3, w[0], stride=2)
-        self.enc1 = conv_bn_relu(w[0], w[0])
-        self.enc2 = _Down(w[0], w[1])
-        self.enc3 = _Down(w[1], w[2])
-        self.enc4 = _Down(w[2], w[3])
-        self.bottom = _Down(w[3], w[4])
-        self.dec4 = _Up(w[4], w[3], w[3])
-        self.dec3 = _Up(w[3], w[2], w[2])
-        self.dec2 = _Up(w[2], w[1], w[1])
-        self.dec1 = _Up(w[1], w[0], w[0])
-        self.head = nn.Conv2d(w[0], self.num_classes, 1)
+        self.stem = conv_bn_relu(3, c['stem'], stride=2)
+        self.enc1 = conv_bn_relu(c['stem'], c['enc1'])
+        self.enc2 = _Down(c['enc1'], c['enc2.1'], c['enc2.0'])
+        self.enc3 = _Down(c['enc2.1'], c['enc3.1'], c['enc3.0'])
+        self.enc4 = _Down(c['enc3.1'], c['enc4.1'], c['enc4.0'])
+        self.bottom = _Down(c['enc4.1'], c['bottom.1'], c['bottom.0'])
+        self.dec4 = _Up(c['bottom.1'], c['enc4.1'], c['dec4.conv.1'], c['dec4.conv.0'])
+        self.dec3 = _Up(c['dec4.conv.1'], c['enc3.1'], c['dec3.conv.1'], c['dec3.conv.0'])
+        self.dec2 = _Up(c['dec3.conv.1'], c['enc2.1'], c['dec2.conv.1'], c['dec2.conv.0'])
+        self.dec1 = _Up(c['dec2.conv.1'], c['enc1'], c['dec1.conv.1'], c['dec1.conv.0'])
+        self.head = nn.Conv2d(c['dec1.conv.1'], self.num_classes, 1)
         self._init_weights()
 
     def _init_weights(self):
@@ -100,9 +135,9 @@ class FreespaceUNet(nn.Module):
         return F.interpolate(y, size=x.shape[2:], mode='bilinear', align_corners=False)
 
 
-def build_model(num_classes=2, widths=DEFAULT_WIDTHS):
+def build_model(num_classes=2, widths=DEFAULT_WIDTHS, channels=None):
     """Make a freshly initialised :class:`FreespaceUNet`."""
-    return FreespaceUNet(num_classes=num_classes, widths=widths)
+    return FreespaceUNet(num_classes=num_classes, widths=widths, channels=channels)
 
 
 def count_parameters(model):
