@@ -252,7 +252,7 @@ def run(args):
     from freespace_seg.pipeline import packaged_model_path
     from nav_msgs.msg import OccupancyGrid
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
     from rclpy.qos import QoSProfile
@@ -295,7 +295,9 @@ def run(args):
         listener.create_subscription(OccupancyGrid, 'free_space/grid', lambda msg: None,
                                      QoSProfile(depth=1))
     listener.create_subscription(DiagnosticArray, '/diagnostics', recorder.on_diagnostics, 10)
-    executor = MultiThreadedExecutor(num_threads=2)
+    # Single-threaded: one callback hop costs well under a millisecond, where rclpy's
+    # MultiThreadedExecutor added up to hundreds of ms to the measured latency here.
+    executor = SingleThreadedExecutor()
     executor.add_node(listener)
     spin = threading.Thread(target=executor.spin, daemon=True)
     spin.start()

@@ -169,7 +169,7 @@ def grid_scores(frame, pred_free, spec):
 
 def run(args):
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import Image
@@ -210,7 +210,9 @@ def run(args):
 
     for t in OUTPUT_TOPICS:
         listener.create_subscription(Image, t, make_cb(t), 10)
-    executor = MultiThreadedExecutor(num_threads=2)
+    # Single-threaded: one callback hop costs well under a millisecond, where rclpy's
+    # MultiThreadedExecutor added up to hundreds of ms to the measured latency here.
+    executor = SingleThreadedExecutor()
     executor.add_node(listener)
     spin = threading.Thread(target=executor.spin, daemon=True)
     spin.start()
