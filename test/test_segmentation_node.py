@@ -213,7 +213,7 @@ def test_invalid_parameters_fail_at_startup(ros_init, tiny_model):
                              ({'image_transport': 'theora'}, 'image_transport'),
                              ({'num_threads': -1}, 'num_threads'),
                              ({'backend': 'tensorrt'}, 'tensorrt')]:
-        with pytest.raises((StartupError, Exception)) as e:
+        with pytest.raises(StartupError) as e:
             make_node(unique_namespace(), tiny_model, **params)
         assert fragment in str(e.value)
 
@@ -249,6 +249,20 @@ def test_bad_model_file_exits_non_zero_with_a_clear_message(tmp_path, tiny_model
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert expect in proc.stderr
+    assert 'Traceback' not in proc.stderr
+
+
+@pytest.mark.parametrize('arg, expect', [
+    ('overlay_alpha:=2.0', 'overlay_alpha'),           # outside the descriptor's range
+    ('overlay_alpha:=abc', 'overlay_alpha: wrong type'),
+    ('overlay_alpha:=1', 'decimal point'),             # an integer for a double
+    ('image_transport:=theora', 'image_transport'),    # not one of the allowed values
+])
+def test_bad_parameter_on_the_command_line_exits_2_with_a_reason(tiny_model, arg, expect):
+    proc = subprocess.run(_node_cmd('-p', f'model_file_path:={tiny_model}', '-p', arg),
+                          env=_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert 'invalid parameters' in proc.stderr and expect in proc.stderr, proc.stderr
     assert 'Traceback' not in proc.stderr
 
 

@@ -8,6 +8,7 @@ from freespace_seg.params import validate
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
 import rclpy
+from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, qos_profile_system_default, QoSProfile
 
@@ -40,6 +41,10 @@ def descriptor_for(spec):
     return d
 
 
+def _first_line(exc):
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def declare_and_validate(node, specs):
     """
     Declare every spec on ``node``, validate the values, return {name: value}.
@@ -51,7 +56,17 @@ def declare_and_validate(node, specs):
     values, errors = {}, []
     by_name = {s.name: s for s in specs}
     for spec in specs:
-        value = node.declare_parameter(spec.name, spec.default, descriptor_for(spec)).value
+        try:
+            value = node.declare_parameter(spec.name, spec.default, descriptor_for(spec)).value
+        except InvalidParameterTypeException as e:
+            # e.g. overlay_alpha:=abc, or :=1 for a double (ROS wants 1.0).
+            hint = ' (write a double with a decimal point, e.g. 1.0)' \
+                if spec.kind == 'double' else ''
+            errors.append(f'{spec.name}: wrong type: {_first_line(e)}{hint}')
+            continue
+        except ParameterException as e:  # out of the descriptor's range, read-only...
+            errors.append(f'{spec.name}: {_first_line(e)}')
+            continue
         if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if spec.kind in ('int_array', 'double_array'):
