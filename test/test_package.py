@@ -52,6 +52,16 @@ def test_package_xml_declares_runtime_and_test_dependencies():
     assert any('onnxruntime' in d for d in deps['exec_depend'])
     for key in ('ament_flake8', 'ament_pep257', 'ament_copyright', 'python3-pytest'):
         assert key in deps['test_depend'], key
+    # Every key must resolve with rosdep: checked against ros/rosdistro (rosdep/base.yaml,
+    # rosdep/python.yaml) and the ROS package names. python3-onnx, for one, is not a key.
+    known = {'rclpy', 'sensor_msgs', 'std_msgs', 'nav_msgs', 'geometry_msgs',
+             'diagnostic_msgs', 'lifecycle_msgs', 'rosgraph_msgs', 'ament_index_python',
+             'cv_bridge', 'python3-numpy', 'python3-opencv', 'python3-yaml',
+             'python3-onnxruntime-pip', 'ament_copyright', 'ament_flake8', 'ament_pep257',
+             'python3-pytest', 'python3-hypothesis', 'launch', 'launch_ros', 'launch_testing',
+             'launch_testing_ros', 'tf2_ros', 'rqt_image_view', 'irobot_create_msgs'}
+    keys = set().union(*(v for k, v in deps.items() if k.endswith('depend')))
+    assert keys <= known, sorted(keys - known)
     assert root.find('export/build_type').text == 'ament_python'
     email = root.find('maintainer').get('email')
     assert '@' in email and '.' in email.split('@')[1] and len(email.split('@')[1]) > 4
