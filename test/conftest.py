@@ -46,7 +46,8 @@ def write_tiny_model(directory, width=64, height=48, name='tiny', card_overrides
     logits[0] = R - G, logits[1] = G - R on the normalized input, so a pixel is free
     exactly where its green value exceeds its red value (``invert``: where red exceeds green).
     """
-    import onnx
+    onnx = pytest.importorskip('onnx', reason='the onnx package builds the tiny test models: '
+                               'pip install onnx')
     from onnx import helper, numpy_helper, TensorProto
 
     w = np.zeros((2, 3, 1, 1), np.float32)

@@ -16,6 +16,7 @@ reproducible; ``FREESPACE_FUZZ_EXAMPLES=<n>`` scales the number of examples for 
 run.
 """
 
+import importlib
 import os
 import struct
 import subprocess
@@ -28,10 +29,14 @@ import cv2
 from freespace_seg.image_codec import (array_to_compressed, array_to_image, compressed_to_rgb,
                                        image_to_array, image_to_rgb, ImageCodecError,
                                        msg_to_rgb, SUPPORTED_ENCODINGS)
-from hypothesis import given, HealthCheck, settings, strategies as st
 import numpy as np
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
+
+hypothesis = pytest.importorskip('hypothesis', reason='the property tests need hypothesis: '
+                                 'pip install hypothesis')
+given, HealthCheck, settings = hypothesis.given, hypothesis.HealthCheck, hypothesis.settings
+st = importlib.import_module('hypothesis.strategies')
 
 # encoding -> (channels, bytes per channel): the spec, written out independently of the codec.
 LAYOUT = {'rgb8': (3, 1), 'bgr8': (3, 1), 'rgba8': (4, 1), 'bgra8': (4, 1), 'mono8': (1, 1),
