@@ -48,6 +48,10 @@ __all__ = [
     'image_to_array',
     'compressed_to_rgb',
     'msg_to_rgb',
+    'checked_compressed',
+    'make_decoder',
+    'CvBridgeDecoder',
+    'DECODERS',
     'array_to_image',
     'array_to_compressed',
 ]
@@ -460,6 +464,35 @@ def compressed_to_rgb(msg):
 
     :raises ImageCodecError: empty or corrupt data, or an unsupported format.
     """
+    codec, buffer = checked_compressed(msg)
+    failure = f'CompressedImage: could not decode {buffer.size} bytes as {codec}'
+    try:
+        if _IMREAD_RGB is not None:
+            rgb = cv2.imdecode(buffer, _IMREAD_RGB)
+        else:
+            bgr = cv2.imdecode(buffer, cv2.IMREAD_COLOR)
+            rgb = None if bgr is None else cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    except cv2.error as exc:
+        raise ImageCodecError(f'{failure} ({exc})'.strip()) from None
+    if rgb is None or rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.size == 0:
+        raise ImageCodecError(failure)
+    return rgb
+
+
+#: largest compressed image accepted, in pixels (a 1 MB PNG can claim gigapixels)
+MAX_COMPRESSED_PIXELS = 64 * 1024 * 1024
+
+
+def checked_compressed(msg):
+    """
+    Check a ``sensor_msgs/CompressedImage`` before any decoder sees it.
+
+    Returns ``(codec, buffer)``: ``'jpeg'`` or ``'png'`` and a zero-copy uint8 view of the
+    data. The data must be non-empty and carry a JPEG or PNG signature, PNG chunk lengths must
+    fit, and the declared size must be at most :data:`MAX_COMPRESSED_PIXELS`.
+
+    :raises ImageCodecError: anything that should not reach a decoder.
+    """
     try:
         fmt = msg.format
         data = msg.data
@@ -481,22 +514,7 @@ def compressed_to_rgb(msg):
             raise ImageCodecError(
                 'CompressedImage: empty format and data is neither jpeg nor png')
     _check_compressed_header(codec, buffer, head)
-    failure = f'CompressedImage: could not decode {buffer.size} bytes as {codec}'
-    try:
-        if _IMREAD_RGB is not None:
-            rgb = cv2.imdecode(buffer, _IMREAD_RGB)
-        else:
-            bgr = cv2.imdecode(buffer, cv2.IMREAD_COLOR)
-            rgb = None if bgr is None else cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    except cv2.error as exc:
-        raise ImageCodecError(f'{failure} ({exc})'.strip()) from None
-    if rgb is None or rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.size == 0:
-        raise ImageCodecError(failure)
-    return rgb
-
-
-#: largest compressed image accepted, in pixels (a 1 MB PNG can claim gigapixels)
-MAX_COMPRESSED_PIXELS = 64 * 1024 * 1024
+    return codec, buffer
 
 
 def _check_compressed_header(codec, buffer, head):
@@ -589,6 +607,76 @@ def msg_to_rgb(msg):
         return image_to_rgb(msg)
     raise ImageCodecError(
         f'msg_to_rgb: expected sensor_msgs/Image or CompressedImage, got {type(msg).__name__}')
+
+
+#: values of the node parameter ``image_decoder``
+DECODERS = ('builtin', 'cv_bridge')
+
+
+class CvBridgeDecoder:
+    """
+    Decode image messages to RGB with ROS's ``cv_bridge``, behind this module's checks.
+
+    Every message first passes the same checks as the built-in decoder (geometry, step and
+    data length of raw images; signature, chunk lengths and pixel limit of compressed ones),
+    so that nothing malformed reaches cv_bridge, whose own checks are fewer; then
+    ``imgmsg_to_cv2`` / ``compressed_imgmsg_to_cv2`` with ``desired_encoding='rgb8'``
+    converts it. Its errors become :class:`ImageCodecError`. The built-in decoder stays the
+    default: it returns ``rgb8`` images without a copy, and it is the one fuzzed in the
+    tests; this one is for users who want the reference implementation.
+    """
+
+    name = 'cv_bridge'
+
+    def __init__(self):
+        """Import cv_bridge; :class:`ImageCodecError` with the reason when it is missing."""
+        try:
+            import cv_bridge
+        except ImportError as exc:
+            raise ImageCodecError(
+                f'image_decoder cv_bridge: cv_bridge is not importable ({exc}); install '
+                'ros-$ROS_DISTRO-cv-bridge, or use image_decoder builtin') from None
+        self._bridge = cv_bridge.CvBridge()
+        self._errors = (cv_bridge.CvBridgeError, cv2.error, TypeError, ValueError,
+                        AttributeError)
+
+    def __call__(self, msg):
+        """Return ``(H, W, 3)`` uint8 RGB; raise :class:`ImageCodecError` on bad input."""
+        compressed = isinstance(msg, CompressedImage) or (
+            not isinstance(msg, Image) and hasattr(msg, 'format'))
+        if compressed:
+            checked_compressed(msg)
+            where = 'CompressedImage'
+        else:
+            where = _RawImage(msg).where
+        try:
+            if compressed:
+                rgb = self._bridge.compressed_imgmsg_to_cv2(msg, desired_encoding='rgb8')
+            else:
+                rgb = self._bridge.imgmsg_to_cv2(msg, desired_encoding='rgb8')
+        except self._errors as exc:
+            raise ImageCodecError(f'{where}: cv_bridge: {exc}') from None
+        rgb = np.asarray(rgb)
+        if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+            raise ImageCodecError(f'{where}: cv_bridge returned {rgb.dtype} {rgb.shape}, '
+                                  'not (H, W, 3) uint8')
+        return rgb
+
+
+def make_decoder(name='builtin'):
+    """
+    Return a function ``msg -> (H, W, 3) uint8 RGB`` for the decoder ``name``.
+
+    ``'builtin'`` is :func:`msg_to_rgb`; ``'cv_bridge'`` is a :class:`CvBridgeDecoder`.
+
+    :raises ImageCodecError: an unknown name, or cv_bridge asked for but not importable.
+    """
+    if name == 'builtin':
+        return msg_to_rgb
+    if name == 'cv_bridge':
+        return CvBridgeDecoder()
+    raise ImageCodecError(f'unknown image decoder {name!r}; expected one of '
+                          f'{", ".join(DECODERS)}')
 
 
 @_convert_errors('array_to_compressed')

@@ -636,3 +636,51 @@ def test_compressed_headers_are_checked_before_decoding():
     ok, jpg = cv2.imencode('.jpg', img)
     assert ic.compressed_to_rgb(CompressedImage(format='png', data=jpg.tobytes())).shape == \
         (10, 10, 3)
+
+
+# ------------------------------------------------------------------------------------------
+# Decoder choice (node parameter image_decoder)
+# ------------------------------------------------------------------------------------------
+
+def test_builtin_decoder_is_the_codec():
+    decode = ic.make_decoder('builtin')
+    native = _native_array('bgr8', seed=3)
+    np.testing.assert_array_equal(decode(ic.array_to_image(native, 'bgr8')), native[:, :, ::-1])
+    with pytest.raises(ic.ImageCodecError, match='unknown image decoder'):
+        ic.make_decoder('pillow')
+
+
+def test_cv_bridge_decoder_without_cv_bridge_is_a_clear_error():
+    try:
+        import cv_bridge  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip('cv_bridge is installed here: test_cv_bridge_decoder_matches_builtin runs')
+    with pytest.raises(ic.ImageCodecError, match='cv_bridge is not importable.*builtin'):
+        ic.make_decoder('cv_bridge')
+
+
+@pytest.mark.parametrize('encoding', ['rgb8', 'bgr8', 'mono8', 'bgra8', 'yuv422'])
+def test_cv_bridge_decoder_matches_builtin(encoding):
+    pytest.importorskip(
+        'cv_bridge', reason='cv_bridge is not installed here (no PyPI build of it exists), so '
+        'the cv_bridge decoder cannot run')
+    decode = ic.make_decoder('cv_bridge')
+    msg = ic.array_to_image(_native_array(encoding, seed=5), encoding)
+    ours = ic.msg_to_rgb(msg).astype(int)
+    assert np.abs(decode(msg).astype(int) - ours).max() <= 1
+    ok, jpg = cv2.imencode('.jpg', np.zeros((16, 24, 3), np.uint8))
+    assert decode(CompressedImage(format='jpeg', data=jpg.tobytes())).shape == (16, 24, 3)
+    # The same checks as the built-in decoder come first.
+    msg.data = bytes(msg.data)[:-1]
+    with pytest.raises(ic.ImageCodecError, match='expected height'):
+        decode(msg)
+
+
+def test_compressed_checks_are_shared_by_both_decoders():
+    with pytest.raises(ic.ImageCodecError, match='data is empty'):
+        ic.checked_compressed(CompressedImage(format='jpeg', data=b''))
+    ok, png = cv2.imencode('.png', np.zeros((10, 12, 3), np.uint8))
+    codec, buffer = ic.checked_compressed(CompressedImage(format='', data=png.tobytes()))
+    assert codec == 'png' and buffer.size == png.size

@@ -19,7 +19,7 @@ import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from freespace_seg.engines import EngineError
 from freespace_seg.geometry import CameraMount
-from freespace_seg.image_codec import array_to_image, ImageCodecError, msg_to_rgb
+from freespace_seg.image_codec import array_to_image, ImageCodecError, make_decoder
 from freespace_seg.model_card import ModelCardError
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.grid_msgs import grid_to_msg, points_to_cloud
@@ -84,6 +84,10 @@ class SegmentationNode(LifecycleNode):
         self.pipeline = None
         self._color_lut = None
         self._alpha = p['overlay_alpha']
+        try:
+            self._decode = make_decoder(p['image_decoder'])
+        except ImageCodecError as e:
+            raise StartupError(str(e)) from e
         self._publish_all = p['publish_unsubscribed']
         self._projector = None
         self._infos = collections.deque(maxlen=INFO_HISTORY)
@@ -395,7 +399,7 @@ class SegmentationNode(LifecycleNode):
                 buf = reuse[name] = np.empty(shape, np.uint8)
             return buf
 
-        rgb = msg_to_rgb(msg)
+        rgb = self._decode(msg)
         mask = self.pipeline.segment(rgb)
         header = msg.header
         if want_mask:
