@@ -1,5 +1,6 @@
 """The ``shifted`` renderer style: a held-out look with the training data's ground truth."""
 
+from dataclasses import replace
 import hashlib
 import json
 import os
@@ -10,7 +11,8 @@ from freespace_seg.pipeline import packaged_model_path
 from freespace_seg.synthetic import (default_intrinsics, make_scene, material_albedo,
                                      random_sample, RandomizationConfig)
 from freespace_seg.synthetic.generate import add_arguments, config_from_args
-from freespace_seg.synthetic.scene import Material, SHIFTED_FLOOR_KINDS, SHIFTED_WALL_KINDS
+from freespace_seg.synthetic.scene import (Material, SHIFTED_FLOOR_KINDS, SHIFTED_WALL_KINDS,
+                                           STEP_LABEL, WALL_CLUTTER_LABEL)
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest
@@ -22,9 +24,19 @@ SHIFTED = RandomizationConfig(style='shifted')
 # sha256 of frame.image and frame.free of random_sample(default_rng(seed), SMALL) with the
 # default config: training data, caches and the shipped model's numbers depend on the default
 # style never changing by accident. Re-pinned on purpose when the 'reflections' and 'glass'
-# factors were added (on by default): seed 7 has a glossy floor (new image, same mask), seed
-# 5 glass and a glossy floor (new image and mask), seed 123 neither (unchanged).
+# factors were added (on by default), and again for 'steps', 'wall_clutter' and
+# 'lens_distortion': CHANGED_BY_NEW_FACTORS
 DEFAULT_HASHES = {
+    5: ('9c1c722e14ce3c4c9130d439c4809742243d7fc91e4985be5fec19a92822ee31',
+        '24267b6747d03843950b2f3111ef950402bf46b83965bf8592dad1afac0bc255'),
+    7: ('4aaed6115fe4f7ca2c432ac90bcb6d425c0f7522d28e22b9971f62ffc8f64d67',
+        '4ca1a0215aa320db38f283e680044c140d8bcb502bc944732ca7664ca9c4b86e'),
+    123: ('73216cff5af9dff2142110d45422844a4e2885c190563eb1ebcba57d0c18b03d',
+          '2b6dd8af6d3777fda198a77d76d56f384f06694d24c952860ba1e054dd9f534b'),
+}
+# The default style's frames from before 'steps', 'wall_clutter' and 'lens_distortion' existed
+# (the pins above until then): with the three switched off they must not move.
+PRE_STEPS_HASHES = {
     5: ('248b44032a221d874ac6bf8fe23adf7aeb348eae34daef7be0ac19eaad83bc12',
         'c5aa6786c8db78a57618f240caf50e023c4d54bded36332a4f45447987980873'),
     7: ('deae2b3508fa139834e9cb8509e15309e63adc3713d06e16c9c4f10825e93807',
@@ -32,8 +44,8 @@ DEFAULT_HASHES = {
     123: ('071c01388d0b874f54be0d90ecfad69631c2f56a21cae1f1d86acfa0a3aecf55',
           '75a24c57cc6e479c2039dce364ff554b0ec171eeaa8ef20d3bd13f1b35a54476'),
 }
-# The default style's frames from before 'reflections' and 'glass' existed (the pins above
-# until then; seed 5 computed with that renderer): with both switched off they must not move.
+# The default style's frames from before 'reflections' and 'glass' existed (seed 5 computed
+# with that renderer): with those two and the three newer factors off they must not move.
 PRE_GLASS_HASHES = {
     5: ('1959434139a51283b5a8e0f1561134034b028a04376d725789b31cac0c0cd269',
         '218766038bba6a1703b8f91cce81dc2d1e9805209ddba0a4077769f752344461'),
@@ -43,13 +55,14 @@ PRE_GLASS_HASHES = {
           '75a24c57cc6e479c2039dce364ff554b0ec171eeaa8ef20d3bd13f1b35a54476'),
 }
 # The same for datasets.rendered_frames(2, 5, 160, 90) (image, mask) per frame (the first
-# frame's room has a glossy floor since 'reflections').
+# frame's room has a glossy floor since 'reflections'; RENDERED_CHANGE).
 RENDERED_HASHES = [
-    ('115df3b1f0e2b826d2c6d1bac6df675332dccbe0a83ebc6eddb7149b86769fdf',
-     '76369116e19e763434745da6db384ab52b328450519debb98d0c562ea87e25df'),
-    ('b496b0b541fdfa4f56971eb065ca21417084706cdd9e4d69601e6aaab60bfea3',
-     '8ee0adcf7f0669bacad9d2d030b9617ce7b570472a5c5cf3960f781d76695869'),
+    ('92aa8b16009949631c6e7cc44f2aede80d709be941c0fabda7cd208d773b3c85',
+     '1990c10366ddd8879e91ab421765ad659ac818a9d11e096504823c4c1881f405'),
+    ('66fac6cfedb6385e4e933caf3e8cb5cdffa6babf37621cc863d4e8d4478a9a28',
+     'c565ccc0fbd7bf445c0c2e28e95ad676e1265e604f165cb8834eee650a232350'),
 ]
+NEW_FACTORS = ('steps', 'wall_clutter', 'lens_distortion')
 DEFAULT_KINDS = {'plain', 'noise', 'wood', 'tile', 'checker', 'stripes'}
 
 
@@ -68,10 +81,21 @@ def test_default_style_frame_is_unchanged(seed):
         assert (_sha(frame.image), _sha(frame.free)) == DEFAULT_HASHES[seed]
 
 
+@pytest.mark.parametrize('seed', sorted(PRE_STEPS_HASHES))
+def test_without_steps_wall_clutter_and_lens_distortion_the_old_frames_are_unchanged(seed):
+    for style in ('default', 'shifted'):
+        config = RandomizationConfig(style=style).without(*NEW_FACTORS)
+        frame = _sample(seed, config)
+        if style == 'default':
+            assert (_sha(frame.image), _sha(frame.free)) == PRE_STEPS_HASHES[seed]
+        else:  # the shifted style keeps the old ground truth too
+            assert _sha(frame.free) == PRE_STEPS_HASHES[seed][1]
+
+
 @pytest.mark.parametrize('seed', sorted(PRE_GLASS_HASHES))
 def test_without_reflections_and_glass_the_old_frames_are_unchanged(seed):
     for style in ('default', 'shifted'):
-        config = RandomizationConfig(style=style).without('reflections', 'glass')
+        config = RandomizationConfig(style=style).without('reflections', 'glass', *NEW_FACTORS)
         frame = _sample(seed, config)
         if style == 'default':
             assert (_sha(frame.image), _sha(frame.free)) == PRE_GLASS_HASHES[seed]
@@ -104,6 +128,19 @@ def test_shifted_changes_appearance_not_ground_truth(seed):
     # The same seed gives the same shifted frame.
     again = _sample(seed, SHIFTED)
     np.testing.assert_array_equal(again.image, shifted.image)
+
+
+def test_shifted_keeps_steps_and_wall_clutter():
+    seen = set()
+    for seed in range(16):
+        base = make_scene(np.random.default_rng(seed))
+        shifted = make_scene(np.random.default_rng(seed), SHIFTED)
+        assert shifted.wall_decals == base.wall_decals
+        assert [replace(o, material=None) for o in shifted.obstacles] == \
+            [replace(o, material=None) for o in base.obstacles]
+        seen |= {o.label for o in base.obstacles} & {STEP_LABEL, WALL_CLUTTER_LABEL}
+        seen |= {'decals'} if base.wall_decals else set()
+    assert seen == {STEP_LABEL, WALL_CLUTTER_LABEL, 'decals'}
 
 
 def test_shifted_materials_and_lights_are_outside_the_default_families():

@@ -1,6 +1,7 @@
 """The synthetic renderer: exact labels, determinism, randomization switches, generate."""
 
 import dataclasses
+import hashlib
 import importlib
 import io
 import json
@@ -12,12 +13,14 @@ from freespace_seg.cli import main as cli_main
 from freespace_seg.geometry import CameraIntrinsics, CameraMount
 from freespace_seg.progress import Progress, progress
 from freespace_seg.synthetic import (Box, Cylinder, default_intrinsics, default_mount, Frame,
-                                     make_scene, random_sample, RandomizationConfig, render,
-                                     Scene)
+                                     jitter_camera, make_scene, random_sample,
+                                     RandomizationConfig, render, Scene, WallDecal)
 from freespace_seg.synthetic.generate import sample_rng
+from freespace_seg.synthetic.randomization import lens_is_valid
 from freespace_seg.synthetic.scene import (Appearance, DEFAULT_FLOOR, DEFAULT_GLASS,
                                            DEFAULT_OBJECT, DEFAULT_WALL, GLASS_LABEL,
-                                           glass_partition, Material)
+                                           glass_partition, Material, STEP_LABEL,
+                                           WALL_CLUTTER_LABEL)
 import numpy as np
 import pytest
 
@@ -292,7 +295,8 @@ def test_random_scenes_have_content():
 # --- randomization switches --------------------------------------------------------------
 
 SCENE_CHECKS = {
-    'obstacles': lambda s: not [o for o in s.obstacles if o.label != GLASS_LABEL],
+    'obstacles': lambda s: not [o for o in s.obstacles
+                                if o.label not in (GLASS_LABEL, STEP_LABEL, WALL_CLUTTER_LABEL)],
     'furniture': lambda s: not {o.label for o in s.obstacles} & {'table', 'chair'},
     'low_objects': lambda s: not {o.label for o in s.obstacles} & {'low', 'cable'},
     'l_shaped_rooms': lambda s: len(s.outline) == 4,
@@ -309,13 +313,17 @@ SCENE_CHECKS = {
                           and all(li.radius == 0.0 for li in s.appearance.lights)),
     'specular': lambda s: (s.appearance.floor.specular == 0.0
                            and s.appearance.wall.specular == 0.0
-                           and all(o.material.specular == 0.0 for o in s.obstacles)),
+                           and all(o.material.specular == 0.0 for o in s.obstacles)
+                           and all(d.specular == 0.0 for d in s.wall_decals)),
     'color_temperature': lambda s: all(li.color == (1.0, 1.0, 1.0)
                                        for li in s.appearance.lights),
     'reflections': lambda s: (s.appearance.floor_reflectivity == 0.0
                               and s.appearance.floor_roughness == 0.0),
     'glass': lambda s: not any(o.label == GLASS_LABEL or o.material.kind == 'glass'
                                for o in s.obstacles),
+    'steps': lambda s: not any(o.label == STEP_LABEL for o in s.obstacles),
+    'wall_clutter': lambda s: (not s.wall_decals
+                               and not any(o.label == WALL_CLUTTER_LABEL for o in s.obstacles)),
 }
 
 
@@ -367,11 +375,15 @@ def test_pose_jitter_switch():
         assert abs(m.roll) <= config.camera_roll
     assert len({f.mount for f in mounts}) == 4
     assert len({f.intrinsics.fx for f in mounts}) == 4
-    off = config.without('pose_jitter')
+    off = config.without('pose_jitter', 'lens_distortion')
     for seed in range(3):
         frame = random_sample(_rng(seed), SMALL, off)
         assert frame.mount == default_mount()
         assert frame.intrinsics == SMALL
+    # Lens distortion is a switch of its own: without pose jitter only the lens varies.
+    lens = [random_sample(_rng(seed), SMALL, config.without('pose_jitter')) for seed in range(6)]
+    assert all(dataclasses.replace(f.intrinsics, distortion=()) == SMALL for f in lens)
+    assert any(f.intrinsics.has_distortion for f in lens)
 
 
 def test_config_helpers():
@@ -574,6 +586,352 @@ def test_reflection_and_glass_draws_leave_the_rest_of_the_room_alone():
             assert scene.obstacles == old.obstacles
 
 
+# --- steps, wall clutter and lens distortion ---------------------------------------------
+
+def _labelled(scene, label):
+    return [o for o in scene.obstacles if o.label == label]
+
+
+def _seeds_with(predicate, count, limit=80):
+    """Return the first ``count`` seeds whose default room satisfies ``predicate``."""
+    seeds = []
+    for seed in range(limit):
+        if predicate(make_scene(_rng(seed))):
+            seeds.append(seed)
+            if len(seeds) == count:
+                return seeds
+    raise AssertionError('too few such rooms')
+
+
+def _on_part(frame, parts, tol=2e-3):
+    """Pixels (H, W) whose first hit lies on one of the box or cylinder ``parts``."""
+    pts = _world_points(frame)
+    hit = np.isfinite(frame.depth)
+    on = np.zeros(frame.free.shape, dtype=bool)
+    for part in parts:
+        if isinstance(part, Box):
+            grown = dataclasses.replace(part, size_x=part.size_x + tol, size_y=part.size_y + tol)
+        else:
+            grown = dataclasses.replace(part, radius=part.radius + tol)
+        on |= (hit & grown.contains_xy(pts[..., 0], pts[..., 1]) & (pts[..., 2] > tol)
+               & (pts[..., 2] >= part.bottom - tol) & (pts[..., 2] <= part.height + tol))
+    return on
+
+
+def _floor_top_platform_room():
+    wood = Material('wood', (0.45, 0.3, 0.18), (0.3, 0.2, 0.1), scale=0.12, scale2=1.2,
+                    variation=0.15, seed=3)
+    step = Box(2.0, 0.0, 0.8, 2.0, 0.1, material=wood, label=STEP_LABEL)
+    scene = Scene.empty((8.0, 8.0), obstacles=[step],
+                        appearance=Appearance(floor=wood, baseboard_height=0.0))
+    return scene, step
+
+
+def test_step_pixels_top_and_footprint_are_blocked_even_in_the_floors_material():
+    scene, step = _floor_top_platform_room()
+    assert step.material == scene.appearance.floor  # the hard case
+    # Top-down: the footprint is blocked, the floor around it free.
+    assert scene.blocked_top_down(2.0, 0.0) and scene.blocked_top_down(1.61, 0.99)
+    assert not scene.blocked_top_down(1.55, 0.0) and not scene.blocked_top_down(2.0, 1.05)
+    assert scene.clearance(1.3, 0.0) == pytest.approx(0.3)
+    assert scene.collides(1.3, 0.0, 0.31) and not scene.collides(1.3, 0.0, 0.29)
+    k = default_intrinsics(320, 180)
+    frame = render(scene, k, default_mount())
+    bare = render(Scene.empty((8.0, 8.0), appearance=scene.appearance), k, default_mount())
+    pts = _world_points(frame)
+    on_step = _on_part(frame, [step])
+    top = on_step & (np.abs(pts[..., 2] - 0.1) < 1e-3)
+    riser = on_step & (pts[..., 2] < 0.1 - 1e-3)
+    assert top.sum() > 300 and riser.sum() > 100
+    assert not frame.free[on_step].any()  # the top is not at z = 0: blocked
+    assert bare.free[top].all()  # without the step the floor there is free
+    # Nothing new is free; what changed is the step's own pixels (and the floor it hides).
+    assert not (frame.free.astype(bool) & ~bare.free.astype(bool)).any()
+    assert np.array_equal(frame.free[~on_step], bare.free[~on_step])
+    # The tread continues the floor's pattern: the same albedo as the floor there would have.
+    floor_near = frame.free.astype(bool) & (np.abs(pts[..., 0] - 1.45) < 0.1) \
+        & (np.abs(pts[..., 1]) < 0.9)
+    ratio = frame.image[top].mean(axis=0) / frame.image[floor_near].mean(axis=0)
+    assert np.all(np.abs(ratio - 1.0) < 0.3)
+
+
+def test_step_materials_and_shifted_style():
+    seeds = _seeds_with(lambda s: any(o.material == s.appearance.floor
+                                      for o in _labelled(s, STEP_LABEL)), 2, 120)
+    for seed in seeds:
+        base = make_scene(_rng(seed))
+        shifted = make_scene(_rng(seed), RandomizationConfig(style='shifted'))
+        for a, b in zip(_labelled(base, STEP_LABEL), _labelled(shifted, STEP_LABEL)):
+            assert dataclasses.replace(a, material=DEFAULT_OBJECT) == \
+                dataclasses.replace(b, material=DEFAULT_OBJECT)
+            if a.material == base.appearance.floor:  # follows the shifted floor
+                assert b.material == shifted.appearance.floor != a.material
+
+
+def test_steps_on_and_off_change_only_the_steps_and_what_avoids_them():
+    off = RandomizationConfig().without('steps')
+    with_steps = 0
+    for seed in range(24):
+        on_scene = make_scene(_rng(seed))
+        off_scene = make_scene(_rng(seed), off)
+        assert not _labelled(off_scene, STEP_LABEL)
+        assert on_scene.outline == off_scene.outline
+        assert on_scene.appearance == off_scene.appearance
+        assert on_scene.doors == off_scene.doors and on_scene.decals == off_scene.decals
+        assert _labelled(on_scene, GLASS_LABEL) == _labelled(off_scene, GLASS_LABEL)
+        steps = _labelled(on_scene, STEP_LABEL)
+        if not steps:  # a room drawn without steps is the room with the switch off
+            assert on_scene.obstacles == off_scene.obstacles
+            assert on_scene.wall_decals == off_scene.wall_decals
+            continue
+        with_steps += 1
+        assert all(0.03 - 1e-9 <= o.height <= 0.2 + 0.002 + 1e-9 for o in steps)
+        assert any(o.standing for o in steps)
+        # Other obstacles keep clear of the steps' footprints.
+        others = [o for o in on_scene.footprints() if o.label not in (STEP_LABEL, GLASS_LABEL)]
+        for o in others:
+            pts = o.outline()
+            assert not any(s.contains_xy(pts[:, 0], pts[:, 1]).any()
+                           for s in steps if s.standing)
+    assert with_steps >= 4
+
+
+@pytest.mark.parametrize('seed', [7, 16, 34])
+def test_random_step_frames_are_blocked_where_the_steps_are(seed):
+    frame = random_sample(_rng(seed), SMALL)
+    scene = frame.scene
+    steps = _labelled(scene, STEP_LABEL)
+    assert steps, 'this seed no longer has steps: pick another'
+    assert scene.clearance(*frame.robot_pose[:2]) > RandomizationConfig().robot_clearance
+    for part in steps:
+        if part.standing:
+            pts = part.outline()
+            centre = pts.mean(axis=0)
+            inner = centre + 0.9 * (pts - centre)
+            assert scene.blocked_top_down(inner[:, 0], inner[:, 1]).all()
+    assert not frame.free[_on_part(frame, steps)].any()
+    # Seen from a pose facing the first step, the step fills pixels, all blocked.
+    step = steps[0]
+    rng = _rng(1)
+    for _ in range(2000):
+        x, y, _ = scene.sample_free_pose(rng, 0.3)
+        if 1.0 < math.hypot(step.x - x, step.y - y) < 3.0:
+            break
+    pose = (x, y, math.atan2(step.y - y, step.x - x))
+    view = render(scene, SMALL, default_mount(), pose)
+    on = _on_part(view, steps)
+    assert on.sum() > 20 and not view.free[on].any()
+
+
+def test_steps_keep_passages():
+    from freespace_seg.synthetic.scene import keeps_passages
+    rooms = 0
+    for seed in range(60):
+        scene = make_scene(_rng(seed))
+        steps = [o for o in _labelled(scene, STEP_LABEL) if o.standing]
+        if not steps:
+            continue
+        rooms += 1
+        walls_only = Scene(outline=scene.outline, obstacles=_labelled(scene, GLASS_LABEL))
+        assert keeps_passages(walls_only, steps), seed
+    assert rooms >= 10
+    # The check can fail: a curb from wall to wall cuts the room in two; one that leaves a
+    # metre open does not.
+    room = Scene.empty((6.0, 4.0))
+    assert not keeps_passages(room, [Box(0.0, 0.0, 0.2, 4.2, 0.1, label=STEP_LABEL)])
+    assert keeps_passages(room, [Box(0.0, -0.5, 0.2, 3.0, 0.1, label=STEP_LABEL)])
+
+
+def _radiator_room(decals=True, radiator=True):
+    blue = Material('plain', (0.2, 0.3, 0.7), variation=0.0)
+    app = Appearance(floor=Material('plain', (0.4, 0.4, 0.4), variation=0.0),
+                     wall=Material('plain', (0.7, 0.7, 0.7), variation=0.0),
+                     baseboard_height=0.0)
+    # On the wall x = 3 (edge 1 runs from (3, -3) to (3, 3): along it s = y + 3).
+    poster = WallDecal(1, 3.1, 0.6, 0.3, 0.5, 'poster', (0.1, 0.5, 0.1), (0.3, 0.5, 0.9),
+                       (0.9, 0.85, 0.6), 0.02, (0.95, 0.95, 0.95), seed=4)
+    socket = WallDecal(1, 3.8, 0.08, 0.12, 0.08, 'socket', (0.95, 0.95, 0.95),
+                       (0.7, 0.7, 0.7), (0.01, 0.01, 0.01))
+    # A wall-hung radiator 0.1 m above the floor, 0.03 m off the wall, 0.1 m deep.
+    rad = Box(3.0 - 0.03 - 0.05, -0.6, 0.1, 1.0, 0.6, 0.0, 0.1, blue, WALL_CLUTTER_LABEL)
+    return Scene.empty((6.0, 6.0), obstacles=[rad] if radiator else [], appearance=app,
+                       wall_decals=[poster, socket] if decals else [])
+
+
+def test_wall_clutter_is_blocked_and_the_floor_under_a_radiator_is_free():
+    k = default_intrinsics(320, 180)
+    mount = CameraMount(z=0.25, pitch=0.1)
+    pose = (1.6, 0.0, 0.0)
+    frame = render(_radiator_room(), k, mount, pose)
+    bare = render(_radiator_room(False, False), k, mount, pose)
+    scene = frame.scene
+    rad = _labelled(scene, WALL_CLUTTER_LABEL)[0]
+    assert not rad.standing
+    assert not scene.blocked_top_down(rad.x, rad.y)  # raised: no footprint
+    pts = _world_points(frame)
+    on_rad = _on_part(frame, [rad])
+    assert on_rad.sum() > 200 and not frame.free[on_rad].any()
+    under = frame.free.astype(bool) & rad.contains_xy(pts[..., 0], pts[..., 1])
+    assert under.sum() > 5  # the floor under the radiator, seen below it, is free
+    np.testing.assert_allclose(pts[under][:, 2], 0.0, atol=2e-3)
+    # The poster and the socket are wall: blocked, and not the wall's colour.
+    on_wall = np.abs(pts[..., 0] - 3.0) < 1e-3
+    s = pts[..., 1] + 3.0
+    in_poster = on_wall & (s > 3.15) & (s < 3.65) & (pts[..., 2] > 0.35) & (pts[..., 2] < 0.75)
+    in_socket = on_wall & (np.abs(s - 3.84) < 0.03) & (np.abs(pts[..., 2] - 0.16) < 0.03)
+    assert in_socket.sum() > 3 and not frame.free[in_socket].any()
+    assert in_poster.sum() > 100 and not frame.free[in_poster].any()
+    diff = np.abs(frame.image.astype(int) - bare.image.astype(int)).sum(axis=-1)
+    assert np.mean(diff[in_poster] > 30) > 0.8
+    assert np.mean(diff[in_socket] > 30) > 0.5
+    # Labels: nothing new is free; only the radiator's pixels changed.
+    assert not (frame.free.astype(bool) & ~bare.free.astype(bool)).any()
+    np.testing.assert_array_equal(frame.free[~on_rad], bare.free[~on_rad])
+    flat = render(_radiator_room(radiator=False), k, mount, pose)
+    np.testing.assert_array_equal(flat.free, bare.free)  # flat things change no label
+
+
+def test_wall_clutter_on_and_off(monkeypatch):
+    off = RandomizationConfig().without('wall_clutter')
+    seen = 0
+    for seed in range(12):
+        on_scene = make_scene(_rng(seed))
+        off_scene = make_scene(_rng(seed), off)
+        assert not off_scene.wall_decals and not _labelled(off_scene, WALL_CLUTTER_LABEL)
+        assert on_scene.appearance == off_scene.appearance
+        assert on_scene.doors == off_scene.doors and on_scene.decals == off_scene.decals
+        # Wall clutter is drawn last: the rest of the room is the same.
+        assert [o for o in on_scene.obstacles if o.label != WALL_CLUTTER_LABEL] == \
+            off_scene.obstacles
+        a, b = on_scene.walls()
+        for d in on_scene.wall_decals:
+            length = float(np.hypot(*(b[d.wall] - a[d.wall])))
+            assert 0.0 < d.start and d.start + d.width < length
+            assert 0.0 < d.bottom and d.bottom + d.height < on_scene.wall_height
+        for o in _labelled(on_scene, WALL_CLUTTER_LABEL):  # against a wall, inside the room
+            centre = np.array([o.x, o.y])
+            dist = min(float(np.abs(np.cross(np.append(b[i] - a[i], 0), np.append(
+                centre - a[i], 0))[2]) / np.hypot(*(b[i] - a[i]))) for i in range(len(a)))
+            assert dist < 0.35 and on_scene.inside(o.x, o.y)
+            assert o.standing == (o.bottom == 0.0)
+            if o.standing:  # radiator feet and pipes only
+                assert o.height <= 0.3
+        if not on_scene.wall_decals:
+            continue
+        # Same scene and pose with the flat things taken off: only wall pixels change colour,
+        # labels do not.
+        pose = on_scene.sample_free_pose(_rng(seed))
+        plain = RandomizationConfig().without('reflections')
+        args = (SMALL, CameraMount(z=0.6, pitch=0.0), pose)
+        frame, rad_on = _render_radiance(monkeypatch, on_scene, *args, randomization=plain)
+        bare, rad_off = _render_radiance(monkeypatch, dataclasses.replace(
+            on_scene, wall_decals=[]), *args, randomization=plain)
+        np.testing.assert_array_equal(frame.free, bare.free)
+        np.testing.assert_array_equal(frame.depth, bare.depth)
+        changed = np.abs(rad_on - rad_off).max(axis=0) > 0.0
+        pts = _world_points(frame)[changed]
+        walls = Scene(outline=on_scene.outline)
+        on_wall = walls.clearance(pts[:, 0], pts[:, 1]) < 1e-3
+        through_glass = _on_part(frame, _labelled(on_scene, GLASS_LABEL))[changed]
+        assert (on_wall | through_glass).all()  # glass shows them, and mirrors the room
+        seen += int(on_wall.sum() > 0)
+    assert seen >= 2, 'wall clutter never in view'
+
+
+def test_lens_distortion_draws():
+    config = RandomizationConfig()
+    k0 = default_intrinsics(480, 270)
+    drawn = []
+    for seed in range(60):
+        rng_on, rng_off = _rng(seed), _rng(seed)
+        k_on, m_on = jitter_camera(rng_on, k0, default_mount(), config)
+        k_off, m_off = jitter_camera(rng_off, k0, default_mount(),
+                                     config.without('lens_distortion'))
+        # A side stream: the pose, the field of view and what is drawn next do not move.
+        assert m_on == m_off and dataclasses.replace(k_on, distortion=()) == k_off
+        assert rng_on.random() == rng_off.random()
+        assert not k_off.has_distortion
+        if k_on.has_distortion:
+            drawn.append(k_on)
+            k1, k2, p1, p2, k3 = k_on.distortion
+            assert -0.3 <= k1 <= 0.1 and k3 == 0.0
+            assert 0.0 <= -k2 / k1 <= 0.4 + 1e-9 if k1 else k2 == 0.0
+            assert abs(p1) <= 0.003 and abs(p2) <= 0.003
+            assert lens_is_valid(k_on, k_on.distortion)
+    assert 0.4 < len(drawn) / 60 < 0.9
+    assert min(k.distortion[0] for k in drawn) < -0.15 and max(k.distortion[0] for k in drawn) > 0
+    # A camera that has its own distortion keeps it.
+    own = dataclasses.replace(k0, distortion=(-0.05, 0.01, 0.0, 0.0, 0.0))
+    assert all(jitter_camera(_rng(s), own, default_mount(), config)[0].distortion ==
+               own.distortion for s in range(5))
+    # A lens that would fold the image is not drawn as it is.
+    wide = CameraIntrinsics.from_fov(480, 270, math.radians(79.0))
+    assert not lens_is_valid(wide, (-0.3, 0.0, 0.0, 0.0, 0.0))
+    assert lens_is_valid(wide, (-0.3, 0.12, 0.0, 0.0, 0.0))
+
+
+def test_lens_distortion_moves_pixels_as_the_intrinsics_say():
+    # Red poles at known places near the image corners; barrel distortion pulls them in.
+    red = Material('plain', (0.8, 0.05, 0.05), variation=0.0)
+    poles = [Cylinder(2.5, y, 0.03, 1.2, material=red) for y in (-1.2, 0.0, 1.2)]
+    scene = Scene.empty((8.0, 8.0), obstacles=poles)
+    pinhole = default_intrinsics(320, 180)
+    lens = dataclasses.replace(pinhole, distortion=(-0.25, 0.06, 0.001, -0.001, 0.0))
+    mount = CameraMount(z=0.25, pitch=0.0)
+    a = render(scene, lens, mount)
+    b = render(scene, pinhole, mount)
+    moved = 0
+    for pole in poles:
+        for z in (0.2, 0.6, 1.0):
+            p = np.array([[pole.x - pole.radius, pole.y, z]])  # the front of the pole
+            uv, _ = _project_world(a, p)
+            uv0, _ = _project_world(b, p)
+            u, v = (int(round(c)) for c in uv[0])
+            if not (0 <= u < lens.width and 0 <= v < lens.height):
+                continue
+            dist = float(np.linalg.norm(p[0] - np.array([0.0, 0.0, 0.25])))
+            assert a.depth[v, u] == pytest.approx(dist, rel=0.02)
+            assert a.free[v, u] == 0
+            moved += float(np.hypot(*(uv[0] - uv0[0]))) > 3.0
+    assert moved >= 3
+    # The same rays as the intrinsics' own undistortion, and every label fits its depth.
+    pts = _world_points(a)
+    free = a.free.astype(bool)
+    np.testing.assert_allclose(pts[free][:, 2], 0.0, atol=2e-3)
+    assert free.sum() > 1000 and not free[_on_part(a, poles)].any()
+    xn, yn = lens.normalized_rays()
+    uv = lens.project(np.stack([xn.ravel(), yn.ravel(), np.ones(xn.size)], axis=1))
+    v, u = np.mgrid[0:lens.height, 0:lens.width]
+    assert np.abs(uv - np.stack([u.ravel(), v.ravel()], axis=1)).max() < 1e-6
+    rx, ry = render_module._normalized_rays(lens)
+    np.testing.assert_allclose(rx, xn, atol=1e-6)
+    np.testing.assert_allclose(ry, yn, atol=1e-6)
+
+
+@pytest.mark.parametrize('seed', [5, 123])
+def test_lens_distortion_on_and_off_in_random_frames(seed, monkeypatch):
+    on = random_sample(_rng(seed), SMALL)
+    off = random_sample(_rng(seed), SMALL, RandomizationConfig().without('lens_distortion'))
+    assert on.intrinsics.has_distortion and not off.intrinsics.has_distortion
+    assert dataclasses.replace(on.intrinsics, distortion=()) == off.intrinsics
+    assert on.mount == off.mount and on.robot_pose == off.robot_pose
+    assert on.scene.obstacles == off.scene.obstacles
+    assert not np.array_equal(on.free, off.free) and not np.array_equal(on.image, off.image)
+    # Labels agree with depth through the distorted rays.
+    pts = _world_points(on)
+    free = on.free.astype(bool)
+    np.testing.assert_allclose(pts[free][:, 2], 0.0, atol=2e-3)
+    assert not _blocked_with_tolerance(on.scene, pts[free][:, 0], pts[free][:, 1]).any()
+    # The screen rectangles through the lens miss nothing: casting every object over the
+    # whole image gives the same frame.
+    k = on.intrinsics
+    monkeypatch.setattr(render_module, '_screen_rects',
+                        lambda points, *rest: [(0, k.width, 0, k.height)] * len(points))
+    full = render(on.scene, k, on.mount, on.robot_pose)
+    np.testing.assert_array_equal(full.free, on.free)
+    np.testing.assert_array_equal(full.depth, on.depth)
+
+
 # --- python -m freespace_seg generate ----------------------------------------------------
 
 def _generate(out, *extra):
@@ -652,6 +1010,54 @@ def test_generate_without_reflections_and_glass(tmp_path):
         mask = cv2.imread(str(out / 'train' / f'{i:06d}_mask.png'), cv2.IMREAD_UNCHANGED)
         np.testing.assert_array_equal(img, frame.image)
         np.testing.assert_array_equal(mask, frame.free)
+
+
+# sha256 of (image, mask) of the samples of ``generate --num 3 --seed 5 --splits 1,0,0`` at
+# 64x36 from before 'steps', 'wall_clutter' and 'lens_distortion' existed: with the three
+# switched off they must not move.
+PRE_STEPS_GENERATE = [
+    ('25e36d2abfff1672cbd6fc6c97f1609e1446beed63ef2e7f08884bd82c732b9a',
+     '330aa257ca1019071c8ea534dd27ebd2df0cbde7b53e0ce6b79f793464621698'),
+    ('3c64d0e1106ca0520f189c42ab08782dcd9b108e301d2beef754a8d298718a4f',
+     'e1677a8638accd8661be32cbbaed51bf1efd25634ca2ffb70d9720cbe46160f7'),
+    ('9f41490fe4287b17891a6d9d4e8d9afde043df4bc109c0d239e3d3d90894948e',
+     '69aa446e61df71e21ec6195568283ab0bd977392afa464f77c6181d8d193ced7'),
+]
+
+
+def _sha(array):
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def test_generate_without_steps_wall_clutter_and_lens_distortion(tmp_path):
+    out = tmp_path / 'ds'
+    assert _generate(out, '--num', '3', '--seed', '5', '--splits', '1,0,0', '--no-steps',
+                     '--no-wall-clutter', '--no-lens-distortion') == 0
+    meta = json.loads((out / 'meta.json').read_text())
+    config = RandomizationConfig().without('steps', 'wall_clutter', 'lens_distortion')
+    assert RandomizationConfig.from_dict(meta['randomization']) == config
+    got = []
+    for i in range(3):
+        img = cv2.imread(str(out / 'train' / f'{i:06d}_image.png'))[..., ::-1]
+        mask = cv2.imread(str(out / 'train' / f'{i:06d}_mask.png'), cv2.IMREAD_UNCHANGED)
+        got.append((_sha(img), _sha(mask)))
+    assert got == PRE_STEPS_GENERATE
+    records = [json.loads(line) for line in (out / 'samples.jsonl').read_text().splitlines()]
+    assert all(r['intrinsics']['distortion'] == [] for r in records)
+
+
+def test_generate_records_the_lens_distortion(tmp_path):
+    out = tmp_path / 'ds'
+    assert _generate(out, '--num', '4', '--seed', '5', '--splits', '1,0,0') == 0
+    records = [json.loads(line) for line in (out / 'samples.jsonl').read_text().splitlines()]
+    distorted = 0
+    for rec in records:
+        frame = random_sample(sample_rng(5, 0, rec['index']), default_intrinsics(64, 36))
+        assert rec['intrinsics']['distortion'] == list(frame.intrinsics.distortion)
+        assert CameraIntrinsics(**{**rec['intrinsics'], 'distortion': tuple(
+            rec['intrinsics']['distortion'])}) == frame.intrinsics
+        distorted += len(rec['intrinsics']['distortion']) == 5
+    assert distorted >= 1
 
 
 # --- progress bar ------------------------------------------------------------------------

@@ -12,10 +12,11 @@ from freespace_seg.synthetic.randomization import (default_intrinsics, default_m
 from freespace_seg.synthetic.render import Frame, material_albedo, random_sample, render
 from freespace_seg.synthetic.scene import (Appearance, Box, Cylinder, Decal, Door,
                                            FOOTPRINT_EPS, glass_partition, Light, make_scene,
-                                           Material, Scene)
+                                           Material, Scene, WallDecal)
 
 __all__ = [
     'Appearance', 'Box', 'Cylinder', 'Decal', 'default_intrinsics', 'default_mount', 'Door',
     'FOOTPRINT_EPS', 'Frame', 'glass_partition', 'jitter_camera', 'Light', 'make_scene',
     'Material', 'material_albedo', 'random_sample', 'RandomizationConfig', 'render', 'Scene',
+    'WallDecal',
 ]

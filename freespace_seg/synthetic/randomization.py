@@ -9,10 +9,12 @@ camera). Scene-level factors are drawn by :func:`freespace_seg.synthetic.make_sc
 (image-level) factors by :func:`freespace_seg.synthetic.render` when it is given an ``rng``.
 """
 
+import copy
 from dataclasses import asdict, dataclass, fields, replace
 import math
 
 from freespace_seg.geometry import CameraIntrinsics, CameraMount
+import numpy as np
 
 DEFAULT_HFOV_DEG = 69.0
 
@@ -37,6 +39,20 @@ class RandomizationConfig:
       one to three panes with a frame (stiles, top rail), always a bottom rail or kick plate,
       sometimes a frosted band or a push bar. It is blocked, although the renderer shows what
       lies behind it, tinted, with a faint sheen (off: no glass).
+    * ``steps``: in some rooms (35 %) one or two low steps, curbs or raised platforms standing
+      on the floor, 3-20 cm high: a platform along part of a wall (sometimes with a lower
+      step in front of it), a low stage in a corner, a raised floor section in the room, a
+      curb-like ridge from a wall into the room or a threshold ridge at a door. Their top is
+      of the floor's own material in 40 % of them (only the edge, its shading and the shadow
+      tell it apart), else of another floor or object material, sometimes with a contrasting
+      edge strip. Blocked, the top too: it is not at z = 0. They keep passages of 0.7 m
+      open (off: no steps).
+    * ``wall_clutter``: in most rooms (70 %) things on the walls: posters, framed pictures,
+      whiteboards, light switches and sockets drawn on the wall, and radiators, shelves
+      (sometimes with books) and wall-mounted screens in front of it. All are blocked (they
+      are wall or above the floor); none of them reaches the floor except a radiator on
+      feet and pipes (their footprints are blocked), so the floor under a radiator or a
+      shelf is free where it is seen (off: bare walls).
 
     Scene appearance (drawn in ``make_scene``):
 
@@ -60,6 +76,12 @@ class RandomizationConfig:
     * ``compression``: JPEG artefacts.
     * ``pose_jitter``: camera height, pitch, roll, yaw and field of view around the
       nominal ones (``random_sample`` only).
+    * ``lens_distortion``: plumb_bob lens distortion in 65 % of the frames: k1 in
+      [-0.3, 0.1] (barrel for wide lenses, mild pincushion), k2 = -k1 times [0, 0.4], small
+      tangential p1, p2 (sd 0.001), k3 = 0; a draw that would fold the image (the radial map
+      not monotonic out past the image corners) is shrunk towards no distortion. It ends up
+      in the frame's ``intrinsics.distortion`` (CameraInfo D); rays, hence labels, follow it
+      exactly. A camera that already has distortion keeps it (off: the pinhole camera).
 
     Ranges: ``room_size`` (metres, each side), ``max_obstacles`` (object groups per room),
     ``camera_height`` and ``camera_pitch`` (uniform ranges, metres and radians),
@@ -81,6 +103,8 @@ class RandomizationConfig:
     doors: bool = True
     decals: bool = True
     glass: bool = True
+    steps: bool = True
+    wall_clutter: bool = True
     floor_materials: bool = True
     wall_textures: bool = True
     object_textures: bool = True
@@ -95,6 +119,7 @@ class RandomizationConfig:
     vignetting: bool = True
     compression: bool = True
     pose_jitter: bool = True
+    lens_distortion: bool = True
     room_size: tuple = (2.0, 10.0)
     max_obstacles: int = 20
     camera_height: tuple = (0.1, 0.5)
@@ -154,14 +179,95 @@ def default_mount():
     return CameraMount(x=0.0, y=0.0, z=0.25, roll=0.0, pitch=0.3, yaw=0.0)
 
 
+#: Salt of the side stream (see :func:`side_rng`) of the lens distortion draw.
+LENS_SALT = 0x1e25
+
+
+def side_rng(rng, salt):
+    """Return a generator seeded from ``rng``'s state and ``salt`` without advancing ``rng``."""
+    words = copy.deepcopy(rng).integers(0, 1 << 32, 4)
+    return np.random.default_rng([int(salt)] + [int(w) for w in words])
+
+
+def radial_fold(distortion, limit=4.0):
+    """
+    Return the normalized radius where the radial part of plumb_bob ``distortion`` folds.
+
+    That is the first r > 0 where d/dr [r (1 + k1 r^2 + k2 r^4 + k3 r^6)] drops to 0 (inf
+    when it does not before ``limit``): beyond it the distortion is not invertible.
+    """
+    d = tuple(float(v) for v in distortion) + (0.0,) * 5
+    k1, k2, k3 = d[0], d[1], d[4]
+    r = np.linspace(0.0, limit, 4001)
+    r2 = r * r
+    slope = 1.0 + r2 * (3.0 * k1 + r2 * (5.0 * k2 + 7.0 * k3 * r2))
+    bad = np.flatnonzero(slope <= 0.0)
+    return float(r[bad[0]]) if bad.size else math.inf
+
+
+def lens_is_valid(intrinsics, distortion, margin=1.2, max_radius=math.tan(math.radians(65.0))):
+    """
+    Check that ``distortion`` on ``intrinsics`` maps the whole image one to one.
+
+    The radial map r -> r (1 + k1 r^2 + k2 r^4 + k3 r^6) must rise steeply (slope above 0.3)
+    until it reaches ``margin`` times the distorted radius of the farthest image corner, and
+    the undistorted corners must stay within ``max_radius`` (65 degrees off the axis).
+    """
+    k = intrinsics
+    d = tuple(float(v) for v in distortion) + (0.0,) * 5
+    k1, k2, k3 = d[0], d[1], d[4]
+    corner = max(math.hypot((u - k.cx) / k.fx, (v - k.cy) / k.fy)
+                 for u in (-0.5, k.width - 0.5) for v in (-0.5, k.height - 0.5))
+    r = np.linspace(0.0, max_radius, 2001)
+    r2 = r * r
+    f = r * (1.0 + r2 * (k1 + r2 * (k2 + k3 * r2)))
+    slope = 1.0 + r2 * (3.0 * k1 + r2 * (5.0 * k2 + 7.0 * k3 * r2))
+    steep = slope > 0.3
+    end = int(np.argmin(steep)) if not steep.all() else r.size
+    return bool(end > 0 and f[:end].max() >= margin * corner)
+
+
+def random_lens_distortion(rng, intrinsics):
+    """
+    Draw plumb_bob distortion (k1, k2, p1, p2, k3) for ``intrinsics``, or () for none (35 %).
+
+    k1 in [-0.3, 0.1] (barrel for wide lenses, mild pincushion), k2 = -k1 times [0, 0.4],
+    p1 and p2 normal with sd 0.001 (clipped to 0.003), k3 = 0; a draw that would fold the
+    image (see :func:`lens_is_valid`) is halved, up to six times, then dropped.
+    """
+    if rng.random() >= 0.65:
+        return ()
+    k1 = float(rng.uniform(-0.3, 0.1))
+    k2 = -k1 * float(rng.uniform(0.0, 0.4))
+    p1, p2 = (float(v) for v in np.clip(rng.normal(0.0, 0.001, 2), -0.003, 0.003))
+    for _ in range(7):
+        d = (k1, k2, p1, p2, 0.0)
+        if lens_is_valid(intrinsics, d):
+            return d
+        k1, k2 = k1 / 2.0, k2 / 2.0
+    return ()
+
+
 def jitter_camera(rng, intrinsics, mount, config):
     """
     Draw a camera around ``intrinsics`` and ``mount`` within the config's ranges.
 
-    Returns ``(intrinsics, mount)``; unchanged when ``config.pose_jitter`` is off.
+    Returns ``(intrinsics, mount)``. ``config.pose_jitter`` varies the pose and the field of
+    view, ``config.lens_distortion`` adds lens distortion to a camera that has none (drawn
+    from a side stream of ``rng``, so that the other draws do not depend on it); unchanged
+    when both are off.
     """
-    if not config.pose_jitter:
-        return intrinsics, mount
+    lens = side_rng(rng, LENS_SALT) if config.lens_distortion else None
+    if config.pose_jitter:
+        intrinsics, mount = _jitter_pose(rng, intrinsics, mount, config)
+    if lens is not None and not intrinsics.has_distortion:
+        distortion = random_lens_distortion(lens, intrinsics)
+        if distortion:
+            intrinsics = replace(intrinsics, distortion=distortion)
+    return intrinsics, mount
+
+
+def _jitter_pose(rng, intrinsics, mount, config):
     height = float(rng.uniform(*config.camera_height))
     pitch = float(rng.uniform(*config.camera_pitch))
     roll = float(rng.uniform(-config.camera_roll, config.camera_roll))

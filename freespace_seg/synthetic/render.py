@@ -7,8 +7,11 @@ the box frame) and vertical finite cylinders; the nearest hit wins. Obstacles ar
 in the image rectangle that their bounding box projects to. The ground-truth mask comes from
 the same casting: a pixel is free (1) iff its ray first hits the floor plane inside the room
 at a point not covered by an obstacle footprint (rugs and markings are floor, so free); walls,
-doors, obstacles, glass panes and their frames, anything above the floor, the ceiling and the
-sky are 0.
+doors, obstacles, glass panes and their frames, steps and platforms (their tops too), things
+on the walls, anything above the floor, the ceiling and the sky are 0. With lens distortion
+(plumb_bob, as CameraInfo D) each pixel centre is undistorted exactly (Newton steps on the
+model) to give its ray, and the screen rectangles are mapped through the lens, so the labels
+stay exact for the distorted image.
 
 Glass panes (boxes of a ``glass`` material) are transparent: where a ray first hits one (the
 pixel stays blocked, its depth is the pane's), the ray is cast again without the panes and
@@ -19,6 +22,13 @@ ray from the floor point) is cast through the same scene code (glass panes are l
 reflections) and shaded, optionally blurred by roughness, and blended into the floor with a
 Fresnel-like weight; rugs and mats do not reflect. Labels do not change: a reflection is on
 free floor.
+
+Flat things on the walls (:class:`~freespace_seg.synthetic.scene.WallDecal`: posters with a
+photo-like procedural picture and lines of text, framed pictures, whiteboards with marker
+strokes, switches and sockets) are drawn on the wall like doors. The tread of a step continues
+the floor's pattern (it is shaded from world coordinates, without the darkening near the floor
+that other low surfaces get), so a step of the floor's own material shows only by its edge,
+its shading and its shadow.
 
 Shading (linear RGB): procedural materials from world or surface coordinates with a simple
 pixel-footprint filter against aliasing, Lambert and Blinn-Phong lighting from point lights
@@ -34,8 +44,10 @@ import math
 import cv2
 from freespace_seg.geometry import CameraIntrinsics, CameraMount, rotation_rpy
 from freespace_seg.synthetic.randomization import (default_intrinsics, default_mount,
-                                                   jitter_camera, RandomizationConfig)
-from freespace_seg.synthetic.scene import Box, Cylinder, is_glass, make_scene, Scene
+                                                   jitter_camera, radial_fold,
+                                                   RandomizationConfig)
+from freespace_seg.synthetic.scene import (Box, Cylinder, is_glass, make_scene, Scene,
+                                           STEP_LABEL)
 import numpy as np
 
 ID_NONE, ID_FLOOR, ID_CEILING, ID_WALL0 = 0, 1, 2, 3
@@ -66,8 +78,66 @@ class Frame:
 
 @functools.lru_cache(maxsize=8)
 def _normalized_rays(intrinsics):
-    xn, yn = intrinsics.normalized_rays()
+    if intrinsics.has_distortion and len(intrinsics.distortion) <= 5:
+        xn, yn = _undistort_pixels(intrinsics)
+    else:
+        xn, yn = intrinsics.normalized_rays()
     return xn.astype(np.float32), yn.astype(np.float32)
+
+
+def _plumb_bob_newton(x, y, xd, yd, coeffs):
+    """One Newton step towards the undistorted (x, y) that plumb_bob maps to (xd, yd)."""
+    k1, k2, p1, p2, k3 = coeffs
+    r2 = x * x + y * y
+    radial = 1.0 + r2 * (k1 + r2 * (k2 + r2 * k3))
+    g = 2.0 * (k1 + r2 * (2.0 * k2 + 3.0 * k3 * r2))
+    xy = x * y
+    ex = x * radial + 2.0 * p1 * xy + p2 * (r2 + 2.0 * x * x) - xd
+    ey = y * radial + p1 * (r2 + 2.0 * y * y) + 2.0 * p2 * xy - yd
+    b = xy * g + 2.0 * p1 * x + 2.0 * p2 * y
+    a = radial + x * x * g + 2.0 * p1 * y + 6.0 * p2 * x
+    d = radial + y * y * g + 6.0 * p1 * y + 2.0 * p2 * x
+    inv = 1.0 / (a * d - b * b)
+    return x - (d * ex - b * ey) * inv, y - (a * ey - b * ex) * inv
+
+
+def _undistort_pixels(intrinsics, step=4):
+    """
+    Undistorted normalized coordinates (x/z, y/z) of every pixel centre (plumb_bob model).
+
+    The same as :meth:`~freespace_seg.geometry.CameraIntrinsics.normalized_rays`, several
+    times faster: on every ``step``-th pixel the radial part is inverted on a table and two
+    Newton steps on the full model (tangential terms included) follow; that is interpolated
+    to every pixel and one more Newton step there brings the residual far below float32
+    rounding.
+    """
+    k = intrinsics
+    coeffs = (tuple(float(d) for d in k.distortion) + (0.0,) * 5)[:5]
+    k1, k2, _, _, k3 = coeffs
+    wc = -(-(k.width - 1) // step) + 1
+    hc = -(-(k.height - 1) // step) + 1
+    xd = (np.arange(wc, dtype=np.float64) * step - k.cx) / k.fx
+    yd = ((np.arange(hc, dtype=np.float64) * step - k.cy) / k.fy)[:, None]
+    xd, yd = np.broadcast_arrays(xd[None, :], yd)
+    rd = np.hypot(xd, yd)
+    r_tab = np.linspace(0.0, min(radial_fold(k.distortion), 4.0), 4097)
+    r2 = r_tab * r_tab
+    f_tab = r_tab * (1.0 + r2 * (k1 + r2 * (k2 + r2 * k3)))
+    top = int(np.argmax(f_tab)) + 1  # the rising part
+    scale = np.interp(rd, f_tab[:top], r_tab[:top]) / np.maximum(rd, 1e-300)
+    scale[rd == 0.0] = 1.0
+    x, y = xd * scale, yd * scale
+    for _ in range(2):
+        x, y = _plumb_bob_newton(x, y, xd, yd, coeffs)
+    mu = np.arange(k.width, dtype=np.float32) * np.float32(1.0 / step)
+    mv = np.arange(k.height, dtype=np.float32) * np.float32(1.0 / step)
+    mu, mv = np.broadcast_arrays(mu[None, :], mv[:, None])
+    mu, mv = np.ascontiguousarray(mu), np.ascontiguousarray(mv)
+    x = cv2.remap(x, mu, mv, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    y = cv2.remap(y, mu, mv, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    xd = ((np.arange(k.width, dtype=np.float64) - k.cx) / k.fx)[None, :]
+    yd = ((np.arange(k.height, dtype=np.float64) - k.cy) / k.fy)[:, None]
+    return _plumb_bob_newton(x, y, xd, yd, coeffs)
 
 
 def camera_in_world(mount, robot_pose):
@@ -122,9 +192,6 @@ def world_rays(intrinsics, mount, robot_pose):
 def _screen_rects(points, origin, r_wo, intrinsics):
     """Pixel rectangles (u0, u1, v0, v1) covering each object's points (M, K, 3), or None."""
     w, h = intrinsics.width, intrinsics.height
-    if intrinsics.has_distortion:
-        return [(0, w, 0, h) if np.any((points[m] - origin) @ r_wo[:, 2] > 0) else None
-                for m in range(len(points))]
     p = (points - origin) @ r_wo  # optical frame, (M, K, 3)
     z = p[..., 2]
     front = z >= _NEAR
@@ -138,6 +205,8 @@ def _screen_rects(points, origin, r_wo, intrinsics):
     allp = np.concatenate([p, q], axis=1)
     valid = np.concatenate([front, cross], axis=1)
     zz = np.where(valid, np.maximum(allp[..., 2], _NEAR), 1.0)
+    if intrinsics.has_distortion:
+        return _distorted_rects(allp[..., 0] / zz, allp[..., 1] / zz, valid, intrinsics)
     u = intrinsics.fx * allp[..., 0] / zz + intrinsics.cx
     v = intrinsics.fy * allp[..., 1] / zz + intrinsics.cy
     big = 1e9
@@ -154,6 +223,70 @@ def _screen_rects(points, origin, r_wo, intrinsics):
         u1 = int(min(w, math.ceil(max(min(u_hi[m], big), -1)) + 2))
         v0 = int(max(0, math.floor(min(max(v_lo[m], -big), h)) - 1))
         v1 = int(min(h, math.ceil(max(min(v_hi[m], big), -1)) + 2))
+        rects.append((u0, u1, v0, v1) if u1 > u0 and v1 > v0 else None)
+    return rects
+
+
+def _distort(intrinsics, x, y):
+    """Pixel coordinates of undistorted normalized points (x, y) (plumb_bob, 5 numbers)."""
+    k1, k2, p1, p2, k3 = (tuple(float(d) for d in intrinsics.distortion) + (0.0,) * 5)[:5]
+    r2 = x * x + y * y
+    radial = 1.0 + r2 * (k1 + r2 * (k2 + r2 * k3))
+    xd = x * radial + 2.0 * p1 * x * y + p2 * (r2 + 2.0 * x * x)
+    yd = y * radial + p1 * (r2 + 2.0 * y * y) + 2.0 * p2 * x * y
+    return intrinsics.fx * xd + intrinsics.cx, intrinsics.fy * yd + intrinsics.cy
+
+
+@functools.lru_cache(maxsize=8)
+def _lens_limits(intrinsics):
+    """Bounds (x0, x1, y0, y1) of the image's normalized rays and the lens's fold radius."""
+    xn, yn = _normalized_rays(intrinsics)
+    pad = 2.0 / min(intrinsics.fx, intrinsics.fy)  # two pixels
+    bounds = (float(xn.min()) - pad, float(xn.max()) + pad, float(yn.min()) - pad,
+              float(yn.max()) + pad)
+    fold = radial_fold(intrinsics.distortion) if len(intrinsics.distortion) <= 5 else 0.0
+    return bounds, fold
+
+
+def _distorted_rects(xn, yn, valid, intrinsics, samples=13):
+    """
+    Pixel rectangles covering normalized points (M, K) through a distorting lens.
+
+    Each object's undistorted bounding rectangle (clipped to where the image's rays go) is
+    mapped through the lens along its border; as the lens maps the disc inside its fold
+    radius one to one, the border's image bounds the image of the inside. An object whose
+    rectangle reaches the fold radius (or a model other than plumb_bob) gets the whole image.
+    """
+    w, h = intrinsics.width, intrinsics.height
+    (bx0, bx1, by0, by1), fold = _lens_limits(intrinsics)
+    big = 1e9
+    x_lo = np.where(valid, xn, big).min(axis=1)
+    x_hi = np.where(valid, xn, -big).max(axis=1)
+    y_lo = np.where(valid, yn, big).min(axis=1)
+    y_hi = np.where(valid, yn, -big).max(axis=1)
+    t = np.linspace(0.0, 1.0, samples)
+    rects = []
+    for m in range(len(xn)):
+        if not valid[m].any():
+            rects.append(None)
+            continue
+        a0, a1 = max(float(x_lo[m]), bx0), min(float(x_hi[m]), bx1)
+        b0, b1 = max(float(y_lo[m]), by0), min(float(y_hi[m]), by1)
+        if a0 > a1 or b0 > b1:
+            rects.append(None)
+            continue
+        xs = np.concatenate([a0 + (a1 - a0) * t, np.full(samples, a1), a0 + (a1 - a0) * t,
+                             np.full(samples, a0)])
+        ys = np.concatenate([np.full(samples, b0), b0 + (b1 - b0) * t, np.full(samples, b1),
+                             b0 + (b1 - b0) * t])
+        if float(np.max(xs * xs + ys * ys)) >= fold * fold:
+            rects.append((0, w, 0, h))
+            continue
+        u, v = _distort(intrinsics, xs, ys)
+        u0 = int(max(0, math.floor(min(float(u.min()), w)) - 2))
+        u1 = int(min(w, math.ceil(max(float(u.max()), -1)) + 3))
+        v0 = int(max(0, math.floor(min(float(v.min()), h)) - 2))
+        v1 = int(min(h, math.ceil(max(float(v.max()), -1)) + 3))
         rects.append((u0, u1, v0, v1) if u1 > u0 and v1 > v0 else None)
     return rects
 
@@ -684,13 +817,15 @@ def _shade(scene, intrinsics, origin, dx, dy, dz, t, ids, rects, config):
             emit[ci] += (d2 < app.lamp_radius ** 2) * np.float32(6.0 * light.intensity)
     _shade_walls(scene, fid, geo, surf, use_spec)
     base = ID_WALL0 + len(scene.walls()[0])
+    treads = []
     if rects is None:
         hits = np.flatnonzero(fid >= base)
         order = hits[np.argsort(fid[hits], kind='stable')]
         bounds = np.searchsorted(fid[order], np.arange(base, base + len(scene.obstacles) + 1))
         for m, obj in enumerate(scene.obstacles):
             if bounds[m + 1] > bounds[m]:
-                _shade_object(obj, order[bounds[m]:bounds[m + 1]], geo, surf, use_spec)
+                treads.append(_shade_object(obj, order[bounds[m]:bounds[m + 1]], geo, surf,
+                                            use_spec))
     for m, obj in enumerate(scene.obstacles if rects is not None else ()):
         rect = rects[m]
         if rect is None:
@@ -700,13 +835,16 @@ def _shade(scene, intrinsics, origin, dx, dy, dz, t, ids, rects, config):
         if not sub.any():
             continue
         rr, cc = np.nonzero(sub)
-        _shade_object(obj, (rr + v0) * w + (cc + u0), geo, surf, use_spec)
+        treads.append(_shade_object(obj, (rr + v0) * w + (cc + u0), geo, surf, use_spec))
 
     # Lighting: ambient (darkened near contacts) plus each light's diffuse and specular.
     ao = 1.0 - 0.35 * np.exp(np.maximum(Z, 0.0) * np.float32(-1.0 / 0.05))
     ao[fid <= ID_CEILING] = 1.0
     if floor_maps is not None:
         ao[fi] = floor_maps[-1]
+    for idx in treads:
+        if idx is not None:
+            ao[idx] = 1.0
     ao_direct = 0.5 + 0.5 * ao
     irr = np.empty((3, n), np.float32)
     irr[:] = ao * np.float32(app.ambient)
@@ -777,6 +915,9 @@ def _shade_walls(scene, fid, geo, surf, use_spec):
     doors = {}
     for door in scene.doors:
         doors.setdefault(door.wall, []).append(door)
+    items = {}
+    for item in scene.wall_decals:
+        items.setdefault(item.wall, []).append(item)
     for k in range(len(a)):
         wi = np.flatnonzero(fid == ID_WALL0 + k)
         if not wi.size:
@@ -799,6 +940,8 @@ def _shade_walls(scene, fid, geo, surf, use_spec):
             alb *= 1.0 - 0.4 * line
         for door in doors.get(k, ()):
             _apply_door(door, s, z, fp, alb)
+        for item in items.get(k, ()):
+            _apply_wall_decal(item, s, z, fp, alb, spec, use_spec)
         _scatter(albedo, wi, alb)
         nx[wi] = nxk
         ny[wi] = nyk
@@ -864,11 +1007,125 @@ def _apply_door(door, s, z, fp, alb):
     alb[:, m] = col
 
 
+def _photo(item, lu, lv, fp, w, h):
+    """
+    Return a photo-like picture (3, n) at (lu, lv) in a ``w`` x ``h`` rectangle: a landscape.
+
+    Ground of ``item.color`` below a wavy horizon, sky of ``item.color2`` above it with a
+    gradient, noise at two scales for texture and a few dark silhouettes on the horizon.
+    """
+    seed = int(item.seed)
+    size = max(w, h)
+    coarse = _noise(lu, lv, 0.25 * size, seed, fp, 0)
+    wave = _noise(lu, np.zeros_like(lv), 0.2 * size, seed + 5, fp, 0)
+    fine = _noise(lu, lv, 0.06 * size, seed + 9, fp, 0)
+    horizon = h * (0.42 + 0.08 * wave)
+    ground = _lerp(item.color, np.asarray(item.color) * 0.45, np.clip(0.5 + 0.3 * fine, 0, 1))
+    ground *= 1.0 + 0.2 * _noise(lu, lv, 0.02 * size, seed + 13, fp, 0)
+    up = np.clip((lv - horizon) / np.maximum(h - horizon, 1e-3), 0.0, 1.0)
+    sky = _col(item.color2) * ((0.75 + 0.4 * up) * (1.0 + 0.1 * coarse))[None, :]
+    # Silhouettes (trees, buildings) rising above the horizon where the fine noise is high.
+    tall = horizon + np.clip(fine - 0.4, 0.0, None) * 0.25 * h
+    on_ground = np.clip((tall - lv) / np.maximum(fp, 1e-4) + 0.5, 0.0, 1.0)
+    out = sky + (ground - sky) * on_ground[None, :]
+    return np.clip(out, 0.0, 1.0)
+
+
+def _text_lines(item, lu, lv, fp, w, h):
+    """Ink coverage (n,) of lines of 'text' (a title and body lines) in a w x h block."""
+    period = max(h / 9.0, 0.012)
+    row = np.floor(lv / period)
+    frac = lv / period - row
+    word_len = period * (1.5 + 3.0 * _hash(row, row * 0 + 3, int(item.seed)))
+    shift = lu + row * 0.37 * period
+    word = np.floor(shift / word_len)
+    inked = _hash(row, word, int(item.seed)) > 0.25
+    title = row >= np.floor(h / period) - 1
+    thick = np.where(title, 0.35, 0.18)
+    ink = np.clip((thick - np.abs(frac - 0.5)) * period / np.maximum(fp, 1e-4) + 0.5, 0.0, 1.0)
+    gap = shift - word * word_len < word_len - 0.6 * period
+    margin = (lu > 0.1 * w) & (lu < w * (1.0 - 0.1 - 0.3 * (row == 0)))
+    return ink * (inked & gap & margin)
+
+
+def _apply_wall_decal(item, s, z, fp, alb, spec, use_spec):
+    """Draw a :class:`~freespace_seg.synthetic.scene.WallDecal` on wall points (s, z)."""
+    w, h = float(item.width), float(item.height)
+    m = np.flatnonzero((s >= item.start) & (s <= item.start + w) & (z >= item.bottom)
+                       & (z <= item.bottom + h))
+    if not m.size:
+        return
+    lu = (s[m] - np.float32(item.start)).astype(np.float32)
+    lv = (z[m] - np.float32(item.bottom)).astype(np.float32)
+    f = fp[m]
+    kind = item.kind
+    edge = np.minimum(np.minimum(lu, w - lu), np.minimum(lv, h - lv))
+    border = float(item.border)
+    if kind == 'picture':
+        col = _photo(item, lu, lv, f, w, h)
+    elif kind == 'poster':  # a picture above lines of text on paper
+        col = np.repeat(_col(item.color3), m.size, axis=1)
+        inner = border + 0.04 * w
+        top = (lv > 0.4 * h) & (lu > inner) & (lu < w - inner) & (lv < h - inner)
+        if top.any():
+            col[:, top] = _photo(item, lu[top] - inner, lv[top] - 0.4 * h, f[top],
+                                 w - 2 * inner, 0.6 * h - inner)
+        paper = np.asarray(item.color3)
+        ink_color = (0.02, 0.02, 0.02) if float(paper.mean()) > 0.25 else (0.9, 0.9, 0.88)
+        body = (lv <= 0.4 * h) & (lv > border + 0.03 * h)
+        if body.any():
+            ink = _text_lines(item, lu[body], lv[body] - border, f[body], w, 0.37 * h - border)
+            col[:, body] += (_col(ink_color) - col[:, body]) * ink[None, :]
+    elif kind == 'board':
+        col = np.repeat(_col(item.color), m.size, axis=1)
+        col *= 1.0 + 0.03 * _noise(lu, lv, 0.2, int(item.seed), f, 0)
+        gen = np.random.default_rng(int(item.seed))
+        for _ in range(int(gen.integers(2, 7))):  # marker strokes
+            u0 = float(gen.uniform(0.05, 0.6)) * w
+            u1 = u0 + float(gen.uniform(0.1, 0.4)) * w
+            base = float(gen.uniform(0.2, 0.85)) * h
+            amp = float(gen.uniform(0.0, 0.03))
+            freq = float(gen.uniform(20.0, 80.0))
+            d = np.abs(lv - base - amp * np.sin(freq * lu + float(gen.uniform(0, 6))))
+            cov = np.clip((0.003 - d) / np.maximum(f, 1e-4) + 0.5, 0.0, 1.0)
+            cov *= (lu > u0) & (lu < u1)
+            col += (_col(item.color2) - col) * cov[None, :]
+    else:  # a switch or a socket plate
+        col = np.repeat(_col(item.color), m.size, axis=1)
+        gangs = max(1, int(round(w / 0.075)))
+        gw = w / gangs
+        gu = _mod(lu, gw) - gw / 2.0
+        gv = lv - h / 2.0
+        if kind == 'switch':
+            rocker = (np.abs(gu) < 0.28 * gw) & (np.abs(gv) < 0.3 * h)
+            col[:, rocker] = _col(item.color2)
+            rim = rocker & ((0.28 * gw - np.abs(gu) < 0.002) | (0.3 * h - np.abs(gv) < 0.002))
+            col[:, rim] *= 0.7
+        else:
+            r = np.sqrt(gu * gu + gv * gv)
+            col[:, r < 0.36 * min(gw, h)] = _col(item.color2)
+            holes = np.hypot(np.abs(gu) - 0.0095, gv) < 0.0025
+            col[:, holes] = _col(item.color3)
+        col[:, edge < 0.002] *= 0.75  # the plate's edge
+    if border > 0.0:
+        col[:, edge < border] = _col(item.border_color)
+    alb[:, m] = col
+    if use_spec and item.specular > 0.0:
+        spec[m] = item.specular
+
+
 def _shade_object(obj, oi, geo, surf, use_spec):
+    """
+    Albedo, normals and specularity of obstacle ``obj`` at the flat pixel indices ``oi``.
+
+    Returns the indices of the pixels on the tread (top face) of a step (None otherwise):
+    those are lit like open floor, without the darkening near the floor.
+    """
     X, Y, Z, dxf, dyf, dzf, tf, inv_f = geo
     albedo, nx, ny, nz, ks, shin = surf
     x, y, z = X[oi], Y[oi], Z[oi]
     mat = obj.material
+    tread = None
     if isinstance(obj, Box):
         c, s = math.cos(float(obj.yaw)), math.sin(float(obj.yaw))
         px, py = x - float(obj.x), y - float(obj.y)
@@ -887,6 +1144,10 @@ def _shade_object(obj, oi, geo, surf, use_spec):
         n_z = (face_z * sz).astype(np.float32)
         tu = np.where(face_x, ly, lx)
         tv = np.where(face_z, ly, z)
+        if obj.label == STEP_LABEL:  # a tread continues the floor's pattern: world coords
+            tread = face_z & (sz > 0)
+            tu = np.where(tread, x, tu)
+            tv = np.where(tread, y, tv)
     else:
         px, py = x - float(obj.x), y - float(obj.y)
         r = float(obj.radius)
@@ -908,6 +1169,7 @@ def _shade_object(obj, oi, geo, surf, use_spec):
     if use_spec and mat.specular > 0.0:
         ks[oi] = mat.specular
         shin[oi] = mat.shininess
+    return oi[tread] if tread is not None else None
 
 
 # --- glass and floor reflections --------------------------------------------------------

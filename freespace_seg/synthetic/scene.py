@@ -8,23 +8,33 @@ floor without walls. Obstacles are :class:`Box` (oriented about z) and :class:`C
 (vertical) primitives. A primitive whose ``bottom`` is 0 stands on the floor and has a
 footprint; a raised one (a tabletop, a chair seat) has none, and the floor under it stays free.
 A glass pane is a thin standing :class:`Box` of a ``glass`` :class:`Material`; the renderer
-shows what lies behind it (see :func:`glass_partition`, which also builds its frame).
+shows what lies behind it (see :func:`glass_partition`, which also builds its frame). Steps,
+curbs and raised platforms are standing boxes labelled :data:`STEP_LABEL` (see
+:func:`random_steps`). Things on the walls are either flat :class:`WallDecal` (posters,
+pictures, whiteboards, switches, sockets: part of the wall) or raised boxes labelled
+:data:`WALL_CLUTTER_LABEL` (radiators, shelves, screens; see :func:`random_wall_clutter`).
 
 Ground-truth rule: a pixel is free (1) iff its ray first hits the floor plane (z = 0) inside
 the room at a point not covered by any obstacle footprint. Rugs, mats and floor markings
 (:class:`Decal`) are floor and thus free, and so is a glossy floor that mirrors walls and
 objects (the reflection of an obstacle is still free floor). Everything else (walls, doors,
 obstacles, glass panes and their frames, rails and bands although the camera sees through the
-glass, anything above the floor, the ceiling or the sky) is blocked (0).
+glass, anything above the floor, the ceiling or the sky) is blocked (0). The height threshold
+is 0: a step or platform, however low, is blocked, its top too (even when it is made of the
+floor's own material: it is not at z = 0), and so is its footprint. Things on the walls are
+blocked (flat ones are wall; radiators, shelves and screens are above the floor); they have
+a footprint only where they reach the floor (the feet and pipes of a floor-standing
+radiator), so the floor under a wall-hung radiator or a shelf is free where it is seen, like
+the floor under a tabletop.
 :meth:`Scene.blocked_top_down` is the same rule on the floor: True outside the room, in the
-walls and on footprints (glass panes and their frames included).
+walls and on footprints (glass panes and their frames, steps and platforms included).
 """
 
-import copy
 from dataclasses import dataclass, field, replace
 import math
 
-from freespace_seg.synthetic.randomization import RandomizationConfig
+import cv2
+from freespace_seg.synthetic.randomization import RandomizationConfig, side_rng
 import numpy as np
 
 #: A primitive whose bottom is at most this high (metres) stands on the floor.
@@ -79,6 +89,10 @@ DEFAULT_GLASS_FRAME = Material('plain', (0.55, 0.56, 0.58), variation=0.02)
 
 #: Obstacle label of glass panes and of every part of their frames.
 GLASS_LABEL = 'glass'
+#: Obstacle label of steps, curbs and raised platforms (and their edge strips).
+STEP_LABEL = 'step'
+#: Obstacle label of radiators, shelves (and what stands on them) and screens on the walls.
+WALL_CLUTTER_LABEL = 'wall_clutter'
 
 #: Floor and wall material kinds that only the ``shifted`` style draws.
 SHIFTED_FLOOR_KINDS = ('terrazzo', 'herringbone', 'studded')
@@ -209,6 +223,35 @@ class Door:
 
 
 @dataclass(frozen=True)
+class WallDecal:
+    """
+    A flat thing drawn on wall ``wall``: a poster, a picture, a whiteboard, a switch, a socket.
+
+    It spans ``start`` to ``start + width`` along the wall edge (from the edge's first
+    vertex) and ``bottom`` to ``bottom + height`` above the floor. ``kind`` is ``poster``
+    (a photo-like picture above lines of text on a ``color3`` ground), ``picture`` (a
+    photo-like picture), ``board`` (a whiteboard with a few marker strokes in ``color2``),
+    ``switch`` (a plate with a rocker) or ``socket`` (a plate with a round recess and two
+    holes). A ``border`` wider than 0 draws a frame of ``border_color`` inside the edge;
+    ``specular`` makes it glossy. Like doors it is part of the wall: blocked.
+    """
+
+    wall: int
+    start: float
+    width: float
+    bottom: float
+    height: float
+    kind: str = 'picture'
+    color: tuple = (0.5, 0.5, 0.5)
+    color2: tuple = (0.2, 0.3, 0.5)
+    color3: tuple = (0.8, 0.8, 0.7)
+    border: float = 0.0
+    border_color: tuple = (0.1, 0.1, 0.1)
+    specular: float = 0.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class Decal:
     """
     A rug, mat or tape marking lying flat on the floor; it is floor, hence free.
@@ -281,7 +324,8 @@ class Scene:
 
     ``outline``: the room polygon as ((x, y), ...) in the world frame (stored
     counter-clockwise), or None for an endless floor without walls or ceiling. ``ceiling``:
-    whether a ceiling closes the room at ``wall_height``.
+    whether a ceiling closes the room at ``wall_height``. ``wall_decals``: flat
+    :class:`WallDecal` things on the walls (posters, switches, sockets).
     """
 
     outline: tuple = None
@@ -291,6 +335,7 @@ class Scene:
     doors: list = field(default_factory=list)
     decals: list = field(default_factory=list)
     appearance: Appearance = field(default_factory=Appearance)
+    wall_decals: list = field(default_factory=list)
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -304,6 +349,7 @@ class Scene:
         self.obstacles = list(self.obstacles)
         self.doors = list(self.doors)
         self.decals = list(self.decals)
+        self.wall_decals = list(self.wall_decals)
         if not self.appearance.lights:
             self.appearance = replace(self.appearance, lights=(self.default_light(),))
 
@@ -766,8 +812,7 @@ def _unit_luminance(rgb):
 
 def _side_rng(rng, salt):
     """Return a generator seeded from ``rng``'s state without advancing ``rng``."""
-    words = copy.deepcopy(rng).integers(0, 1 << 32, 4)
-    return np.random.default_rng([int(salt)] + [int(w) for w in words])
+    return side_rng(rng, salt)
 
 
 def _restyle(rng, scene, config, floor):
@@ -777,9 +822,11 @@ def _restyle(rng, scene, config, floor):
     scene.appearance = shifted_appearance(side, config, scene.outline, scene.wall_height,
                                           new_floor, scene.appearance)
     if config.floor_materials:
-        # Objects made of the floor's own material (a hard case) follow the new floor.
+        # Objects made of the floor's own material (a hard case) follow the new floor; steps
+        # whose top is the floor itself get the new floor itself.
         same = replace(floor, seed=0)
-        scene.obstacles = [replace(o, material=replace(new_floor, seed=o.material.seed))
+        scene.obstacles = [replace(o, material=new_floor) if o.material == floor
+                           else replace(o, material=replace(new_floor, seed=o.material.seed))
                            if replace(o.material, seed=0) == same else o
                            for o in scene.obstacles]
 
@@ -1180,6 +1227,494 @@ def random_glass(rng, scene, config):
             scene.obstacles.extend(group)
 
 
+# --- steps, curbs and platforms ---------------------------------------------------------
+
+#: Salts of the side streams of the step and wall clutter draws.
+_STEPS_SALT = 0x57e95
+_WALL_CLUTTER_SALT = 0xc1077e2
+
+#: Steps and platforms leave passages at least this wide (metres) between blocked floor.
+STEP_PASSAGE = 0.7
+#: How far (metres) a step or platform along a wall reaches into it (no slit at the wall).
+_INSET = 0.01
+
+
+def _wall_frame(scene, i):
+    """Wall ``i``: its first vertex, unit vector along it, inward normal and length."""
+    a, b = scene.walls()
+    e = b[i] - a[i]
+    length = float(np.hypot(*e))
+    u = e / length
+    return a[i], u, np.array([-u[1], u[0]]), length
+
+
+def _wall_box(p, u, n, along, length, off, depth, height, bottom=0.0, material=DEFAULT_OBJECT,
+              label=''):
+    """
+    Return a box against a wall: its local x axis along the inward normal ``n``.
+
+    It spans ``along`` to ``along + length`` along the wall (from ``p`` in direction ``u``)
+    and ``off`` to ``off + depth`` into the room, as :meth:`_Placer.wall_spot` does.
+    """
+    c = p + u * (along + length / 2.0) + n * (off + depth / 2.0)
+    return Box(float(c[0]), float(c[1]), float(depth), float(length), float(height),
+               math.atan2(float(n[1]), float(n[0])), float(bottom), material, label)
+
+
+def _step_material(rng, config, floor):
+    """Top and riser of a step: the floor's own material in 40 % (the hard case)."""
+    if not config.object_textures:
+        return DEFAULT_OBJECT
+    r = rng.random()
+    if r < 0.4:
+        return floor
+    if r < 0.7:  # another floor: a carpeted stage, a tiled or wooden platform
+        return replace(random_floor_material(rng, config), offset=(0.0, 0.0))
+    return random_object_material(rng, config)
+
+
+def _edge_strip_material(rng, config):
+    """Draw a contrasting nosing: yellow and black tape, aluminium or dark rubber."""
+    if not config.object_textures:
+        return DEFAULT_OBJECT
+    r = rng.random()
+    if r < 0.35:
+        return Material('stripes', _lin((0.95, 0.78, 0.08)), (0.02, 0.02, 0.02),
+                        scale=float(rng.uniform(0.05, 0.12)), angle=math.pi / 4,
+                        variation=0.02)
+    if r < 0.7:
+        return Material('plain', _hsv(rng, (0.0, 1.0), (0.0, 0.05), (0.55, 0.85)),
+                        variation=0.02, specular=0.5 if config.specular else 0.0,
+                        shininess=60.0)
+    return Material('noise', _hsv(rng, (0.0, 1.0), (0.0, 0.1), (0.03, 0.12)), (0.05, 0.05, 0.05),
+                    scale=0.004, scale2=0.3, variation=0.2)
+
+
+def _front_extras(rng, config, p, u, n, along, length, depth, height, mat):
+    """Return a lower step in front (sometimes) and an edge strip on the front (sometimes)."""
+    parts = []
+    front, top = depth, height
+    if height >= 0.08 and rng.random() < 0.35:  # a lower step in front
+        tread = float(rng.uniform(0.25, 0.4))
+        top = height / 2.0
+        parts.append(_wall_box(p, u, n, along, length, depth - 0.01, tread + 0.01, top,
+                               material=mat))
+        front = depth + tread
+    if rng.random() < 0.25:
+        strip = float(rng.uniform(0.03, 0.05))
+        parts.append(_wall_box(p, u, n, along, length, front - strip, strip + 0.002,
+                               top + 0.002, top - 0.02, _edge_strip_material(rng, config)))
+    return parts
+
+
+#: Kinds of steps and how often :func:`random_steps` draws them.
+STEP_KINDS = ('platform', 'stage', 'section', 'curb', 'threshold')
+_STEP_KIND_P = (0.3, 0.15, 0.2, 0.25, 0.1)
+
+
+def _step_parts(rng, scene, config, floor, kind):
+    """Draw a step of ``kind`` (see :data:`STEP_KINDS`): its Box parts (unchecked) or None."""
+    mat = _step_material(rng, config, floor)
+    a, _ = scene.walls()
+    if kind == 'threshold':
+        if not scene.doors:
+            return None
+        door = scene.doors[int(rng.integers(len(scene.doors)))]
+        p, u, n, _ = _wall_frame(scene, door.wall)
+        extra = float(rng.uniform(0.0, 0.1))
+        return [_wall_box(p, u, n, door.start - extra / 2.0, door.width + extra, -_INSET,
+                          float(rng.uniform(0.06, 0.14)) + _INSET,
+                          float(rng.uniform(0.03, 0.05)), material=mat)]
+    if kind == 'platform':
+        i = int(rng.integers(len(a)))
+        p, u, n, wall_len = _wall_frame(scene, i)
+        if wall_len < 1.2:
+            return None
+        length = float(rng.uniform(1.0, min(4.0, wall_len)))
+        depth = float(rng.uniform(0.4, 1.6))
+        height = float(rng.uniform(0.05, 0.2))
+        r = rng.random()
+        along = 0.0 if r < 0.25 else wall_len - length if r < 0.5 else \
+            float(rng.uniform(0.0, wall_len - length))
+        parts = [_wall_box(p, u, n, along, length, -_INSET, depth + _INSET, height,
+                           material=mat)]
+        return parts + _front_extras(rng, config, p, u, n, along, length, depth, height,
+                                     mat)
+    if kind == 'stage':
+        k = int(rng.integers(len(a)))
+        p, u, n, len_k = _wall_frame(scene, k)
+        _, u_prev, _, len_prev = _wall_frame(scene, k - 1)
+        if u_prev[0] * u[1] - u_prev[1] * u[0] <= 0.0:  # a reflex corner
+            return None
+        length = float(rng.uniform(1.0, max(1.0, min(3.0, len_k - 0.5))))
+        depth = float(rng.uniform(1.0, max(1.0, min(2.5, len_prev - 0.5))))
+        height = float(rng.uniform(0.1, 0.2))
+        parts = [_wall_box(p, u, n, -_INSET, length + _INSET, -_INSET, depth + _INSET, height,
+                           material=mat)]
+        return parts + _front_extras(rng, config, p, u, n, -_INSET, length + _INSET,
+                                     depth, height, mat)
+    if kind == 'curb' and rng.random() < 0.7:  # from a wall into the room
+        i = int(rng.integers(len(a)))
+        p, u, n, wall_len = _wall_frame(scene, i)
+        if wall_len < 1.0:
+            return None
+        width = float(rng.uniform(0.1, 0.3))
+        along = float(rng.uniform(0.3, wall_len - 0.3 - width))
+        reach = float(rng.uniform(0.8, 3.0))
+        return [_wall_box(p, u, n, along, width, -_INSET, reach + _INSET,
+                          float(rng.uniform(0.06, 0.2)), material=mat)]
+    # Free-standing: a curb-like ridge or a raised section of the floor.
+    x0, y0, x1, y1 = scene.bounds()
+    cx, cy = (float(v) for v in rng.uniform((x0, y0), (x1, y1)))
+    yaw = float(rng.choice([0.0, math.pi / 2])) if rng.random() < 0.8 \
+        else float(rng.uniform(-math.pi, math.pi))
+    if kind == 'curb':
+        return [Box(cx, cy, float(rng.uniform(0.8, 2.5)), float(rng.uniform(0.1, 0.3)),
+                    float(rng.uniform(0.06, 0.2)), yaw, 0.0, mat)]
+    sx = float(rng.uniform(1.0, max(1.0, min(3.0, 0.5 * (x1 - x0)))))
+    sy = float(rng.uniform(1.0, max(1.0, min(2.5, 0.5 * (y1 - y0)))))
+    return [Box(cx, cy, sx, sy, float(rng.uniform(0.03, 0.12)), yaw, 0.0, mat)]
+
+
+def _footprint_samples(box, inset=0.02, step=0.1):
+    """Points (N, 2) on a grid over the footprint of ``box``, ``inset`` inside its edges."""
+    nx = max(2, int(math.ceil(box.size_x / step)) + 1)
+    ny = max(2, int(math.ceil(box.size_y / step)) + 1)
+    hx, hy = max(box.size_x / 2.0 - inset, 0.0), max(box.size_y / 2.0 - inset, 0.0)
+    lx, ly = np.meshgrid(np.linspace(-hx, hx, nx), np.linspace(-hy, hy, ny))
+    c, s = math.cos(box.yaw), math.sin(box.yaw)
+    return np.stack([box.x + c * lx.ravel() - s * ly.ravel(),
+                     box.y + s * lx.ravel() + c * ly.ravel()], axis=1)
+
+
+def _free_components(free, min_cells):
+    """Count the 8-connected components of ``free`` (bool grid) of at least ``min_cells``."""
+    n, _, stats, _ = cv2.connectedComponentsWithStats(free.astype(np.uint8), connectivity=8)
+    return int(np.count_nonzero(stats[1:, cv2.CC_STAT_AREA] >= min_cells))
+
+
+def keeps_passages(scene, parts, width=STEP_PASSAGE, cell=0.05, min_area=0.25):
+    """
+    Check that adding the standing ``parts`` to ``scene`` closes no passage ``width`` wide.
+
+    On a ``cell`` grid, the floor where a disc of diameter ``width`` fits (clear of walls and
+    footprints) must not fall into more pieces of at least ``min_area`` square metres than
+    before: every such piece of the room stays reachable.
+    """
+    x0, y0, x1, y1 = scene.bounds()
+    xs = np.arange(x0 + cell / 2.0, x1, cell)
+    ys = np.arange(y0 + cell / 2.0, y1, cell)
+    gx, gy = np.meshgrid(xs, ys)
+    before = scene.clearance(gx, gy) > width / 2.0
+    after = before.copy()
+    for part in parts:
+        if part.standing:
+            after &= part.distance_xy(gx, gy) > width / 2.0
+    min_cells = max(1, int(min_area / (cell * cell)))
+    return _free_components(after, min_cells) <= _free_components(before, min_cells)
+
+
+def _door_fronts(scene, depth=0.8):
+    """Points (N, 2) on the floor in front of every door, ``depth`` into the room."""
+    pts = []
+    for door in scene.doors:
+        p, u, n, _ = _wall_frame(scene, door.wall)
+        s, t = np.meshgrid(np.linspace(door.start, door.start + door.width, 6),
+                           np.linspace(0.02, depth, 5))
+        pts.append(p + u * s.reshape(-1, 1) + n * t.reshape(-1, 1))
+    return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+def _step_fits(scene, parts, threshold=False):
+    """Check a step: in the room, clear of footprints and doors, passages kept."""
+    base = [o for o in parts if o.standing]
+    for part in base:
+        pts = _footprint_samples(part, inset=_INSET + 0.01)
+        if not scene.inside(pts[:, 0], pts[:, 1]).all():
+            return False
+        if any(np.min(o.distance_xy(pts[:, 0], pts[:, 1])) < 0.3 for o in scene.footprints()):
+            return False
+        if not threshold:
+            fronts = _door_fronts(scene)
+            if fronts.size and part.contains_xy(fronts[:, 0], fronts[:, 1]).any():
+                return False
+    return keeps_passages(scene, base)
+
+
+def random_steps(rng, scene, config, floor):
+    """
+    Put low steps, curbs or raised platforms into 35 % of the rooms (into ``scene.obstacles``).
+
+    One (a quarter of the time two) of: a platform 0.4-1.6 m deep and 1-4 m long along a
+    wall, 5-20 cm high (30 %); a stage 1-3 by 1-2.5 m in a corner, 10-20 cm high (15 %); a
+    raised section of the floor 1-3 by 1-2.5 m in the room, 3-12 cm high (20 %); a curb-like
+    ridge 10-30 cm wide, 6-20 cm high, from a wall 0.8-3 m into the room or free-standing
+    (25 %); a threshold ridge 3-5 cm high at a door (10 %; none without a door). Platforms
+    and stages sometimes have a lower step in front of them (35 % of those at least 8 cm
+    high) and an edge strip (25 %). The top is of the floor's own material in 40 % (see
+    :func:`_step_material`). Every part is a standing :class:`Box` labelled
+    :data:`STEP_LABEL`, so its footprint is blocked. A step stays in the room, 0.3 m clear of
+    other footprints, off the floor in front of doors (but a threshold) and closes no passage
+    narrower than :data:`STEP_PASSAGE` (see :func:`keeps_passages`); up to 12 tries of the
+    drawn kind, else none.
+    Nothing when ``config.steps`` is off. Call it before the obstacles are placed, so that
+    they keep clear of the steps.
+    """
+    if not config.steps or scene.outline is None or rng.random() >= 0.35:
+        return
+    for _ in range(1 if rng.random() < 0.75 else 2):
+        kind = str(rng.choice(STEP_KINDS, p=_STEP_KIND_P))
+        for _ in range(12):
+            parts = _step_parts(rng, scene, config, floor, kind)
+            if parts and _step_fits(scene, parts, kind == 'threshold'):
+                scene.obstacles.extend(replace(o, label=STEP_LABEL) for o in parts)
+                break
+
+
+# --- things on the walls ----------------------------------------------------------------
+
+def _plate_color(rng):
+    """Draw the colour of a switch or socket plate: white, cream, black, steel or grey."""
+    r = rng.random()
+    if r < 0.55:
+        return _hsv(rng, (0.0, 1.0), (0.0, 0.03), (0.85, 0.97))
+    if r < 0.7:
+        return _hsv(rng, (0.1, 0.16), (0.08, 0.2), (0.8, 0.92))
+    if r < 0.85:
+        return _hsv(rng, (0.0, 1.0), (0.0, 0.05), (0.05, 0.15))
+    return _hsv(rng, (0.0, 1.0), (0.0, 0.06), (0.45, 0.7))
+
+
+def _photo_colors(rng):
+    """Three colours of a photo-like picture: two grounds and a sky."""
+    ground = _hsv(rng, (0.0, 1.0), (0.2, 0.9), (0.1, 0.8))
+    other = _hsv(rng, (0.0, 1.0), (0.1, 1.0), (0.1, 0.95))
+    sky = _hsv(rng, (0.0, 1.0), (0.0, 0.6), (0.4, 0.98))
+    return ground, other, sky
+
+
+def _wall_decal(rng, scene, kind, i, wall_len, config):
+    """Draw a flat :class:`WallDecal` of ``kind`` on wall ``i`` (at ``start`` 0, unchecked)."""
+    seed = int(rng.integers(1 << 30))
+    if kind in ('poster', 'picture'):
+        width = float(rng.uniform(0.3, 0.9) if kind == 'poster' else rng.uniform(0.25, 1.2))
+        aspect = float(rng.uniform(1.2, 1.5)) if rng.random() < 0.7 else \
+            float(rng.uniform(0.6, 0.8))
+        height = width * aspect
+        bottom = float(rng.uniform(0.8, 1.6) if kind == 'poster' else rng.uniform(1.0, 1.7)) \
+            - height / 2.0
+        ground, other, sky = _photo_colors(rng)
+        if kind == 'poster':  # a picture (ground and sky) above lines of text on paper
+            paper = _hsv(rng, (0.0, 1.0), (0.0, 0.7), (0.1, 0.95))
+            border = float(rng.uniform(0.015, 0.04)) if rng.random() < 0.5 else 0.0
+            frame = _hsv(rng, (0.0, 1.0), (0.0, 0.05), (0.85, 0.95))
+            return WallDecal(i, 0.0, width, bottom, height, kind, ground, sky, paper,
+                             border, frame, 0.3 if config.specular and rng.random() < 0.3
+                             else 0.0, seed)
+        r = rng.random()
+        if r < 0.35:  # black
+            frame = _hsv(rng, (0.0, 1.0), (0.0, 0.1), (0.03, 0.12))
+        elif r < 0.65:  # wood
+            frame = _hsv(rng, (0.05, 0.1), (0.4, 0.8), (0.2, 0.6))
+        elif r < 0.8:  # gilt
+            frame = _hsv(rng, (0.1, 0.14), (0.5, 0.8), (0.5, 0.8))
+        else:
+            frame = _hsv(rng, (0.0, 1.0), (0.0, 0.04), (0.8, 0.95))
+        return WallDecal(i, 0.0, width, bottom, height, kind, ground, other, sky,
+                         float(rng.uniform(0.02, 0.07)), frame,
+                         0.4 if config.specular and rng.random() < 0.4 else 0.0, seed)
+    if kind == 'board':
+        width = float(rng.uniform(0.9, min(2.4, wall_len - 0.2)))
+        height = float(rng.uniform(0.6, 1.2))
+        board = _hsv(rng, (0.5, 0.7), (0.0, 0.04), (0.82, 0.95))
+        marker = _hsv(rng, (0.0, 1.0), (0.6, 1.0), (0.1, 0.6)) if rng.random() < 0.6 \
+            else (0.02, 0.02, 0.03)
+        return WallDecal(i, 0.0, width, float(rng.uniform(0.75, 1.0)), height, kind, board,
+                         marker, board, float(rng.uniform(0.015, 0.03)),
+                         _hsv(rng, (0.0, 1.0), (0.0, 0.04), (0.5, 0.75)),
+                         float(rng.uniform(0.2, 0.5)) if config.specular else 0.0, seed)
+    plate = _plate_color(rng)
+    width = 0.08 if rng.random() < 0.7 else 0.15
+    if kind == 'switch':
+        bottom = float(rng.uniform(0.95, 1.15))
+        rocker = _jitter_color(rng, plate, 0.1)
+        return WallDecal(i, 0.0, width, bottom, 0.08, kind, plate, rocker, plate, 0.0,
+                         plate, 0.0, seed)
+    bottom = float(rng.uniform(0.1, 0.35)) if rng.random() < 0.75 \
+        else float(rng.uniform(0.95, 1.1))
+    recess = _tuple3(np.asarray(plate) * float(rng.uniform(0.7, 0.9)))
+    return WallDecal(i, 0.0, width, bottom, 0.08, kind, plate, recess, (0.01, 0.01, 0.01), 0.0,
+                     plate, 0.0, seed)
+
+
+def _clutter_material(rng, config, kind):
+    """Radiator fins, shelf boards, screens and books."""
+    if not config.object_textures:
+        return DEFAULT_OBJECT
+    spec = config.specular
+    if kind == 'radiator':
+        base = _hsv(rng, (0.0, 1.0), (0.0, 0.06), (0.75, 0.95)) if rng.random() < 0.75 \
+            else _hsv(rng, (0.0, 1.0), (0.0, 0.1), (0.05, 0.3))
+        return Material('stripes', base, _tuple3(np.asarray(base) * 0.6),
+                        scale=float(rng.uniform(0.04, 0.08)), angle=math.pi / 2,
+                        variation=0.02, specular=0.3 if spec else 0.0, shininess=40.0,
+                        seed=int(rng.integers(1 << 30)))
+    if kind == 'screen':
+        return Material('plain', _hsv(rng, (0.0, 1.0), (0.0, 0.1), (0.01, 0.05)),
+                        variation=0.0, specular=float(rng.uniform(0.4, 0.9)) if spec else 0.0,
+                        shininess=float(rng.uniform(100, 400)))
+    if kind == 'display':  # a screen that is on: a blurry coloured picture
+        ground, other, _ = _photo_colors(rng)
+        return Material('noise', _tuple3(np.asarray(ground) * 2.5),
+                        _tuple3(np.asarray(other) * 2.5), scale=0.05, scale2=0.25,
+                        variation=0.3, seed=int(rng.integers(1 << 30)))
+    return random_object_material(rng, config)
+
+
+def _wall_clutter_parts(rng, scene, kind, i, config):
+    """Draw a radiator, shelf or screen on wall ``i`` at ``along`` 0: (width, parts)."""
+    p, u, n, _ = _wall_frame(scene, i)
+    label = WALL_CLUTTER_LABEL
+    if kind == 'radiator':
+        length = float(rng.uniform(0.5, 1.6))
+        bottom, top = float(rng.uniform(0.1, 0.2)), float(rng.uniform(0.45, 0.9))
+        gap, depth = float(rng.uniform(0.02, 0.05)), float(rng.uniform(0.05, 0.12))
+        mat = _clutter_material(rng, config, kind)
+        parts = [_wall_box(p, u, n, 0.0, length, gap, depth, top, bottom, mat, label)]
+        if rng.random() < 0.4:  # on feet, with pipes down into the floor
+            for s in (0.1, length - 0.14):
+                parts.append(_wall_box(p, u, n, s, 0.04, gap + depth / 2.0 - 0.015, 0.03,
+                                       bottom, 0.0, mat, label))
+            pipe = p + u * (-0.04 if rng.random() < 0.5 else length + 0.04) + n * 0.03
+            parts.append(Cylinder(float(pipe[0]), float(pipe[1]),
+                                  float(rng.uniform(0.008, 0.012)), bottom + 0.1, 0.0,
+                                  _clutter_material(rng, config, 'pipe'), label))
+        return length, parts
+    if kind == 'shelf':
+        length = float(rng.uniform(0.5, 1.5))
+        bottom = float(rng.uniform(0.6, 1.9))
+        thick, depth = float(rng.uniform(0.02, 0.04)), float(rng.uniform(0.15, 0.3))
+        mat = _clutter_material(rng, config, kind)
+        parts = [_wall_box(p, u, n, 0.0, length, 0.0, depth, bottom + thick, bottom, mat,
+                           label)]
+        if rng.random() < 0.5:  # a row of books
+            s = float(rng.uniform(0.02, 0.3))
+            for _ in range(int(rng.integers(2, 9))):
+                w = float(rng.uniform(0.02, 0.05))
+                if s + w > length - 0.02:
+                    break
+                d = float(rng.uniform(0.12, min(0.22, depth - 0.01)))
+                parts.append(_wall_box(p, u, n, s, w, 0.005, d,
+                                       bottom + thick + float(rng.uniform(0.15, 0.3)),
+                                       bottom + thick, _clutter_material(rng, config, 'book'),
+                                       label))
+                s += w + float(rng.uniform(0.0, 0.01))
+        return length, parts
+    width = float(rng.uniform(0.6, 1.4))
+    height = width * 9.0 / 16.0
+    bottom = float(rng.uniform(0.9, 1.5))
+    gap, depth = float(rng.uniform(0.01, 0.04)), float(rng.uniform(0.03, 0.06))
+    parts = [_wall_box(p, u, n, 0.0, width, gap, depth, bottom + height, bottom,
+                       _clutter_material(rng, config, 'screen'), label)]
+    if rng.random() < 0.35:  # switched on: the picture 1 mm in front, inside a bezel
+        bezel = float(rng.uniform(0.01, 0.03))
+        parts.append(_wall_box(p, u, n, bezel, width - 2 * bezel, gap + depth, 0.001,
+                               bottom + height - bezel, bottom + bezel,
+                               _clutter_material(rng, config, 'display'), label))
+    return width, parts
+
+
+def _shift_along(obj, u, along):
+    """Move ``obj`` (a Box or Cylinder part) by ``along`` metres in the wall direction u."""
+    return replace(obj, x=float(obj.x + u[0] * along), y=float(obj.y + u[1] * along))
+
+
+def _clear_in_3d(scene, parts, margin=0.03):
+    """Check that ``parts`` keep ``margin`` from every obstacle whose heights they share."""
+    for part in parts:
+        if isinstance(part, Box):
+            pts = _footprint_samples(part, inset=0.0, step=0.05)
+        else:
+            pts = np.array([[part.x, part.y]])
+        for o in scene.obstacles:
+            if o.bottom > part.height + margin or part.bottom > o.height + margin:
+                continue
+            if np.min(o.distance_xy(pts[:, 0], pts[:, 1])) < margin + (
+                    part.radius if isinstance(part, Cylinder) else 0.0):
+                return False
+    return True
+
+
+_WALL_KINDS = ('poster', 'picture', 'board', 'switch', 'socket', 'radiator', 'shelf', 'screen')
+_WALL_KIND_P = (0.2, 0.16, 0.07, 0.14, 0.17, 0.1, 0.09, 0.07)
+
+
+def random_wall_clutter(rng, scene, config):
+    """
+    Hang things on the walls of 70 % of the rooms (``scene.wall_decals``, ``scene.obstacles``).
+
+    1 + Poisson(0.25 per metre of wall) items, at most 14, each one of: a poster (20 %) or a
+    framed picture (16 %) with a photo-like procedural picture, centred 0.8-1.6 m (poster)
+    or 1-1.7 m (picture) high; a whiteboard 0.9-2.4 m wide (7 %); a light switch 0.95-1.15 m
+    high (14 %, next to a door when there is one, more often than not); a socket (17 %),
+    0.1-0.35 m above the floor (a quarter of them at desk height); all flat
+    :class:`WallDecal`. And, as raised boxes labelled :data:`WALL_CLUTTER_LABEL`, a radiator
+    10-20 cm above the floor, 2-5 cm off the wall (10 %; 40 % of them on two feet with a
+    pipe into the floor: those have footprints), a shelf 0.6-1.9 m high, sometimes with books
+    (9 %), or a wall-mounted screen, sometimes on (7 %). Items stay on their wall (off doors,
+    5 cm from its ends, under the ceiling), do not overlap each other and keep 3 cm from
+    obstacles at their heights; an item that does not fit in 6 tries is left out. Nothing
+    when ``config.wall_clutter`` is off.
+    """
+    if not config.wall_clutter or scene.outline is None or rng.random() >= 0.7:
+        return
+    a, _ = scene.walls()
+    lengths = np.array([_wall_frame(scene, i)[3] for i in range(len(a))])
+    taken = []  # (wall, s0, s1, z0, z1) of what is already there
+    for door in scene.doors:
+        taken.append((door.wall, door.start, door.start + door.width, 0.0, door.height))
+    count = min(14, 1 + int(rng.poisson(0.25 * float(lengths.sum()))))
+    for _ in range(count):
+        kind = str(rng.choice(_WALL_KINDS, p=_WALL_KIND_P))
+        for _ in range(6):
+            i = int(rng.choice(len(a), p=lengths / lengths.sum()))
+            _, u, _, wall_len = _wall_frame(scene, i)
+            if kind in ('radiator', 'shelf', 'screen'):
+                width, parts = _wall_clutter_parts(rng, scene, kind, i, config)
+                z0 = min(o.bottom for o in parts)
+                z1 = max(o.height for o in parts)
+                decal = None
+            else:
+                decal = _wall_decal(rng, scene, kind, i, wall_len, config)
+                width, parts = decal.width, []
+                z0, z1 = decal.bottom, decal.bottom + decal.height
+            if wall_len < width + 0.1 or z1 > scene.wall_height - 0.1:
+                continue
+            near_door = [d for d in scene.doors if d.wall == i]
+            if kind == 'switch' and near_door and rng.random() < 0.6:
+                door = near_door[int(rng.integers(len(near_door)))]
+                gap = float(rng.uniform(0.08, 0.2))
+                start = door.start + door.width + gap if rng.random() < 0.5 \
+                    else door.start - gap - width
+            else:
+                start = float(rng.uniform(0.05, wall_len - width - 0.05))
+            if start < 0.05 or start + width > wall_len - 0.05:
+                continue
+            if any(w == i and s0 - 0.03 < start + width and start < s1 + 0.03
+                   and q0 - 0.03 < z1 and z0 < q1 + 0.03 for w, s0, s1, q0, q1 in taken):
+                continue
+            parts = [_shift_along(o, u, start) for o in parts]
+            if parts and not (_clear_in_3d(scene, parts) and all(
+                    scene.inside(*_footprint_samples(o, 0.005).T).all()
+                    for o in parts if isinstance(o, Box))):
+                continue
+            taken.append((i, start, start + width, z0, z1))
+            if decal is not None:
+                scene.wall_decals.append(replace(decal, start=start))
+            scene.obstacles.extend(parts)
+            break
+
+
 def make_scene(rng, randomization=None):
     """
     Make a random room seeded by ``rng`` (a numpy Generator), in the WORLD frame.
@@ -1204,6 +1739,9 @@ def make_scene(rng, randomization=None):
         scene.decals = _random_decals(rng, scene, config, floor)
     if config.glass:
         random_glass(_side_rng(rng, _GLASS_SALT), scene, config)
+    # Steps and wall clutter too: a room that gets none is the same as with them off.
+    if config.steps:
+        random_steps(_side_rng(rng, _STEPS_SALT), scene, config, floor)
     if config.obstacles and config.max_obstacles > 0:
         area = scene.area()
         if rng.random() < 0.08:
@@ -1222,6 +1760,8 @@ def make_scene(rng, randomization=None):
                 continue
             covered += g_area
             scene.obstacles.extend(group)
+    if config.wall_clutter:
+        random_wall_clutter(_side_rng(rng, _WALL_CLUTTER_SALT), scene, config)
     if config.style == 'shifted':
         _restyle(rng, scene, config, floor)
     return scene
