@@ -20,7 +20,9 @@ and awkward. Each generated message is first decoded in-process with ``msg_to_rg
 oracle): the node may only publish outputs for stamps the oracle decodes, at that size.
 
 The throttling check runs the real executable in its own process (``NodeProcess``) and
-counts the node's error log lines in its output during a 30 Hz burst of bad messages.
+counts the node's error log lines in its output during a 30 Hz burst of bad messages; the
+decoders' own complaints (libpng, libjpeg write them straight to fd 2) must not appear
+outside that log: the node catches them and folds them into its throttled messages.
 
 ``FREESPACE_FUZZ_BATCHES=<n>`` changes the number of batches per transport (default 100).
 """
@@ -39,6 +41,7 @@ from freespace_seg.demo import node_environment, NodeProcess
 from freespace_seg.image_codec import (array_to_compressed, array_to_image, image_to_array,
                                        ImageCodecError, msg_to_rgb, SUPPORTED_ENCODINGS)
 from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, SegmentationNode
+from freespace_seg.nodes.stderr_capture import DECODER_LINE
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
@@ -422,11 +425,12 @@ def test_error_log_is_throttled_in_the_node_process(ros_init, tmp_path, transpor
     node_errors = [line for line in burst_log if line.startswith('[ERROR]') and name in line]
     assert 1 <= len(node_errors) <= 2, (bad, node_errors)
     noise = [line for line in burst_log if not LOG_LINE.match(line)]
+    decoder_noise = [line for line in noise if DECODER_LINE.match(line)]
     print(f'{transport}: {sent} bad messages in {BURST_S:g} s at {BURST_HZ:g} Hz, {bad} '
           f'counted bad by the node, {len(node_errors)} node error lines, {len(noise)} other '
-          'lines')
-    if noise:
-        # libpng, libjpeg and OpenCV print their own complaints about corrupt data, one or
-        # more per frame, around the node's throttled log (issue 8 report).
-        pytest.xfail(f'{len(noise)} unthrottled decoder lines for {bad} bad frames, e.g. '
-                     f'{noise[:3]}')
+          f'lines, {len(decoder_noise)} of them from the decoders')
+    # libpng and libjpeg print their own complaints about corrupt data, one or more per frame,
+    # straight to fd 2; the node catches them during each decode and puts them in its
+    # throttled error instead (issue 8 report).
+    assert not decoder_noise, (f'{len(decoder_noise)} unthrottled decoder lines for {bad} bad '
+                               f'frames, e.g. {decoder_noise[:3]}')

@@ -1,9 +1,9 @@
 """Small rclpy helpers shared by the nodes: parameters from specs, QoS by name, clean spin."""
 
-import faulthandler
 import signal
 import threading
 
+from freespace_seg.nodes.stderr_capture import enable_faulthandler
 from freespace_seg.params import validate
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
@@ -181,10 +181,11 @@ def spin_node(node_factory, args=None):
     A :class:`StartupError` is logged as fatal and gives exit code 2. SIGINT and SIGTERM
     give 0; they are handled in the main thread (see
     :func:`stop_signals_via_keyboard_interrupt`), so the node is destroyed before rclpy shuts
-    down. A native crash prints every thread's Python stack (faulthandler) to stderr.
+    down. A native crash prints every thread's Python stack (faulthandler) to stderr, also
+    while a decoder's stderr is being captured (see :func:`enable_faulthandler`).
     Written with try/finally so it also runs on Humble and Jazzy.
     """
-    faulthandler.enable()
+    enable_faulthandler()
     rclpy.init(args=args)
     # Before the node: a signal during startup (loading a model) ends the process cleanly.
     stop_signals_via_keyboard_interrupt()

@@ -25,6 +25,7 @@ from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.grid_msgs import grid_to_msg, points_to_cloud
 from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_from_name,
                                           spin_node, StartupError)
+from freespace_seg.nodes.stderr_capture import decode_capturing, summarize
 from freespace_seg.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
 from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
 from freespace_seg.postprocess import colorize, palette_lut
@@ -107,6 +108,7 @@ class SegmentationNode(LifecycleNode):
         self.received = 0
         self.processed = 0
         self.bad_frames = 0
+        self.decoder_warnings = 0
         self.dropped_before = 0
         self.last_error = ''
         self._latencies = collections.deque(maxlen=300)
@@ -373,6 +375,25 @@ class SegmentationNode(LifecycleNode):
             self.last_error = text
         self.get_logger().error(text, throttle_duration_sec=ERROR_THROTTLE_S)
 
+    def _decode_frame(self, msg):
+        """
+        Decode ``msg`` to RGB; libpng/libjpeg's stderr lines become part of the node's log.
+
+        A compressed frame is decoded with fd 2 captured (:mod:`stderr_capture`): the
+        decoder's lines go into the error of a frame that fails, and a frame that decodes
+        despite warnings is used, counted and logged with a throttled warning.
+        """
+        if not isinstance(msg, CompressedImage):
+            return self._decode(msg)
+        rgb, lines = decode_capturing(self._decode, msg)
+        if lines:
+            with self._stats_lock:
+                self.decoder_warnings += 1
+            self.get_logger().warning(
+                f'decoder warnings on {self.image_topic} (frame used): {summarize(lines)}',
+                throttle_duration_sec=ERROR_THROTTLE_S)
+        return rgb
+
     def _process(self, msg):
         want_mask = self._wanted(self._pub_mask)
         want_colored = self._wanted(self._pub_colored)
@@ -399,7 +420,7 @@ class SegmentationNode(LifecycleNode):
                 buf = reuse[name] = np.empty(shape, np.uint8)
             return buf
 
-        rgb = self._decode(msg)
+        rgb = self._decode_frame(msg)
         mask = self.pipeline.segment(rgb)
         header = msg.header
         if want_mask:
@@ -458,6 +479,7 @@ class SegmentationNode(LifecycleNode):
             proc = np.array(self._proc_times) if self._proc_times else None
             done = list(self._done_times)
             processed, bad, err = self.processed, self.bad_frames, self.last_error
+            warned = self.decoder_warnings
         now = time.monotonic()
         recent = [t for t in done if now - t <= 5.0]
         fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 and \
@@ -502,6 +524,7 @@ class SegmentationNode(LifecycleNode):
             'processing_p50_ms': ms(proc, 50), 'processing_p95_ms': ms(proc, 95),
             'frames_received': str(self.received), 'frames_processed': str(processed),
             'frames_dropped': str(self.dropped), 'frames_bad': str(bad),
+            'frames_decoder_warnings': str(warned),
             'input_age_s': f'{since:.2f}',
             'lifecycle_state': state,
             'backend': pipeline.engine.backend if pipeline else 'none',
