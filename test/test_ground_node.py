@@ -1,12 +1,13 @@
 """The ground outputs of segmentation_node over real topics: grid, obstacle points, picture."""
 
 import array
+import dataclasses
 
 from conftest import write_tiny_model
 from freespace_seg.image_codec import array_to_image, image_to_array
 from freespace_seg.nodes.segmentation_node import SegmentationNode
 from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
-from freespace_seg.projection import GridSpec, GroundProjector
+from freespace_seg.projection import GridSpec, GroundProjector, render_grid
 from freespace_seg.synthetic import (Box, Cylinder, default_intrinsics, default_mount, render,
                                      Scene)
 from nav_msgs.msg import OccupancyGrid
@@ -16,6 +17,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from std_msgs.msg import Header
 
 W, H = 640, 360
 
@@ -158,6 +160,72 @@ def test_mount_parameters_change_the_projection_at_run_time(ground_rig):
     g2 = [g for g in grids if g.header.stamp.sec == 2][0]
     # Same image read with a steeper pitch: the floor maps nearer, so the grid differs.
     assert bytes(g2.data) != bytes(grids[0].data)
+
+
+def _grid_array(msg, spec):
+    return np.frombuffer(array.array('b', msg.data), np.int8).reshape(spec.ny, spec.nx)
+
+
+def test_camera_info_is_matched_to_each_image_by_stamp(ground_rig):
+    """Two CameraInfos, two stamps: each image is projected with its own intrinsics."""
+    rig = ground_rig
+    node = rig.node
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    _setup_pubs(rig)
+    assert rig.wait_for_match(rig.info_pub, [node._info_sub])
+    assert rig.wait_for(lambda: node._wanted(node._pub_grid))
+    frame, intr_a = _frame()
+    # Same camera, principal point 40 px lower: the horizon moves, the floor maps elsewhere.
+    intr_b = dataclasses.replace(intr_a, cy=intr_a.cy + 40.0)
+    spec = GridSpec()
+    truth = {s: GroundProjector(i, default_mount(), spec).project(frame.free)
+             for s, i in ((10, intr_a), (11, intr_b))}
+    assert not np.array_equal(truth[10], truth[11])
+    header = Header(frame_id='camera_optical_frame')
+    for sec, intr in ((10, intr_a), (11, intr_b)):
+        header.stamp.sec = sec
+        rig.info_pub.publish(camera_info_from_intrinsics(intr, header))
+        # One at a time: the camera_info subscription keeps one message (SENSOR_DATA).
+        assert rig.wait_for(lambda: sec in [i.header.stamp.sec for i in node._infos])
+
+    def grid_for(sec, nth=1):
+        _publish(rig, frame, None, sec, with_info=False)
+        assert rig.wait_for(lambda: len([g for g in grids if g.header.stamp.sec == sec]) >= nth,
+                            timeout=15), sec
+        return _grid_array([g for g in grids if g.header.stamp.sec == sec][nth - 1], spec)
+    # Stamp 10 while the newest CameraInfo is 11's, then 11, then 10 again.
+    np.testing.assert_array_equal(grid_for(10), truth[10])
+    np.testing.assert_array_equal(grid_for(11), truth[11])
+    np.testing.assert_array_equal(grid_for(10, nth=2), truth[10])
+    # No CameraInfo has stamp 12: the newest one (11's) is used.
+    np.testing.assert_array_equal(grid_for(12), truth[11])
+
+
+def test_footprint_radius_changes_the_grid_image_live(ground_rig):
+    rig = ground_rig
+    node = rig.node
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    pictures = rig.collect(Image, 'free_space/grid_image')
+    _setup_pubs(rig)
+    assert rig.wait_for(lambda: node._wanted(node._pub_grid)
+                        and node._wanted(node._pub_grid_image))
+    frame, intr = _frame()
+    spec = GridSpec()
+
+    def picture_and_grid(sec):
+        _publish(rig, frame, intr, sec)
+        assert rig.wait_for(lambda: any(p.header.stamp.sec == sec for p in pictures)
+                            and any(g.header.stamp.sec == sec for g in grids), timeout=15)
+        picture = [p for p in pictures if p.header.stamp.sec == sec][0]
+        grid = [g for g in grids if g.header.stamp.sec == sec][0]
+        return image_to_array(picture), _grid_array(grid, spec)
+    picture, grid = picture_and_grid(1)
+    np.testing.assert_array_equal(picture, render_grid(grid, 0.17, grid_spec=spec))
+    ok = node.set_parameters([Parameter('footprint_radius', value=0.6)])[0]
+    assert ok.successful, ok.reason
+    picture, grid = picture_and_grid(2)
+    np.testing.assert_array_equal(picture, render_grid(grid, 0.6, grid_spec=spec))
+    assert not np.array_equal(picture, render_grid(grid, 0.17, grid_spec=spec))
 
 
 def test_use_tf_without_tf2_falls_back_to_parameters(ros_init, tmp_path):

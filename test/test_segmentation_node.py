@@ -4,18 +4,30 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
-from conftest import green_red_image, REPO, TINY_PALETTE
+from conftest import green_red_image, REPO, TINY_PALETTE, write_tiny_model
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from freespace_seg.demo import node_environment
+from freespace_seg.engines.onnxruntime import GPU_PROVIDERS
+from freespace_seg.engines.tensorrt import tensorrt_unavailable_reason
 from freespace_seg.image_codec import array_to_compressed, array_to_image, image_to_array
 from freespace_seg.nodes.ros_util import StartupError
 from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.params import SEGMENTATION_PARAMS
 import numpy as np
+import onnxruntime as ort
 import pytest
 from rclpy.parameter import Parameter
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
+
+# Camera-sized frames between processes need the large-image Fast DDS profile at both ends:
+# without it in this process too, no 1280x720 frame it publishes reaches a node process.
+# Set before rclpy makes this process's participant; a profile chosen by the caller is kept.
+os.environ.setdefault('FASTDDS_DEFAULT_PROFILES_FILE',
+                      node_environment()['FASTDDS_DEFAULT_PROFILES_FILE'])
 
 OUTPUTS = {
     'segmentation/mask': 'mono8',
@@ -218,6 +230,231 @@ def test_invalid_parameters_fail_at_startup(ros_init, tiny_model):
         assert fragment in str(e.value)
 
 
+# -- every parameter, live: a table derived from SEGMENTATION_PARAMS ---------------------------
+
+def _trt_reason():
+    reason = tensorrt_unavailable_reason()
+    return None if reason is None else f'switching to tensorrt needs TensorRT and a GPU: {reason}'
+
+
+def _ort_gpu_reason():
+    if any(p in ort.get_available_providers() for p in GPU_PROVIDERS):
+        return None
+    return 'switching to onnxruntime_gpu needs onnxruntime-gpu and a GPU (CPU build here)'
+
+
+#: Values the spec alone cannot give. ``valid``: a different value the running node must
+#: accept (a callable gets tmp_path); ``invalid``: values it must reject, besides those
+#: derived from the spec; ``gpu``: choices that need a GPU, each with a function returning
+#: why it cannot run here (None: it can), tested in rows of their own.
+SPECIAL = {
+    # Another real model (the inverted tiny one); a file that does not exist.
+    'model_file_path': {'valid': lambda tmp: write_tiny_model(tmp, name='other', invert=True),
+                        'invalid': [lambda tmp: str(tmp / 'missing.onnx')]},
+    'backend': {'valid': 'onnxruntime',
+                'gpu': {'tensorrt': _trt_reason, 'onnxruntime_gpu': _ort_gpu_reason}},
+    # The derived midpoint (32 ONNX Runtime threads) would only load a small CPU.
+    'num_threads': {'valid': 2},
+    # One colour per class of the tiny model (2); one colour is a valid int_array but wrong.
+    'color_palette': {'valid': [0x0000FF, 0x00FF00], 'invalid': [[0xFF0000]]},
+}
+
+
+def _derived_valid(spec, current):
+    """Return a value other than ``current`` that ``spec`` allows."""
+    gpu = SPECIAL.get(spec.name, {}).get('gpu', {})
+    if spec.kind == 'bool':
+        return not current
+    if spec.choices:
+        return next(c for c in spec.choices if c != current and c not in gpu)
+    if spec.kind in ('int', 'double'):
+        # Halfway to the farther end of the range.
+        end = spec.max_value if spec.max_value - current >= current - spec.min_value \
+            else spec.min_value
+        value = current + (end - current) / 2
+        return int(round(value)) if spec.kind == 'int' else float(value)
+    if spec.kind == 'string':
+        return current + '_changed'
+    if spec.kind == 'double_array':
+        return [float(v) + 0.5 for v in current]
+    raise AssertionError(f'no valid value derived for {spec.name} ({spec.kind})')
+
+
+def _derived_invalid(spec, valid):
+    """Return (label, value) pairs that ``spec`` forbids: range, choices, type, check."""
+    bad = []
+    if spec.choices:
+        bad.append(('not a choice', 'not_a_choice'))
+    if spec.kind in ('int', 'double', 'int_array'):
+        width = spec.max_value - spec.min_value
+        above, below = spec.max_value + max(1, width), spec.min_value - max(1, width)
+        if spec.kind == 'double':
+            bad += [('above range', float(above)), ('below range', float(below)),
+                    ('not finite', float('nan'))]
+        elif spec.kind == 'int':
+            bad += [('above range', int(above)), ('below range', int(below))]
+        else:
+            # As long as the valid value, so that only the item's range is wrong.
+            bad += [('item above range', [int(above)] + list(valid)[1:]),
+                    ('item below range', [int(below)] + list(valid)[1:])]
+    if spec.kind == 'double_array':
+        bad += [('not finite', [float('nan')] * len(spec.default))]
+    if spec.check is not None:
+        bad.append(('check', list(spec.default)[:1]))       # grid_origin: one value, not two
+    wrong_type = {'string': 1, 'bool': 1, 'int': 1.5, 'double': 'text',
+                  'int_array': 'text', 'double_array': 'text'}
+    bad.append(('wrong type', wrong_type[spec.kind]))
+    return bad
+
+
+def _param_rows():
+    rows = []
+    for spec in SEGMENTATION_PARAMS:
+        rows.append(pytest.param(spec, None, id=spec.name))
+        for choice, reason in SPECIAL.get(spec.name, {}).get('gpu', {}).items():
+            rows.append(pytest.param(spec, (choice, reason), id=f'{spec.name}={choice}'))
+    return rows
+
+
+def _same(a, b):
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b)
+    return list(a) == list(b) if isinstance(a, (list, tuple)) else a == b
+
+
+@pytest.mark.parametrize('spec, gpu', _param_rows())
+def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
+    """
+    Each parameter on a running node: valid changes take, invalid and read-only ones do not.
+
+    Valid and invalid values come from the spec (range, choices, kind, check), with the
+    explicit ones of SPECIAL where a parameter needs them. Rejected: the reason is given and
+    the old value stays, both as the ROS parameter and in the node's own copy.
+    """
+    if gpu is not None and gpu[1]() is not None:
+        pytest.skip(gpu[1]())
+    node = make_node(unique_namespace('par'), tiny_model)
+    try:
+        name = spec.name
+        special = SPECIAL.get(name, {})
+        old = node.get_parameter(name).value
+        old_own = node.params[name]
+
+        def unchanged():
+            assert _same(node.get_parameter(name).value, old)
+            assert _same(node.params[name], old_own)
+
+        def resolve(v):
+            return v(tmp_path) if callable(v) else v
+        if gpu is not None:
+            valid = gpu[0]
+        else:
+            valid = resolve(special['valid']) if 'valid' in special \
+                else _derived_valid(spec, old)
+        assert not _same(valid, old)
+        if spec.read_only:
+            result = node.set_parameters([Parameter(name, value=valid)])[0]
+            assert not result.successful and name in result.reason, result.reason
+            unchanged()
+            return
+        invalid = _derived_invalid(spec, valid)
+        invalid += [('special', resolve(v)) for v in special.get('invalid', [])]
+        for label, value in invalid:
+            result = node.set_parameters([Parameter(name, value=value)])[0]
+            assert not result.successful, (label, value)
+            assert result.reason.strip(), (label, value)
+            unchanged()
+        pipeline = node.pipeline
+        result = node.set_parameters([Parameter(name, value=valid)])[0]
+        assert result.successful, result.reason
+        assert _same(node.get_parameter(name).value, valid)
+        assert _same(node.params[name], valid)
+        # The cheap in-process effects; the ones seen only on the wire have tests below.
+        if name in ('model_file_path', 'backend', 'num_threads'):
+            assert node.pipeline is not pipeline              # reloaded and swapped in
+        if name == 'model_file_path':
+            assert node.pipeline.card.model_path == os.path.abspath(valid)
+        if name == 'overlay_alpha':
+            assert node._alpha == pytest.approx(valid)
+        if name == 'publish_unsubscribed':
+            assert node._publish_all is valid
+        if name.startswith('grid_') or name == 'max_range':
+            field = {'grid_width': 'width', 'grid_height': 'height',
+                     'grid_resolution': 'resolution', 'grid_origin': 'origin',
+                     'max_range': 'max_range'}[name]
+            assert _same(getattr(node._grid_spec, field), valid)
+        if name.startswith('camera_'):
+            field = {'camera_height': 'z'}.get(name, name[len('camera_'):])
+            assert _same(getattr(node._mount, field), valid)
+    finally:
+        node.destroy_node()
+
+
+def _frame(sec):
+    return stamped(array_to_image(green_red_image(64, 48, 8), 'rgb8'), sec)
+
+
+@pytest.mark.parametrize('rig', [{'input_stale_timeout': 600.0}], indirect=True)
+def test_input_stale_timeout_changes_live(rig):
+    node = rig.node
+    masks = rig.collect(Image, 'segmentation/mask')
+    pub = rig.publisher(Image, 'image')
+    assert rig.wait_for_subscribers(pub)
+    assert rig.wait_for(lambda: node._wanted(node._pub_mask))
+    pub.publish(_frame(1))
+    assert rig.wait_for(lambda: masks)
+    assert node.diagnostics_status().level == DiagnosticStatus.OK
+    assert node.set_parameters([Parameter('input_stale_timeout', value=0.05)])[0].successful
+    # The same quiet input is stale under the new, shorter timeout...
+    assert rig.wait_for(lambda: 'stale' in node.diagnostics_status().message, timeout=5)
+    assert node.diagnostics_status().level in (DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
+    # ...and fresh again under a longer one, without a new frame.
+    assert node.set_parameters([Parameter('input_stale_timeout', value=600.0)])[0].successful
+    assert node.diagnostics_status().level == DiagnosticStatus.OK
+
+
+def test_publish_unsubscribed_changes_live(rig):
+    """Nobody subscribes: frames are processed only while publish_unsubscribed is true."""
+    node = rig.node
+    pub = rig.publisher(Image, 'image')
+    assert rig.wait_for_subscribers(pub)
+    assert not any(p.get_subscription_count() for p in node._pubs)
+
+    def send_and_settle(sec):
+        """Publish a frame and wait until the worker has taken it (and a little longer)."""
+        pub.publish(_frame(sec))
+        assert rig.wait_for(lambda: node.received == sec and node._slot._item is None)
+        time.sleep(0.3)
+    send_and_settle(1)
+    assert node.processed == 0
+    assert node.set_parameters([Parameter('publish_unsubscribed', value=True)])[0].successful
+    pub.publish(_frame(2))
+    assert rig.wait_for(lambda: node.processed == 1)
+    assert node.set_parameters([Parameter('publish_unsubscribed', value=False)])[0].successful
+    send_and_settle(3)
+    assert node.processed == 1
+
+
+def test_colored_mask_encoding_changes_live(rig):
+    node = rig.node
+    box = rig.collect(Image, 'segmentation/colored_mask')
+    pub = rig.publisher(Image, 'image')
+    assert rig.wait_for_subscribers(pub)
+    assert rig.wait_for(lambda: node._wanted(node._pub_colored))
+    pub.publish(_frame(1))
+    assert rig.wait_for(lambda: box)
+    assert box[0].encoding == 'rgb8'
+    np.testing.assert_array_equal(image_to_array(box[0])[0, 0], TINY_PALETTE[0])
+    result = node.set_parameters([Parameter('color_segmentation_mask_encoding', value='bgr8')])
+    assert result[0].successful
+    pub.publish(_frame(2))
+    assert rig.wait_for(lambda: any(m.header.stamp.sec == 2 for m in box))
+    msg = [m for m in box if m.header.stamp.sec == 2][0]
+    assert msg.encoding == 'bgr8'
+    np.testing.assert_array_equal(image_to_array(msg)[0, 0], TINY_PALETTE[0][::-1])
+    np.testing.assert_array_equal(image_to_array(msg)[-1, 0], TINY_PALETTE[1][::-1])
+
+
 # -- the real executable, in its own process ------------------------------------------------
 
 def _node_cmd(*ros_args):
@@ -287,3 +524,80 @@ def test_signals_exit_cleanly(tiny_model, sig):
             proc.kill()
     assert proc.returncode == 0, err
     assert 'Traceback' not in err
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
+def test_signal_with_camera_sized_frames_in_flight_exits_cleanly(ros_init, tmp_path, sig):
+    """
+    SIGINT/SIGTERM while 1280x720 frames stream in at 30 Hz and outputs stream out.
+
+    The tiny model takes camera-sized input, so a frame keeps the worker busy for about a
+    frame period. The signal is sent from the mask callback, while the worker is still making
+    the overlay of that frame and the next frames are on their way.
+    """
+    model = write_tiny_model(tmp_path, 1280, 720)
+    ns = unique_namespace('inflight')
+    proc = subprocess.Popen(_node_cmd('-p', f'model_file_path:={model}', '-p',
+                                      'num_threads:=1', '-r', f'__ns:={ns}'),
+                            env=node_environment(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    ready = threading.Event()
+
+    def pump():
+        for line in proc.stderr:
+            lines.append(line)
+            if 'listening on' in line:
+                ready.set()
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    h = Harness(ns)
+    stop = threading.Event()
+    sent = []
+    masks = []
+    signalled = []
+
+    def on_mask(msg):
+        masks.append(msg)
+        if len(masks) == 5 and not signalled:
+            proc.send_signal(sig)
+            signalled.append(len(sent))
+
+    def camera(pub, msg):
+        start = time.monotonic()
+        while not stop.is_set():
+            msg.header.stamp.sec = len(sent)
+            pub.publish(msg)
+            sent.append(msg.header.stamp.sec)
+            stop.wait(max(0.0, start + len(sent) / 30.0 - time.monotonic()))
+    publisher = None
+    try:
+        assert ready.wait(timeout=60), ''.join(lines)
+        h.client.create_subscription(Image, 'segmentation/mask', on_mask, 10)
+        overlays = h.collect(Image, 'segmentation/overlay')
+        pub = h.publisher(Image, 'image', reliable=False)
+        assert h.wait_for_subscribers(pub, timeout=30)
+        frame = stamped(array_to_image(green_red_image(1280, 720, 240), 'rgb8'), 0)
+        publisher = threading.Thread(target=camera, args=(pub, frame), daemon=True)
+        publisher.start()
+        # Without the large-image profile in this process too, no frame reaches the node.
+        assert h.wait_for(lambda: signalled, timeout=30), \
+            (len(sent), len(masks), ''.join(lines))
+        code = proc.wait(timeout=20)
+        sent_during = len(sent) - signalled[0]
+    finally:
+        stop.set()
+        if publisher is not None:
+            publisher.join(timeout=5)
+        h.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=5)
+    err = ''.join(lines)
+    assert code == 0, err
+    assert (masks[0].width, masks[0].height) == (1280, 720) and overlays
+    assert sent_during > 0            # the camera was still publishing when the node stopped
+    assert 'Traceback' not in err and 'Fatal Python error' not in err, err
+    # The frame in flight is finished or dropped, never failed half-way by the teardown.
+    assert 'failed to process a frame' not in err, err

@@ -41,6 +41,30 @@ def descriptor_for(spec):
     return d
 
 
+def refused_change(specs, params):
+    """
+    Return why the first invalid value in ``params`` (rclpy Parameters) is refused, or None.
+
+    ``specs`` maps names to :class:`ParamSpec`; names without a spec are not checked here.
+    rclpy runs set-parameters callbacks newest first, so a node's own callback, registered
+    after :func:`declare_and_validate`'s, runs before it: such a callback must call this
+    first and apply nothing when it returns a reason.
+    """
+    if not isinstance(specs, dict):
+        specs = {s.name: s for s in specs}
+    for p in params:
+        spec = specs.get(p.name)
+        if spec is None:
+            continue
+        value = p.value
+        if spec.kind in ('int_array', 'double_array') and value is not None:
+            value = list(value)
+        err = validate(spec, value)
+        if err:
+            return err
+    return None
+
+
 def _first_line(exc):
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
@@ -79,17 +103,8 @@ def declare_and_validate(node, specs):
         raise StartupError('invalid parameters: ' + '; '.join(errors))
 
     def on_set(params):
-        for p in params:
-            spec = by_name.get(p.name)
-            if spec is None:
-                continue
-            value = p.value
-            if spec.kind in ('int_array', 'double_array') and value is not None:
-                value = list(value)
-            err = validate(spec, value)
-            if err:
-                return SetParametersResult(successful=False, reason=err)
-        return SetParametersResult(successful=True)
+        reason = refused_change(by_name, params)
+        return SetParametersResult(successful=reason is None, reason=reason or '')
 
     node.add_on_set_parameters_callback(on_set)
     return values

@@ -24,7 +24,7 @@ from freespace_seg.model_card import ModelCardError
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.grid_msgs import grid_to_msg, points_to_cloud
 from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_from_name,
-                                          spin_node, StartupError)
+                                          refused_change, spin_node, StartupError)
 from freespace_seg.nodes.stderr_capture import decode_capturing, summarize
 from freespace_seg.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
 from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
@@ -39,6 +39,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
+#: the parameter specs by name, to check changes before applying them
+SEGMENTATION_SPECS = {spec.name: spec for spec in SEGMENTATION_PARAMS}
 #: seconds between repeats of the same error in the log
 ERROR_THROTTLE_S = 5.0
 #: CameraInfo messages kept to find the one whose stamp matches an image
@@ -261,7 +263,11 @@ class SegmentationNode(LifecycleNode):
         return palette_lut(palette)
 
     def _on_parameters_set(self, params):
-        # Runs after declare_and_validate's callback accepted every value.
+        # rclpy runs this before declare_and_validate's own check (newest callback first):
+        # check every value here, and apply nothing unless all of them are valid.
+        reason = refused_change(SEGMENTATION_SPECS, params)
+        if reason:
+            return SetParametersResult(successful=False, reason=reason)
         changes = {p.name: p.value for p in params}
         new_pipeline = None
         try:

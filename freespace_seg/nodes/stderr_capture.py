@@ -15,9 +15,9 @@ one decoder call, for the segmentation node.
 Costs and rules:
 
 * Per window: ``dup``, two ``dup2``, ``close``, ``fstat`` and two ``lseek`` (about 5 us in
-  all on a 2-core x86); the file is read only when something was written. The temporary file is created once per
-  process (unlinked, so nothing is left behind) and reused; a file rather than a pipe, so a
-  decoder that prints a lot can never block on a full pipe.
+  all on a 2-core x86); the file is read only when something was written. The temporary
+  file is created once per process (unlinked, so nothing is left behind) and reused; a file
+  rather than a pipe, so a decoder that prints a lot can never block on a full pipe.
 * fd 2 belongs to the whole process, so windows are serialized by one process-wide lock: two
   threads decoding at once take turns for the decode itself. The lock is reentrant, and a
   window opened inside another one (same thread) gets its own lines; its other output goes
