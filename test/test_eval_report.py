@@ -171,3 +171,26 @@ def test_layers_auto_and_bad_name(model, tmp_path):
     with pytest.raises(SystemExit, match=r'no tensor named /nope.*Relu_output_0'):
         _eval(model, tmp_path / 'bad', *_render_args(1), '--layers', '/nope')
     assert not (tmp_path / 'bad').exists()  # fails before scoring
+
+
+def test_without_switches_factors_off_and_scores_under_its_own_key(model, tmp_path):
+    import shutil
+    import yaml
+    local = tmp_path / 'm.onnx'
+    shutil.copy(model, local)
+    shutil.copy(model[:-5] + '.yaml', tmp_path / 'm.yaml')
+    factors = ['glass', 'lens_distortion', 'reflections', 'steps', 'wall_clutter']
+    rc = _eval(str(local), tmp_path / 'r', *_render_args(n=3), '--without', ','.join(factors),
+               '--update-card')
+    assert rc == 0
+    result = json.loads((tmp_path / 'r' / 'metrics.json').read_text())
+    assert 'factors off: glass, lens_distortion' in result['source']
+    card = yaml.safe_load((tmp_path / 'm.yaml').read_text())
+    entry = card['evaluation']['synthetic_test_without_' + '_'.join(factors)]
+    assert entry['images'] == 3
+    # The frames really are the reduced ones: they differ from the full randomization's.
+    full = list(datasets.rendered_frames(3, 5, W, H))
+    reduced = list(datasets.rendered_frames(3, 5, W, H, without=factors))
+    assert any(not np.array_equal(a[0], b[0]) for a, b in zip(full, reduced))
+    with pytest.raises(SystemExit, match='unknown randomization factors'):
+        _eval(str(local), tmp_path / 'r2', *_render_args(n=1), '--without', 'unicorns')

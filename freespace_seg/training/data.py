@@ -158,17 +158,19 @@ def frame_seeds(num, seed):
     return np.random.SeedSequence(int(seed)).spawn(int(num))
 
 
-def rendered_frames(num, seed, width, height, style='default'):
+def rendered_frames(num, seed, width, height, style='default', without=()):
     """
     Yield ``num`` (rgb, mask) pairs from the procedural renderer at ``width`` x ``height``.
 
     Frame ``i`` of seed ``s`` is the same whatever ``num`` is. ``style`` is the renderer's
     appearance style (see :class:`freespace_seg.synthetic.RandomizationConfig`): ``'shifted'``
     gives a look training never sees, with the same ground truth as ``'default'``.
+    ``without`` names randomization factors to switch off (e.g. the ones a model was trained
+    without).
     """
     from freespace_seg.synthetic import default_intrinsics, random_sample, RandomizationConfig
 
-    config = RandomizationConfig(style=style)
+    config = RandomizationConfig(style=style).without(*without)
     intrinsics = default_intrinsics(width=int(width), height=int(height))
     for seq in frame_seeds(num, seed):
         frame = random_sample(np.random.default_rng(seq), intrinsics=intrinsics,

@@ -67,6 +67,10 @@ def add_arguments(parser):
     src.add_argument('--seed', type=int, default=1000,
                      help='seed of the rendered frames (default: %(default)s; use one that '
                           'training never saw)')
+    src.add_argument('--without', default='', metavar='FACTOR,...',
+                     help='with --render: switch these randomization factors off, e.g. the '
+                          'ones a model was trained without (scored as '
+                          'evaluation.synthetic_test_without_<factors>)')
     src.add_argument('--style', default='default', choices=('default', 'shifted'),
                      help='look of the rendered frames: the training one, or "shifted", '
                           'material families and lighting that training never sees (same '
@@ -722,6 +726,8 @@ def _source(args, card=None):
         raise SystemExit('eval: give exactly one of --data DIR, --render N or --images DIR')
     if args.render is None and (getattr(args, 'style', None) or 'default') != 'default':
         raise SystemExit('eval: --style only applies to --render N')
+    if args.render is None and getattr(args, 'without', ''):
+        raise SystemExit('eval: --without only applies to --render N')
     if args.data is not None:
         meta = datasets.read_meta(args.data)
         total = datasets.count_frames(args.data, args.split, args.limit)
@@ -749,7 +755,14 @@ def _source(args, card=None):
         return frames, len(pairs), None, desc, f'images {folder}', 'user_images', names
     n = args.render if args.limit is None else min(args.render, args.limit)
     style = getattr(args, 'style', None) or 'default'
-    frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style)
+    without = [w.strip() for w in (getattr(args, 'without', '') or '').split(',') if w.strip()]
+    from freespace_seg.synthetic import RandomizationConfig
+    try:
+        RandomizationConfig().without(*without)   # unknown names: a clear error, now
+    except ValueError as e:
+        raise SystemExit(f'eval: --without: {e}')
+    frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style,
+                                      without=without)
     desc = (f'{n} frames rendered on the fly by freespace_seg.synthetic at '
             f'{args.width}x{args.height}, seed {args.seed}, renderer source '
             f'{datasets.renderer_fingerprint()}')
@@ -760,6 +773,10 @@ def _source(args, card=None):
                  'sees)')
         short += f' {style}'
         key = f'synthetic_{style}'
+    if without:
+        desc += ', randomization factors off: ' + ', '.join(sorted(without))
+        short += ' without ' + '-'.join(sorted(without))
+        key += '_without_' + '_'.join(sorted(without))
     return frames, n, args.seed, desc, short, key, None
 
 
