@@ -610,7 +610,19 @@ def msg_to_rgb(msg):
 
 
 #: values of the node parameter ``image_decoder``
-DECODERS = ('builtin', 'cv_bridge')
+DECODERS = ('auto', 'builtin', 'cv_bridge')
+
+
+class _BuiltinFallback:
+    """The built-in decoder, chosen by ``image_decoder: auto`` where cv_bridge is missing."""
+
+    decoder_name = 'builtin'
+
+    def __init__(self, reason):
+        self.fallback_reason = reason
+
+    def __call__(self, msg):
+        return msg_to_rgb(msg)
 
 
 class CvBridgeDecoder:
@@ -626,7 +638,7 @@ class CvBridgeDecoder:
     tests; this one is for users who want the reference implementation.
     """
 
-    name = 'cv_bridge'
+    name = decoder_name = 'cv_bridge'
 
     def __init__(self):
         """Import cv_bridge; :class:`ImageCodecError` with the reason when it is missing."""
@@ -667,7 +679,10 @@ def make_decoder(name='builtin'):
     """
     Return a function ``msg -> (H, W, 3) uint8 RGB`` for the decoder ``name``.
 
-    ``'builtin'`` is :func:`msg_to_rgb`; ``'cv_bridge'`` is a :class:`CvBridgeDecoder`.
+    ``'builtin'`` is :func:`msg_to_rgb`; ``'cv_bridge'`` is a :class:`CvBridgeDecoder`;
+    ``'auto'`` is cv_bridge where it is importable, else the built-in one. The function's
+    ``decoder_name`` attribute says which one it is (``'builtin'`` or ``'cv_bridge'``) and,
+    for ``'auto'`` without cv_bridge, ``fallback_reason`` says why.
 
     :raises ImageCodecError: an unknown name, or cv_bridge asked for but not importable.
     """
@@ -675,6 +690,11 @@ def make_decoder(name='builtin'):
         return msg_to_rgb
     if name == 'cv_bridge':
         return CvBridgeDecoder()
+    if name == 'auto':
+        try:
+            return CvBridgeDecoder()
+        except ImageCodecError as exc:
+            return _BuiltinFallback(str(exc))
     raise ImageCodecError(f'unknown image decoder {name!r}; expected one of '
                           f'{", ".join(DECODERS)}')
 

@@ -145,10 +145,11 @@ SEGMENTATION_PARAMS = (
     ParamSpec('image_transport', 'raw', 'raw subscribes to image (sensor_msgs/Image); '
               'compressed subscribes to image/compressed (sensor_msgs/CompressedImage).',
               'string', choices=('raw', 'compressed'), read_only=True),
-    ParamSpec('image_decoder', 'builtin', 'builtin: the package decoder (zero-copy for '
-              'rgb8, fuzz-tested); cv_bridge: the ROS cv_bridge, behind the same input checks '
-              '(a startup error where cv_bridge is not importable).', 'string',
-              choices=('builtin', 'cv_bridge'), read_only=True),
+    ParamSpec('image_decoder', 'auto', 'auto: the ROS cv_bridge where it is importable, '
+              'else the built-in decoder (the log says which); builtin: the package decoder '
+              '(zero-copy for rgb8, fuzz-tested); cv_bridge: cv_bridge or a startup error. '
+              'cv_bridge always runs behind the built-in input checks.', 'string',
+              choices=('auto', 'builtin', 'cv_bridge'), read_only=True),
     ParamSpec('input_qos', 'SENSOR_DATA', 'QoS profile of the camera subscriptions '
               '(REP 2003: SENSOR_DATA is best effort).', 'string', choices=QOS_CHOICES,
               read_only=True),

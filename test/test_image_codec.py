@@ -659,6 +659,16 @@ def test_cv_bridge_decoder_without_cv_bridge_is_a_clear_error():
         pytest.skip('cv_bridge is installed here: test_cv_bridge_decoder_matches_builtin runs')
     with pytest.raises(ic.ImageCodecError, match='cv_bridge is not importable.*builtin'):
         ic.make_decoder('cv_bridge')
+    # auto: cv_bridge where importable, else the built-in decoder, saying why.
+    auto = ic.make_decoder('auto')
+    assert auto.decoder_name == 'builtin' and 'cv_bridge is not importable' in \
+        auto.fallback_reason
+    native = _native_array('bgr8', seed=4)
+    np.testing.assert_array_equal(auto(ic.array_to_image(native, 'bgr8')), native[:, :, ::-1])
+    with pytest.raises(ic.ImageCodecError, match='expected height'):
+        msg = ic.array_to_image(native, 'bgr8')
+        msg.data = bytes(msg.data)[:-1]
+        auto(msg)
 
 
 @pytest.mark.parametrize('encoding', ['rgb8', 'bgr8', 'mono8', 'bgra8', 'yuv422'])
@@ -667,6 +677,7 @@ def test_cv_bridge_decoder_matches_builtin(encoding):
         'cv_bridge', reason='cv_bridge is not installed here (no PyPI build of it exists), so '
         'the cv_bridge decoder cannot run')
     decode = ic.make_decoder('cv_bridge')
+    assert ic.make_decoder('auto').decoder_name == 'cv_bridge'
     msg = ic.array_to_image(_native_array(encoding, seed=5), encoding)
     ours = ic.msg_to_rgb(msg).astype(int)
     assert np.abs(decode(msg).astype(int) - ours).max() <= 1

@@ -91,6 +91,10 @@ class SegmentationNode(LifecycleNode):
             self._decode = make_decoder(p['image_decoder'])
         except ImageCodecError as e:
             raise StartupError(str(e)) from e
+        decoder = getattr(self._decode, 'decoder_name', 'builtin')
+        why = getattr(self._decode, 'fallback_reason', '')
+        self.get_logger().info(f'image decoder: {decoder}'
+                               + (f' (auto: {why})' if why else ''))
         self._publish_all = p['publish_unsubscribed']
         self._projector = None
         self._infos = collections.deque(maxlen=INFO_HISTORY)
