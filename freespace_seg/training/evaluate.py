@@ -216,12 +216,12 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     return summary, seconds / max(acc.images, 1)
 
 
-def measure_latency(model_path, threads=2, runs=50, warmup=10):
+def timing_session(model_path, threads):
     """
-    Median, mean and 90th percentile wall time (ms) of one bare ONNX Runtime run.
+    Return an ONNX Runtime CPU session of a model and a fixed random feed for it.
 
-    The input is a fixed random tensor of the model's static input shape; preprocessing and
-    postprocessing are not included.
+    ``threads`` intra-op threads, one inter-op thread, full graph optimization. The feed has
+    the model's input shape (dynamic dimensions as 1) and type (float32, float16 or uint8).
     """
     import onnxruntime as ort
 
@@ -234,8 +234,23 @@ def measure_latency(model_path, threads=2, runs=50, warmup=10):
                                    providers=['CPUExecutionProvider'])
     inp = session.get_inputs()[0]
     shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
-    x = np.random.default_rng(0).uniform(-1, 1, size=shape).astype(np.float32)
-    feed = {inp.name: x}
+    rng = np.random.default_rng(0)
+    if 'uint8' in inp.type:
+        x = rng.integers(0, 256, size=shape).astype(np.uint8)
+    else:
+        dtype = np.float16 if 'float16' in inp.type else np.float32
+        x = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    return session, {inp.name: x}
+
+
+def measure_latency(model_path, threads=2, runs=50, warmup=10):
+    """
+    Median, mean and 90th percentile wall time (ms) of one bare ONNX Runtime run.
+
+    The input is a fixed random tensor of the model's static input shape
+    (:func:`timing_session`); preprocessing and postprocessing are not included.
+    """
+    session, feed = timing_session(model_path, threads)
     for _ in range(int(warmup)):
         session.run(None, feed)
     times = []
@@ -250,7 +265,7 @@ def measure_latency(model_path, threads=2, runs=50, warmup=10):
         'p90': round(times[min(len(times) - 1, int(0.9 * len(times)))], 2),
         'runs': len(times),
         'threads': int(threads),
-        'shape': shape,
+        'shape': [int(d) for d in next(iter(feed.values())).shape],
     }
 
 

@@ -343,7 +343,7 @@ def _check_args(args):
         raise FinetuneError(f'--model {args.model}: no such file')
 
 
-def _card_inputs(card, model_path):
+def card_input_size(card, model_path):
     """Width and height of the network input; raise if the card does not match ``train``."""
     raw = card.raw['input']
     same = (card.layout == 'NCHW' and card.color_order == 'RGB'
@@ -354,6 +354,29 @@ def _card_inputs(card, model_path):
                             '`python -m freespace_seg train` (NCHW float32 RGB, mean/std 0.5, '
                             'letterbox, logits)')
     return card.input_width, card.input_height
+
+
+def rebuild_checked(model_path, seed=0, threads=2):
+    """
+    Load the card and rebuild the torch UNet of ``model_path``, checked against ONNX Runtime.
+
+    The rebuilt model's logits on a random input (``seed``) must match ONNX Runtime's within
+    :data:`REBUILD_TOLERANCE`. Returns ``(model, card, width, height, max |logit diff|)``;
+    raises :class:`FinetuneError` for a bad card or a model that is not this package's UNet.
+    """
+    try:
+        card = load_card(model_path)
+    except ModelCardError as e:
+        raise FinetuneError(str(e)) from e
+    width, height = card_input_size(card, model_path)
+    model = rebuild_torch_model(model_path)
+    probe = np.random.default_rng(seed).uniform(-1.0, 1.0, size=(1, 3, height, width))
+    diff = compare_with_torch(model, model_path, inputs=probe.astype(np.float32),
+                              threads=threads)
+    if not diff <= REBUILD_TOLERANCE:
+        raise FinetuneError(f'rebuilt torch model differs from {model_path} by {diff:.3g}'
+                            f' (> {REBUILD_TOLERANCE:g}): not the UNet of this package?')
+    return model, card, width, height, diff
 
 
 def finetune(args):
@@ -374,18 +397,8 @@ def finetune(args):
         print('finetune: no validation images: the before/after scores are skipped',
               file=sys.stderr, flush=True)
 
-    try:
-        base_card = load_card(args.model)
-    except ModelCardError as e:
-        raise FinetuneError(str(e)) from e
-    width, height = _card_inputs(base_card, args.model)
-    model = rebuild_torch_model(args.model)
-    rng = np.random.default_rng(args.seed)
-    probe = rng.uniform(-1.0, 1.0, size=(1, 3, height, width)).astype(np.float32)
-    rebuild_diff = compare_with_torch(model, args.model, inputs=probe, threads=args.threads)
-    if not rebuild_diff <= REBUILD_TOLERANCE:
-        raise FinetuneError(f'rebuilt torch model differs from {args.model} by {rebuild_diff:.3g}'
-                            f' (> {REBUILD_TOLERANCE:g}): not the UNet of this package?')
+    model, base_card, width, height, rebuild_diff = rebuild_checked(
+        args.model, seed=args.seed, threads=args.threads)
     print(f'finetune: rebuilt torch UNet (widths {list(model.widths)}) from {args.model}; max '
           f'|logit diff| vs ONNX Runtime {rebuild_diff:.2e}', flush=True)
 

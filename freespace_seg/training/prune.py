@@ -56,7 +56,6 @@ Example::
 
 import argparse
 import copy
-import hashlib
 import os
 import re
 import shlex
@@ -65,15 +64,15 @@ import time
 import zipfile
 
 from freespace_seg import metrics
-from freespace_seg.model_card import load_card, ModelCardError
+from freespace_seg.engines.engine_cache import file_sha256
 from freespace_seg.pipeline import packaged_model_path
 from freespace_seg.training import data as datasets
 from freespace_seg.training import train as base_train
 from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames,
                                              latency_key, measure_latency, update_card)
-from freespace_seg.training.export import compare_with_torch, export_and_verify
-from freespace_seg.training.finetune import (_card_inputs, FinetuneError, freeze_batchnorm,
-                                             REBUILD_TOLERANCE, rebuild_torch_model)
+from freespace_seg.training.export import export_and_verify
+from freespace_seg.training.finetune import (FinetuneError, freeze_batchnorm,
+                                             rebuild_checked)
 from freespace_seg.training.model import BLOCKS, count_parameters
 import numpy as np
 import torch
@@ -463,14 +462,6 @@ def _display_path(path):
     return os.path.abspath(path) if rel.startswith('..') else rel
 
 
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _check_args(args):
     if not 0.0 < args.ratio < 1.0:
         raise PruneError(f'--ratio must be in (0, 1), got {args.ratio:g}')
@@ -554,18 +545,9 @@ def prune(args):
     command = reproduce_command(args)
     print(f'prune: {command}', flush=True)
 
-    try:
-        source_card = load_card(args.model)
-    except ModelCardError as e:
-        raise PruneError(str(e)) from e
-    width, height = _card_inputs(source_card, args.model)
-    source = rebuild_torch_model(args.model)
-    rng = np.random.default_rng(args.seed)
-    probe = rng.uniform(-1.0, 1.0, size=(1, 3, height, width)).astype(np.float32)
-    rebuild_diff = compare_with_torch(source, args.model, inputs=probe, threads=args.threads)
-    if not rebuild_diff <= REBUILD_TOLERANCE:
-        raise PruneError(f'rebuilt torch model differs from {args.model} by {rebuild_diff:.3g}'
-                         f' (> {REBUILD_TOLERANCE:g}): not the UNet of this package?')
+    # A FinetuneError (bad card, not this package's UNet) exits 2 like a PruneError (run()).
+    source, source_card, width, height, rebuild_diff = rebuild_checked(
+        args.model, seed=args.seed, threads=args.threads)
 
     model, keep = prune_model(source, args.ratio, args.scope, args.min_channels,
                               args.channel_multiple)
@@ -633,7 +615,7 @@ def prune(args):
         'source_model': {
             'path': _display_path(args.model),
             'name': source_name,
-            'sha256': _sha256(args.model),
+            'sha256': file_sha256(args.model),
             'params': params_before,
             'command': (source_raw.get('training') or {}).get('command'),
         },

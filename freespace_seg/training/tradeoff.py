@@ -50,7 +50,6 @@ Examples::
 
 import copy
 import datetime
-import hashlib
 import json
 import os
 import re
@@ -59,6 +58,7 @@ import sys
 import time
 
 import cv2
+from freespace_seg.engines.engine_cache import file_sha256
 from freespace_seg.model_card import card_from_dict, load_card, ModelCardError
 from freespace_seg.progress import progress
 import numpy as np
@@ -247,14 +247,6 @@ def reproduce_command(args):
 # Models
 
 
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def onnx_info(path):
     """
     Return (weight count, precision) of an ONNX file.
@@ -301,23 +293,12 @@ def load_base_model(model_path, threads=1):
     Returns (model, card, rebuild max |logit diff|); raises :class:`TradeoffError` for a
     model that is not the float UNet of this package or whose card does not fit.
     """
-    from freespace_seg.training.export import compare_with_torch
-    from freespace_seg.training.finetune import (_card_inputs, FinetuneError, REBUILD_TOLERANCE,
-                                                 rebuild_torch_model)
+    from freespace_seg.training.finetune import FinetuneError, rebuild_checked
 
     try:
-        card = load_card(model_path)
-        width, height = _card_inputs(card, model_path)
-        model = rebuild_torch_model(model_path)
-    except (ModelCardError, FinetuneError) as e:
+        model, card, _, _, diff = rebuild_checked(model_path, seed=0, threads=threads)
+    except FinetuneError as e:
         raise TradeoffError(str(e)) from e
-    probe = np.random.default_rng(0).uniform(-1.0, 1.0, size=(1, 3, height, width))
-    diff = compare_with_torch(model, model_path, inputs=probe.astype(np.float32),
-                              threads=threads)
-    if not diff <= REBUILD_TOLERANCE:
-        raise TradeoffError(f'the torch UNet rebuilt from {model_path} differs from it by '
-                            f'{diff:.3g} (> {REBUILD_TOLERANCE:g}): not the UNet of this '
-                            'package?')
     return model, card, diff
 
 
@@ -352,7 +333,7 @@ def resized_card(base_card, model_file, width, height, source_path, export_diff)
         if key == 'model_file':
             new['reexport'] = {
                 'source_model': os.path.basename(source_path),
-                'source_model_sha256': _sha256(source_path),
+                'source_model_sha256': file_sha256(source_path),
                 'trained_input_size': [base_w, base_h],
                 'input_size': [int(width), int(height)],
                 'onnx_max_abs_diff_vs_torch': float(f'{export_diff:.3g}'),
@@ -404,28 +385,6 @@ def quantize_size(fp32_path, calib_frames, log=None):
 # Measuring
 
 
-def _timing_session(model_path, threads):
-    """Return an ONNX Runtime CPU session of a model and a fixed random feed for it."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = int(threads)
-    opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    session = ort.InferenceSession(model_path, sess_options=opts,
-                                   providers=['CPUExecutionProvider'])
-    inp = session.get_inputs()[0]
-    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
-    rng = np.random.default_rng(0)
-    if 'uint8' in inp.type:
-        x = rng.integers(0, 256, size=shape).astype(np.uint8)
-    else:
-        dtype = np.float16 if 'float16' in inp.type else np.float32
-        x = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
-    return session, {inp.name: x}
-
-
 def latency_stats(samples_ms, threads, rounds=1):
     """Return p50, p95, mean and max (ms), fps (1000 / mean), runs, rounds and threads."""
     times = np.asarray(samples_ms, np.float64)
@@ -446,7 +405,9 @@ def time_models(model_paths, threads=1, runs=100, warmup=10, rounds=1, labels=No
     machine a burst of load then touches every model alike, instead of the few timed during
     it, so the ratios between rows stay fair. Returns one :func:`latency_stats` per model.
     """
-    sessions = [_timing_session(path, threads) for path in model_paths]
+    from freespace_seg.training.evaluate import timing_session
+
+    sessions = [timing_session(path, threads) for path in model_paths]
     for session, feed in sessions:
         for _ in range(int(warmup)):
             session.run(None, feed)
@@ -849,7 +810,7 @@ def tradeoff(args):
         'command': command,
         'date': datetime.datetime.now().isoformat(timespec='seconds'),
         'base_model': {'path': _display(args.model), 'name': base_card.name,
-                       'input': list(base_size), 'sha256': _sha256(args.model),
+                       'input': list(base_size), 'sha256': file_sha256(args.model),
                        'rebuild_max_abs_diff_vs_onnx': float(f'{rebuild_diff:.3g}')},
         'reference': reference,
         'class_names': list(base_card.class_names),
