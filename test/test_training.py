@@ -2,6 +2,7 @@
 
 import importlib
 import json
+import math
 import os
 import shlex
 
@@ -120,6 +121,46 @@ def test_augment_runs_on_a_batch():
     xa, ya = train.augment(x.float() / 255.0, y.long(), torch.Generator().manual_seed(0))
     assert xa.shape == x.shape and ya.shape == y.shape
     assert 0.0 <= float(xa.min()) and float(xa.max()) <= 1.0
+
+
+def test_hue_rotation_keeps_grey_and_is_a_rotation():
+    angles = torch.tensor([0.0, 0.7, -2.0, math.pi])
+    rot = train._hue_rotation(angles)
+    eye = torch.eye(3).expand(4, 3, 3)
+    assert torch.allclose(rot[0], torch.eye(3), atol=1e-6)
+    assert torch.allclose(rot @ rot.transpose(1, 2), eye, atol=1e-5)
+    grey = torch.full((4, 3, 1), 0.4)
+    assert torch.allclose(rot @ grey, grey, atol=1e-6)
+    # A half turn maps pure red onto the opposite side of the grey axis (cyan-ish).
+    red = rot[3] @ torch.tensor([1.0, 0.0, 0.0])
+    assert red[0] < red[1] and abs(float(red[1] - red[2])) < 1e-5
+
+
+def test_colour_shift_changes_colour_not_shape():
+    x, y = toy_tensors(6)
+    x = x.float() / 255.0
+    gen = torch.Generator().manual_seed(0)
+    xa = train._colour_shift(x, gen, p_hue=1.0, p_gray=0.0, p_tint=1.0, p_ramp=1.0)
+    assert xa.shape == x.shape
+    assert 0.0 <= float(xa.min()) and float(xa.max()) <= 1.0
+    assert float((xa - x).abs().mean()) > 0.02
+    same = train._colour_shift(x, gen, p_hue=0.0, p_gray=0.0, p_tint=0.0, p_ramp=0.0)
+    assert torch.allclose(same, x.clamp(0, 1), atol=1e-6)
+    grey = train._colour_shift(x, gen, p_hue=0.0, p_gray=1.0, p_tint=0.0, p_ramp=0.0)
+    assert torch.allclose(grey[:, 0], grey[:, 1]) and torch.allclose(grey[:, 1], grey[:, 2])
+
+
+def test_strong_augment_keeps_labels_of_full_and_rejects_unknown_modes():
+    x, y = toy_tensors(4)
+    x = x.float() / 255.0
+    _, y_full = train.augment(x, y.long(), torch.Generator().manual_seed(5), 'full')
+    xs, y_strong = train.augment(x, y.long(), torch.Generator().manual_seed(5), 'strong')
+    # The colour shift draws after the geometry, so both modes crop and flip alike.
+    assert torch.equal(y_full, y_strong)
+    assert 0.0 <= float(xs.min()) and float(xs.max()) <= 1.0
+    with pytest.raises(ValueError, match='unknown augmentation'):
+        train.augment(x, y.long(), torch.Generator().manual_seed(5), 'wild')
+    assert 'hue rotation' in train.augmentation_summary('strong')
 
 
 def test_reproduce_command_parses_back():

@@ -300,7 +300,7 @@ def add_arguments(parser):
     opt('--batch-size', type=int, default=4, help='default: %(default)s')
     opt('--lr', type=float, default=3e-4,
         help='peak learning rate of the one-cycle schedule (default: %(default)s)')
-    opt('--augment', choices=('full', 'flip', 'none'), default='full',
+    opt('--augment', choices=base_train.AUGMENT_MODES + ('none',), default='full',
         help='augmentation as in `train` (default: %(default)s)')
     opt('--val-fraction', type=float, default=0.2,
         help='share of the images held out for validation, at least one when there are two '

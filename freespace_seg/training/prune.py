@@ -401,7 +401,7 @@ def add_arguments(parser):
     opt(tr, '--lr', type=float, default=5e-3,
         help='peak learning rate of the one-cycle schedule; the rebuilt kernels have unit '
              'RMS, so this is about the relative size of a step (default: %(default)s)')
-    opt(tr, '--augment', choices=('full', 'flip', 'none'), default='full',
+    opt(tr, '--augment', choices=base_train.AUGMENT_MODES + ('none',), default='full',
         help='augmentation as in `train` (default: %(default)s)')
     opt(tr, '--seed', type=int, default=0,
         help='seed of torch, numpy and random (default: %(default)s)')

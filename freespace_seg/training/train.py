@@ -111,8 +111,9 @@ def add_arguments(parser):
     opt(tr, '--dice-weight', type=float, default=1.0,
         help='weight of the Dice loss added to cross-entropy (default: %(default)s)')
     opt(tr, '--no-augment', action='store_true', help='train without augmentation')
-    opt(tr, '--augment', choices=('full', 'flip'), default='full',
-        help='full: flip, zoom/crop, roll, colour, gamma, blur, noise; flip: flips only '
+    opt(tr, '--augment', choices=AUGMENT_MODES, default='full',
+        help='full: flip, zoom/crop, roll, colour, gamma, blur, noise; strong: full plus hue '
+             'rotation, greyscale, coloured light and brightness ramps; flip: flips only '
              '(default: %(default)s)')
     opt(tr, '--seed', type=int, default=0,
         help='seed of torch, numpy and random (default: %(default)s)')
@@ -251,20 +252,77 @@ def _photometric(x, gen, p_blur=0.25, p_noise=0.5):
     return x.clamp(0.0, 1.0)
 
 
+def _hue_rotation(angles):
+    """(n,) angles in radians -> (n, 3, 3) rotations of RGB about the grey axis (1, 1, 1)."""
+    c, s = torch.cos(angles), torch.sin(angles)
+    k = 1.0 / 3.0
+    r = math.sqrt(1.0 / 3.0)
+    a = c + (1.0 - c) * k
+    b = (1.0 - c) * k - r * s
+    d = (1.0 - c) * k + r * s
+    return torch.stack([torch.stack([a, b, d], 1), torch.stack([d, a, b], 1),
+                        torch.stack([b, d, a], 1)], 1)
+
+
+def _colour_shift(x, gen, p_hue=0.5, p_gray=0.1, p_tint=0.5, p_ramp=0.5):
+    """
+    Strong appearance changes for looks the renderer may not draw (the ``strong`` mode).
+
+    Per sample, each with its own probability: a hue rotation about the grey axis (any angle,
+    so a grey floor stays grey and a red one may turn blue), greyscale, a coloured light (a
+    gain of 0.6-1.4 per channel) and a brightness ramp across the image in a random direction
+    (0.45-1.55 from one side to the other, like one strong low light). Geometry and labels
+    are untouched.
+    """
+    n, _, h, w = x.shape
+    hue = (torch.rand(n, generator=gen) < p_hue).float()
+    rot = _hue_rotation(_uniform(n, -math.pi, math.pi, gen) * hue)
+    x = torch.einsum('nij,njhw->nihw', rot, x)
+    gray = (torch.rand(n, generator=gen) < p_gray).float().view(n, 1, 1, 1)
+    x = gray * x.mean(dim=1, keepdim=True).expand_as(x) + (1.0 - gray) * x
+    tint = (torch.rand(n, generator=gen) < p_tint).float().view(n, 1, 1, 1)
+    x = x * (1.0 + tint * (_uniform(n * 3, 0.6, 1.4, gen).view(n, 3, 1, 1) - 1.0))
+    ramp = (torch.rand(n, generator=gen) < p_ramp).float()
+    angle = _uniform(n, -math.pi, math.pi, gen)
+    amp = _uniform(n, 0.1, 0.55, gen) * ramp
+    u = torch.linspace(-1.0, 1.0, w).view(1, 1, 1, w)
+    v = torch.linspace(-1.0, 1.0, h).view(1, 1, h, 1)
+    proj = torch.cos(angle).view(n, 1, 1, 1) * u + torch.sin(angle).view(n, 1, 1, 1) * v
+    x = x * (1.0 + amp.view(n, 1, 1, 1) * proj / math.sqrt(2.0))
+    return x.clamp(0.0, 1.0)
+
+
+#: Choices of ``--augment``.
+AUGMENT_MODES = ('full', 'strong', 'flip')
+
+
 def augment(x, y, gen, mode='full'):
     """
     Augment a batch: x float (N, 3, H, W) in [0, 1], y long (N, H, W) with ignore pads.
 
-    ``mode`` ``full``: everything; ``flip``: horizontal flips only.
+    ``mode`` ``full``: flip, zoom/crop, roll, colour jitter, gamma, blur, noise; ``strong``:
+    ``full`` plus hue rotation, greyscale, coloured light and brightness ramps
+    (:func:`_colour_shift`); ``flip``: horizontal flips only.
     """
+    if mode not in AUGMENT_MODES:
+        raise ValueError(f'unknown augmentation {mode!r}; expected one of {AUGMENT_MODES}')
     flip = torch.rand(x.shape[0], generator=gen) < 0.5
     x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
     y = torch.where(flip.view(-1, 1, 1), y.flip(-1), y)
     if mode == 'flip':
         return x, y
     x, y = _geometric(x, y, gen)
+    if mode == 'strong':
+        x = _colour_shift(x, gen)
     x = _photometric(x, gen)
     return x, y
+
+
+def augmentation_summary(mode):
+    """Return the card's one-line description of an ``--augment`` mode (or ``'none'``)."""
+    full = 'hflip, zoom-in crop 1-1.4x, roll +-3 deg, colour jitter, gamma, blur, noise'
+    return {'none': 'none', 'flip': 'hflip', 'full': full,
+            'strong': full + ', hue rotation, greyscale, coloured light, brightness ramp'}[mode]
 
 
 def normalize(x, y=None):
@@ -598,9 +656,7 @@ def run(args):
             f'{args.low_res_batch_size or 2 * args.batch_size}; then full resolution'),
         'init': init,
         'loss': f'cross-entropy + {args.dice_weight:g} * Dice',
-        'augmentation': ('none' if args.no_augment else 'hflip' if args.augment == 'flip' else
-                         'hflip, zoom-in crop 1-1.4x, roll +-3 deg, colour jitter, gamma, '
-                         'blur, noise'),
+        'augmentation': augmentation_summary('none' if args.no_augment else args.augment),
         'best_val_miou': None if history['best_miou'] is None
         else round(float(history['best_miou']), 4),
         'torch': str(torch.__version__),
