@@ -27,6 +27,8 @@ COMMANDS = {
     'tradeoff': ('freespace_seg.training.tradeoff',
                  'input size against mIoU against latency: a table and a plot'),
     'bench': ('freespace_seg.bench', 'engine, pipeline, node and naive node: fps, latency, CPU'),
+    'real-set': ('freespace_seg.realdata',
+                 'write the real-photo evaluation set (stereo ground truth)'),
 }
 
 

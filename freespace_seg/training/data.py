@@ -79,8 +79,11 @@ def read_user_image_pair(image_path, mask_path):
     Read a user image and its mask: (H, W, 3) uint8 RGB and (H, W) uint8, 0 blocked / 1 free.
 
     In the mask 0 is blocked and any other value free; in a colour mask a pixel is blocked
-    where all of R, G and B are 0 (alpha ignored). Raises :class:`UserImagesError` for an
-    unreadable file or a mask whose size differs from the image's.
+    where all of R, G and B are 0. A mask with an alpha channel (grey+alpha or RGBA) marks
+    the pixels where alpha is 0 as not labelled: they are :data:`IGNORE_INDEX` (255) in the
+    result, which scores and fine-tuning skip; any other alpha is ignored. Raises
+    :class:`UserImagesError` for an unreadable file or a mask whose size differs from the
+    image's.
     """
     bgr = cv2.imread(image_path, cv2.IMREAD_COLOR)
     if bgr is None:
@@ -88,13 +91,21 @@ def read_user_image_pair(image_path, mask_path):
     mask = cv2.imread(mask_path, cv2.IMREAD_UNCHANGED)
     if mask is None:
         raise UserImagesError(f'cannot read mask {mask_path}')
+    unlabelled = None
     if mask.ndim == 3:
-        mask = mask[:, :, :3].max(axis=2)
+        channels = mask.shape[2]
+        if channels in (2, 4):  # grey+alpha (OpenCV usually gives BGRA for it) or BGRA
+            unlabelled = mask[:, :, channels - 1] == 0
+            mask = mask[:, :, :channels - 1]
+        mask = mask.max(axis=2)
     if mask.shape[:2] != bgr.shape[:2]:
         raise UserImagesError(
             f'size mismatch: mask {mask_path} is {mask.shape[1]}x{mask.shape[0]} but its image '
             f'{image_path} is {bgr.shape[1]}x{bgr.shape[0]}')
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), (mask != 0).astype(np.uint8)
+    labels = (mask != 0).astype(np.uint8)
+    if unlabelled is not None:
+        labels[unlabelled] = IGNORE_INDEX
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), labels
 
 
 def read_meta(data_dir):

@@ -63,7 +63,8 @@ def add_arguments(parser):
     src.add_argument('--images', metavar='DIR',
                      help='score your own images instead: DIR holds .png/.jpg/.jpeg images, '
                           'each with a PNG mask <stem>_mask.png beside it or masks/<stem>.png '
-                          '(0 = blocked, any other value = free)')
+                          '(0 = blocked, any other value = free; in a mask with an alpha '
+                          'channel, alpha 0 = not labelled)')
     src.add_argument('--seed', type=int, default=1000,
                      help='seed of the rendered frames (default: %(default)s; use one that '
                           'training never saw)')
@@ -720,12 +721,14 @@ def image_pairs(folder):
 
 
 def read_user_pair(image_path, mask_path, free_id=1, blocked_id=0):
-    """Read a user image (RGB) and its mask as class ids: 0 -> blocked, nonzero -> free."""
+    """Read a user image (RGB) and its mask as class ids: 0 -> blocked, 1 -> free, 255 kept."""
     try:
         rgb, free = datasets.read_user_image_pair(image_path, mask_path)
     except datasets.UserImagesError as e:
         raise SystemExit(f'eval: --images: {e}')
-    return rgb, np.where(free != 0, free_id, blocked_id).astype(np.uint8)
+    label = np.where(free != 0, free_id, blocked_id)
+    label[free == datasets.IGNORE_INDEX] = datasets.IGNORE_INDEX  # alpha 0: not labelled
+    return rgb, label.astype(np.uint8)
 
 
 def user_frames(pairs, free_id=1, blocked_id=0):
