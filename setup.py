@@ -16,6 +16,8 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
+    # The photo texture bank of the synthetic renderer (non-Python files).
+    package_data={'freespace_seg.synthetic': ['textures/*.jpg', 'textures/*.md']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -1,6 +1,7 @@
 """The synthetic renderer: exact labels, determinism, randomization switches, generate."""
 
 import dataclasses
+import glob as glob_module
 import hashlib
 import importlib
 import io
@@ -324,6 +325,9 @@ SCENE_CHECKS = {
     'steps': lambda s: not any(o.label == STEP_LABEL for o in s.obstacles),
     'wall_clutter': lambda s: (not s.wall_decals
                                and not any(o.label == WALL_CLUTTER_LABEL for o in s.obstacles)),
+    'photo_textures': lambda s: (s.appearance.wall.kind != 'photo'
+                                 and all(o.material.kind != 'photo' for o in s.obstacles)
+                                 and all(d.photo < 0 for d in s.wall_decals)),
 }
 
 
@@ -1013,8 +1017,8 @@ def test_generate_without_reflections_and_glass(tmp_path):
 
 
 # sha256 of (image, mask) of the samples of ``generate --num 3 --seed 5 --splits 1,0,0`` at
-# 64x36 from before 'steps', 'wall_clutter' and 'lens_distortion' existed: with the three
-# switched off they must not move.
+# 64x36 from before 'steps', 'wall_clutter', 'lens_distortion' and 'photo_textures' existed:
+# with the four switched off they must not move.
 PRE_STEPS_GENERATE = [
     ('25e36d2abfff1672cbd6fc6c97f1609e1446beed63ef2e7f08884bd82c732b9a',
      '330aa257ca1019071c8ea534dd27ebd2df0cbde7b53e0ce6b79f793464621698'),
@@ -1032,9 +1036,10 @@ def _sha(array):
 def test_generate_without_steps_wall_clutter_and_lens_distortion(tmp_path):
     out = tmp_path / 'ds'
     assert _generate(out, '--num', '3', '--seed', '5', '--splits', '1,0,0', '--no-steps',
-                     '--no-wall-clutter', '--no-lens-distortion') == 0
+                     '--no-wall-clutter', '--no-lens-distortion', '--no-photo-textures') == 0
     meta = json.loads((out / 'meta.json').read_text())
-    config = RandomizationConfig().without('steps', 'wall_clutter', 'lens_distortion')
+    config = RandomizationConfig().without('steps', 'wall_clutter', 'lens_distortion',
+                                           'photo_textures')
     assert RandomizationConfig.from_dict(meta['randomization']) == config
     got = []
     for i in range(3):
@@ -1090,3 +1095,144 @@ def test_progress_final_line_on_early_exit_and_unknown_total():
         bar.set_postfix(loss=0.5)
     out = tty.getvalue()
     assert '\r' in out and out.endswith('\n') and 'loss=0.5' in out and '3/3' in out
+
+
+# --- photo textures ------------------------------------------------------------------------
+
+PHOTO_OFF = RandomizationConfig().without('photo_textures')
+
+
+def _photo_scene(scene):
+    """Return True when ``scene`` shows a photo anywhere (walls, obstacles, pictures)."""
+    return not SCENE_CHECKS['photo_textures'](scene)
+
+
+def test_photo_textures_change_appearance_not_labels():
+    changed = 0
+    for seed in range(8):
+        on = random_sample(_rng(seed), SMALL)
+        off = random_sample(_rng(seed), SMALL, PHOTO_OFF)
+        np.testing.assert_array_equal(on.free, off.free)
+        np.testing.assert_array_equal(on.depth, off.depth)
+        assert on.robot_pose == off.robot_pose and on.mount == off.mount
+        assert on.intrinsics == off.intrinsics and on.scene.outline == off.scene.outline
+        assert [dataclasses.replace(o, material=DEFAULT_OBJECT) for o in on.scene.obstacles] \
+            == [dataclasses.replace(o, material=DEFAULT_OBJECT) for o in off.scene.obstacles]
+        assert on.scene.appearance.floor == off.scene.appearance.floor  # never a photo
+        assert on.scene.decals == off.scene.decals  # rugs and mats stay as they are
+        changed += int(not np.array_equal(on.image, off.image))
+    assert changed >= 3, 'photos (almost) never change the image'
+
+
+def test_photo_textures_draws():
+    walls = objects = pictures = 0
+    for seed in range(40):
+        on = make_scene(_rng(seed))
+        off = make_scene(_rng(seed), PHOTO_OFF)
+        floor = off.appearance.floor
+        walls += on.appearance.wall.kind == 'photo'
+        for a, b in zip(on.obstacles, off.obstacles):
+            if a.material != b.material:
+                objects += 1
+                assert a.material.kind == 'photo' and 0.3 <= a.material.scale <= 1.5
+                assert b.material.kind != 'glass' and a.label != GLASS_LABEL
+                assert dataclasses.replace(b.material, seed=0) != \
+                    dataclasses.replace(floor, seed=0)
+                assert a.material.specular == b.material.specular
+        pictures += sum(d.photo >= 0 for d in on.wall_decals)
+        assert all(d.photo < 0 for d in on.wall_decals if d.kind not in ('poster', 'picture'))
+        # The shifted style keeps its brick and stone walls, the rest of the photos stay.
+        shifted = make_scene(_rng(seed), RandomizationConfig(style='shifted'))
+        assert shifted.appearance.wall.kind != 'photo'
+        assert shifted.wall_decals == on.wall_decals
+    assert 4 <= walls <= 22 and objects >= 20 and pictures >= 5
+
+
+def test_photos_never_touch_free_floor(monkeypatch):
+    # Without blur, JPEG and mirror reflections nothing spreads photo pixels onto the floor.
+    plain = RandomizationConfig().without('blur', 'compression', 'reflections')
+    seen = 0
+    for seed in range(8):
+        on = random_sample(_rng(seed), SMALL, plain)
+        args = (on.scene, on.intrinsics, on.mount, on.robot_pose)
+        _, rad_on = _render_radiance(monkeypatch, *args, randomization=plain)
+        off_scene = make_scene(_rng(seed), plain.without('photo_textures'))
+        _, rad_off = _render_radiance(monkeypatch, off_scene, *args[1:], randomization=plain)
+        changed = np.abs(rad_on - rad_off).max(axis=0) > 1e-6
+        if not changed.any():
+            continue
+        seen += 1
+        assert (on.free[changed] == 0).mean() >= 0.99
+        assert _photo_scene(on.scene)
+    assert seen >= 3, 'photos never in view'
+
+
+def test_photo_material_samples_the_texture_bank():
+    from freespace_seg.synthetic.photos import load_texture, texture_names
+    u, v = np.meshgrid(np.linspace(0.0, 2.0, 64), np.linspace(0.0, 2.0, 64))
+    for index in range(len(texture_names())):
+        mat = Material('photo', (1.0, 1.0, 1.0), scale=1.0, seed=index)
+        near = material_albedo_of(mat, u, v, 0.001)
+        far = material_albedo_of(mat, u, v, 0.5)
+        assert np.all(np.isfinite(near)) and 0.0 <= near.min() and near.max() <= 1.0
+        assert near.std(axis=1).max() > 0.01  # the photo shows
+        assert far.std(axis=1).max() < near.std(axis=1).max()  # a coarser mip level far away
+        # Wraps around: one repeat (the longer side) further gives the same albedo.
+        h, w = load_texture(index).shape[:2]
+        du = w / max(h, w)
+        again = material_albedo_of(mat, u + du, v, 0.001)
+        np.testing.assert_allclose(again, near, atol=2e-3)
+
+
+def material_albedo_of(mat, u, v, fp):
+    """Albedo (3, n) of ``mat`` at (u, v) (a thin wrapper for the photo tests)."""
+    return render_module.material_albedo(mat, u, v, fp)
+
+
+TEXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           'freespace_seg', 'synthetic', 'textures')
+
+
+def test_texture_bank_files_and_sources():
+    from freespace_seg.synthetic import photos
+    names = sorted(f for f in os.listdir(TEXTURE_DIR) if f.endswith('.jpg'))
+    assert 8 <= len(names) <= 16
+    assert photos.texture_names() == tuple(names)
+    sources = open(os.path.join(TEXTURE_DIR, 'SOURCES.md')).read()
+    rows = [line for line in sources.splitlines() if line.startswith('| ') and '.jpg' in line]
+    assert sorted(row.split('|')[1].strip() for row in rows) == names
+    total = 0
+    for i, name in enumerate(names):
+        image = photos.load_texture(i)
+        assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+        assert max(image.shape[:2]) <= 256 and min(image.shape[:2]) >= 64
+        total += os.path.getsize(os.path.join(TEXTURE_DIR, name))
+        row = next(r for r in rows if r.split('|')[1].strip() == name)
+        assert 'CC0' in row or 'public domain' in row
+    assert total < 400_000
+    # The Middlebury stereo pair is reserved for evaluation: never a texture.
+    for text in names + [sources]:
+        assert 'motorcycle' not in text.lower() and 'stereo' not in text.lower()
+    tool = open(os.path.join(os.path.dirname(TEXTURE_DIR), '..', '..', 'tools',
+                             'make_textures.py')).read()
+    assert "'motorcycle" not in tool and 'stereo_motorcycle()' not in tool
+
+
+def test_texture_bank_is_installed():
+    text = open(os.path.join(os.path.dirname(TEXTURE_DIR), '..', '..', 'setup.py')).read()
+    assert "'textures/*.jpg'" in text and "'textures/*.md'" in text
+    import importlib.resources
+    bank = importlib.resources.files('freespace_seg.synthetic') / 'textures'
+    assert (bank / 'SOURCES.md').is_file()
+    assert sorted(p.name for p in bank.iterdir() if p.name.endswith('.jpg')) == \
+        sorted(f for f in os.listdir(TEXTURE_DIR) if f.endswith('.jpg'))
+    installed = []
+    for prefix in filter(None, os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
+        installed += glob_module.glob(os.path.join(
+            prefix, 'lib', 'python3*', 'site-packages', 'freespace_seg', 'synthetic'))
+    if not installed:
+        pytest.skip('freespace_seg is not installed (AMENT_PREFIX_PATH)')
+    for path in installed:
+        assert sorted(os.listdir(os.path.join(path, 'textures'))) == \
+            sorted(os.listdir(TEXTURE_DIR))
+        assert os.path.isfile(os.path.join(path, 'photos.py'))

@@ -53,6 +53,14 @@ class RandomizationConfig:
       are wall or above the floor); none of them reaches the floor except a radiator on
       feet and pipes (their footprints are blocked), so the floor under a radiator or a
       shelf is free where it is seen (off: bare walls).
+    * ``photo_textures``: real photos (a small bank of CC0 and public-domain photos shipped
+      in ``freespace_seg/synthetic/textures``) as textures: on 35 % of the obstacle
+      materials (not glass, not the floor's own material; with ``object_textures``), on the
+      walls of 30 % of the rooms, tiled (with ``wall_textures``; not in the ``shifted``
+      style) and in half of the posters and pictures on the walls, each with a random scale
+      (metres per repeat), rotation, offset and colour gain. The floor and rugs stay
+      procedural. Drawn from a side stream: geometry and labels are the same on and off
+      (off: procedural textures only).
 
     Scene appearance (drawn in ``make_scene``):
 
@@ -105,6 +113,7 @@ class RandomizationConfig:
     glass: bool = True
     steps: bool = True
     wall_clutter: bool = True
+    photo_textures: bool = True
     floor_materials: bool = True
     wall_textures: bool = True
     object_textures: bool = True

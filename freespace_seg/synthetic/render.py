@@ -31,7 +31,9 @@ that other low surfaces get), so a step of the floor's own material shows only b
 its shading and its shadow.
 
 Shading (linear RGB): procedural materials from world or surface coordinates with a simple
-pixel-footprint filter against aliasing, Lambert and Blinn-Phong lighting from point lights
+pixel-footprint filter against aliasing (``photo`` materials and photo pictures sample a real
+photo of the texture bank, :mod:`.photos`, bilinearly from the mip level that fits the
+footprint), Lambert and Blinn-Phong lighting from point lights
 plus ambient, shadows cast by obstacles on the floor (from top-down shadow maps, soft for area
 lights), contact darkening near the floor; then a camera model: auto exposure with error,
 white balance, vignetting, blur, shot and read noise, gamma and JPEG artefacts.
@@ -43,6 +45,7 @@ import math
 
 import cv2
 from freespace_seg.geometry import CameraIntrinsics, CameraMount, rotation_rpy
+from freespace_seg.synthetic.photos import texture_names, texture_pyramid
 from freespace_seg.synthetic.randomization import (default_intrinsics, default_mount,
                                                    jitter_camera, radial_fold,
                                                    RandomizationConfig)
@@ -543,6 +546,13 @@ def material_albedo(mat, u, v, fp):
         return out
     if kind in _SHIFTED_ALBEDO:
         return _SHIFTED_ALBEDO[kind](mat, u, v, fp, var, seed)
+    if kind == 'photo':
+        levels = texture_pyramid(seed % len(texture_names()))
+        per_metre = max(levels[0].shape[:2]) / max(float(mat.scale), 1e-3)
+        out = _sample_photo(levels, u * per_metre, -v * per_metre, fp * per_metre,
+                            cv2.BORDER_WRAP)
+        out *= _col(mat.color)
+        return out
     if kind == 'noise':
         fine = _noise(u, v, max(float(mat.scale), 1e-3), seed, fp, 1)
         coarse = _noise(u, v, float(mat.scale2), seed + 1, fp, 0)
@@ -561,6 +571,33 @@ def material_albedo(mat, u, v, fp):
         n = _noise(u, v, float(mat.scale2), seed, fp, 0)
         n += 0.5 * _noise(u, v, max(float(mat.scale), 0.003), seed + 3, fp, 1)
         out *= 1.0 + var * n
+    return out
+
+
+def _sample_photo(levels, tx, ty, fp, border):
+    """
+    Bilinear samples, planar (3, n), of a photo's mip pyramid at texel coords (tx, ty).
+
+    The coordinates and the pixel footprint ``fp`` are in texels of level 0; each point reads
+    the level whose texels are about as big as its footprint. ``border``: cv2 border mode
+    (BORDER_WRAP tiles the photo).
+    """
+    lod = np.clip(np.log2(np.maximum(fp, 1.0)) + 0.5, 0, len(levels) - 1).astype(np.int8)
+    lo, hi = (int(lod.min()), int(lod.max())) if lod.size else (0, 0)
+    out = np.empty((3, tx.size), np.float32)
+    for lvl in range(lo, hi + 1):
+        idx = np.flatnonzero(lod == lvl) if hi > lo else slice(None)
+        tex = levels[lvl]
+        h, w = tex.shape[:2]
+        f = np.float32(0.5 ** lvl)
+        mx = tx[idx] * f - np.float32(0.5)
+        my = ty[idx] * f - np.float32(0.5)
+        if border == cv2.BORDER_WRAP:
+            mx = _mod(mx, w)
+            my = _mod(my, h)
+        if mx.size:
+            out[:, idx] = _remap_points(tex, mx.astype(np.float32), my.astype(np.float32),
+                                        border).T
     return out
 
 
@@ -1031,6 +1068,24 @@ def _photo(item, lu, lv, fp, w, h):
     return np.clip(out, 0.0, 1.0)
 
 
+def _picture(item, lu, lv, fp, w, h):
+    """
+    Return the picture (3, n) of a poster or picture at (lu, lv) in its ``w`` x ``h`` area.
+
+    That is the photo ``item.photo`` of the texture bank, scaled to cover the area and
+    centred (the rest cropped), or else the procedural :func:`_photo`.
+    """
+    photo = int(getattr(item, 'photo', -1))
+    if photo < 0 or not texture_names():
+        return _photo(item, lu, lv, fp, w, h)
+    levels = texture_pyramid(photo % len(texture_names()))
+    th, tw = levels[0].shape[:2]
+    per_metre = min(tw / max(w, 1e-3), th / max(h, 1e-3))
+    tx = (lu - np.float32(w / 2.0)) * np.float32(per_metre) + np.float32(tw / 2.0)
+    ty = (np.float32(h / 2.0) - lv) * np.float32(per_metre) + np.float32(th / 2.0)
+    return _sample_photo(levels, tx, ty, fp * np.float32(per_metre), cv2.BORDER_REFLECT)
+
+
 def _text_lines(item, lu, lv, fp, w, h):
     """Ink coverage (n,) of lines of 'text' (a title and body lines) in a w x h block."""
     period = max(h / 9.0, 0.012)
@@ -1062,14 +1117,14 @@ def _apply_wall_decal(item, s, z, fp, alb, spec, use_spec):
     edge = np.minimum(np.minimum(lu, w - lu), np.minimum(lv, h - lv))
     border = float(item.border)
     if kind == 'picture':
-        col = _photo(item, lu, lv, f, w, h)
+        col = _picture(item, lu, lv, f, w, h)
     elif kind == 'poster':  # a picture above lines of text on paper
         col = np.repeat(_col(item.color3), m.size, axis=1)
         inner = border + 0.04 * w
         top = (lv > 0.4 * h) & (lu > inner) & (lu < w - inner) & (lv < h - inner)
         if top.any():
-            col[:, top] = _photo(item, lu[top] - inner, lv[top] - 0.4 * h, f[top],
-                                 w - 2 * inner, 0.6 * h - inner)
+            col[:, top] = _picture(item, lu[top] - inner, lv[top] - 0.4 * h, f[top],
+                                   w - 2 * inner, 0.6 * h - inner)
         paper = np.asarray(item.color3)
         ink_color = (0.02, 0.02, 0.02) if float(paper.mean()) > 0.25 else (0.9, 0.9, 0.88)
         body = (lv <= 0.4 * h) & (lv > border + 0.03 * h)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 import math
 
 import cv2
+from freespace_seg.synthetic.photos import texture_names
 from freespace_seg.synthetic.randomization import RandomizationConfig, side_rng
 import numpy as np
 
@@ -60,6 +61,11 @@ class Material:
     ``scale2`` wide in ``color2``). Colours are linear RGB albedos in [0, 1].
     ``variation`` scales the noise and per-element colour variation; ``specular`` and
     ``shininess`` set Blinn-Phong highlights.
+
+    ``photo`` maps a real photo of the texture bank (see :mod:`.photos`): ``seed`` is the
+    texture's index, ``scale`` the metres per repeat of its longer side (tiled, wrapping
+    around), ``angle`` and ``offset`` place it, ``color`` is a colour gain that multiplies
+    it; ``color2`` keeps the colour of the material it replaced.
 
     ``glass`` is a transparent pane: ``color`` is its transmittance (the tint of what is seen
     through it), ``scale2`` the reflectance of its faint sheen (added to a Fresnel term) and
@@ -233,7 +239,9 @@ class WallDecal:
     photo-like picture), ``board`` (a whiteboard with a few marker strokes in ``color2``),
     ``switch`` (a plate with a rocker) or ``socket`` (a plate with a round recess and two
     holes). A ``border`` wider than 0 draws a frame of ``border_color`` inside the edge;
-    ``specular`` makes it glossy. Like doors it is part of the wall: blocked.
+    ``specular`` makes it glossy. ``photo`` >= 0 replaces the procedural picture of a poster
+    or a picture by that photo of the texture bank (see :mod:`.photos`), cropped to fill it.
+    Like doors it is part of the wall: blocked.
     """
 
     wall: int
@@ -249,6 +257,7 @@ class WallDecal:
     border_color: tuple = (0.1, 0.1, 0.1)
     specular: float = 0.0
     seed: int = 0
+    photo: int = -1
 
 
 @dataclass(frozen=True)
@@ -1715,6 +1724,93 @@ def random_wall_clutter(rng, scene, config):
             break
 
 
+# --- photo textures ---------------------------------------------------------------------
+
+#: Salt of the side stream of the photo texture draws.
+_PHOTO_SALT = 0x9407e
+#: How often the walls of a room, an obstacle material and a poster or picture get a photo.
+PHOTO_WALL_P = 0.3
+PHOTO_OBJECT_P = 0.35
+PHOTO_PICTURE_P = 0.5
+
+
+def _photo_rng(key, part, values=()):
+    """Return a generator for ``part`` of a room (``key`` from its side stream) and ``values``."""
+    return np.random.default_rng([_PHOTO_SALT, part] + list(key) + [int(v) for v in values])
+
+
+def _material_key(mat):
+    """Non-negative integers that tell materials apart (their seed, colours and scales)."""
+    numbers = tuple(mat.color) + tuple(mat.color2) + (mat.scale, mat.scale2, mat.variation)
+    return [int(mat.seed) & 0xFFFFFFFF] + [int(round(abs(float(c)) * 1e6)) for c in numbers]
+
+
+def photo_material(rng, like, scale=(0.3, 1.5), upright=False):
+    """
+    Draw a ``photo`` material in place of ``like`` (whose specularity it keeps).
+
+    A random texture of the bank, ``scale`` metres per repeat (uniform range), a random
+    offset, a rotation (a small tilt when ``upright``, else any quarter turn plus a tilt) and
+    a colour gain 0.6-1.1 with a slight tint.
+    """
+    index = int(rng.integers(len(texture_names())))
+    size = float(rng.uniform(*scale))
+    angle = float(rng.normal(0.0, 0.03))
+    if not upright:
+        angle += float(rng.integers(4)) * math.pi / 2.0
+    gain = float(rng.uniform(0.6, 1.1))
+    tint = np.clip(gain * np.exp(rng.normal(0.0, 0.08, 3)), 0.0, 1.5)
+    offset = (float(rng.uniform(0.0, 10.0)), float(rng.uniform(0.0, 10.0)))
+    return Material('photo', _tuple3(tint), tuple(like.color), scale=size, angle=angle,
+                    variation=0.0, specular=like.specular, shininess=like.shininess,
+                    offset=offset, seed=index)
+
+
+def random_photo_textures(key, scene, config, floor):
+    """
+    Put photos of the texture bank on the walls, obstacles and pictures of ``scene``.
+
+    ``key`` (integers from a side stream of the room's generator) seeds every draw, each
+    from the thing it is about (the walls, an obstacle's material, a picture's seed), so a
+    thing gets the same photo whatever else the room holds. Walls become a tiled photo in
+    :data:`PHOTO_WALL_P` of the rooms (with ``config.wall_textures``, not in the ``shifted``
+    style), an obstacle material in :data:`PHOTO_OBJECT_P` (with ``config.object_textures``;
+    never glass, its frame or the floor's own material; parts of one material change
+    together) and posters and pictures in :data:`PHOTO_PICTURE_P`. Geometry and labels do not
+    change. Nothing when ``config.photo_textures`` is off or the bank is empty.
+    """
+    if not config.photo_textures or not texture_names():
+        return
+    gen = _photo_rng(key, 0)
+    if gen.random() < PHOTO_WALL_P and config.wall_textures and config.style != 'shifted':
+        wall = photo_material(gen, scene.appearance.wall, (0.5, 1.5), upright=True)
+        scene.appearance = replace(scene.appearance, wall=wall)
+    if config.object_textures:
+        same_as_floor = replace(floor, seed=0)
+        chosen = {}
+        out = []
+        for o in scene.obstacles:
+            mat = o.material
+            if (is_glass(o) or o.label == GLASS_LABEL or mat.kind == 'photo'
+                    or replace(mat, seed=0) == same_as_floor):
+                out.append(o)
+                continue
+            if mat not in chosen:
+                gen = _photo_rng(key, 1, _material_key(mat))
+                chosen[mat] = photo_material(gen, mat) if gen.random() < PHOTO_OBJECT_P \
+                    else mat
+            out.append(replace(o, material=chosen[mat]) if chosen[mat] is not mat else o)
+        scene.obstacles = out
+    decals = []
+    for d in scene.wall_decals:
+        if d.kind in ('poster', 'picture'):
+            gen = _photo_rng(key, 2, [d.seed])
+            if gen.random() < PHOTO_PICTURE_P:
+                d = replace(d, photo=int(gen.integers(len(texture_names()))))
+        decals.append(d)
+    scene.wall_decals = decals
+
+
 def make_scene(rng, randomization=None):
     """
     Make a random room seeded by ``rng`` (a numpy Generator), in the WORLD frame.
@@ -1727,6 +1823,10 @@ def make_scene(rng, randomization=None):
     wall_height = float(rng.uniform(2.4, 3.2))
     floor = random_floor_material(rng, config)
     appearance = random_appearance(rng, config, outline, wall_height, floor)
+    # Photo textures draw from a side stream taken here, where the generator does not depend
+    # on the factors drawn later (steps, glass, clutter move the obstacle draws).
+    photo_key = [int(v) for v in _side_rng(rng, _PHOTO_SALT).integers(0, 1 << 32, 4)] \
+        if config.photo_textures else None
     # Reflections and glass draw from side streams: the rest of the room stays what it is
     # without them (and a room that gets neither is the same as with both switched off).
     if config.reflections:
@@ -1762,6 +1862,8 @@ def make_scene(rng, randomization=None):
             scene.obstacles.extend(group)
     if config.wall_clutter:
         random_wall_clutter(_side_rng(rng, _WALL_CLUTTER_SALT), scene, config)
+    if photo_key is not None:
+        random_photo_textures(photo_key, scene, config, floor)
     if config.style == 'shifted':
         _restyle(rng, scene, config, floor)
     return scene
