@@ -163,6 +163,16 @@ def test_strong_augment_keeps_labels_of_full_and_rejects_unknown_modes():
     assert 'hue rotation' in train.augmentation_summary('strong')
 
 
+def test_synthetic_data_sources_name_the_photo_textures():
+    from freespace_seg.synthetic import photos
+
+    with_photos = datasets.synthetic_data_sources(7)
+    assert len(with_photos) == 2 and 'seed 7' in with_photos[0]
+    assert f'{len(photos.texture_names())} crops' in with_photos[1]
+    assert 'CC0' in with_photos[1] and 'public domain' in with_photos[1]
+    assert datasets.synthetic_data_sources(7, photo_textures=False) == with_photos[:1]
+
+
 def test_reproduce_command_parses_back():
     parser, sub = cli.build_parser()
     train.add_arguments(sub.choices['train'])
@@ -191,6 +201,10 @@ def test_train_and_eval_commands_on_rendered_frames(tmp_path):
     assert card.input_shape == (1, 3, 48, 64)
     assert card.raw['training']['steps'] == 4
     assert 'synthetic_val' in card.raw['evaluation']
+    # Rendered frames carry photo textures: the card must say where they come from.
+    sources = card.raw['data_sources']
+    assert any('seed 0' in s and 'freespace_seg.synthetic' in s for s in sources)
+    assert any('scikit-image' in s and 'SOURCES.md' in s for s in sources)
 
     report = tmp_path / 'report'
     rc = cli.main(['eval', '--model', out, '--render', '3', '--seed', '99', '--width', '64',

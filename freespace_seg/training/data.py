@@ -214,6 +214,29 @@ def stack_letterboxed(frames, count, width, height, pad_value=0, desc=''):
     return images[:n], labels[:n]
 
 
+def synthetic_data_sources(seed, photo_textures=True, what='training frames'):
+    """
+    Return the model card's ``data_sources`` lines for frames of the synthetic renderer.
+
+    With ``photo_textures`` (the randomization factor) the renderer puts real photos on walls,
+    obstacles and posters: their origin and licence are listed too (one line naming every
+    texture file, from ``freespace_seg/synthetic/textures/SOURCES.md``).
+    """
+    from freespace_seg.synthetic import photos
+
+    lines = [f'procedural synthetic renderer freespace_seg.synthetic: {what}, seed {seed}']
+    if photo_textures:
+        lines.append(
+            'photo textures on walls, obstacles and posters (factor photo_textures): '
+            f'{len(photos.texture_names())} crops of CC0 / public-domain sample photos bundled '
+            'with scikit-image 0.26 (astronaut, rocket: NASA / SpaceX, public domain; brick, '
+            'gravel: CC0Textures, CC0; grass: linolafett, CC0; camera: Lav Varshney, CC0; '
+            'chelsea: Stefan van der Walt, CC0; coffee: Rachel Michetti, CC0; text: '
+            'Wikipedia Corner.png, public domain); files and crops in '
+            'freespace_seg/synthetic/textures/SOURCES.md')
+    return lines
+
+
 def renderer_fingerprint():
     """Return a short hash of the renderer's source, so cached frames go stale when it changes."""
     import freespace_seg.synthetic as synthetic

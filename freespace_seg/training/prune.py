@@ -255,6 +255,12 @@ def multiply_adds(model, width, height):
 # Data
 
 
+def _merge_sources(base, extra):
+    """Return the source model's data sources followed by the new ones not already listed."""
+    merged = list(base or [])
+    return merged + [line for line in extra if line not in merged]
+
+
 def _cache_record(path):
     """Return what a cache file's name says about its frames (seed, sizes, renderer)."""
     record = {'frames_npz': _display_path(path)}
@@ -671,9 +677,12 @@ def prune(args):
         'evaluation': {},
         'training': training,
         'pruning': pruning,
-        'data_sources': list(source_raw.get('data_sources') or []) + [
-            'procedural synthetic renderer freespace_seg.synthetic (no external images): '
-            f'fine-tuning frames, seed {data_record.get("seed", "unknown")}'],
+        'data_sources': _merge_sources(
+            source_raw.get('data_sources'), datasets.synthetic_data_sources(
+                data_record.get('seed', 'unknown'),
+                # Frames cached by an older renderer may predate the photo textures.
+                data_record.get('renderer_source_hash') == datasets.renderer_fingerprint(),
+                what='fine-tuning frames')),
         'latency_ms': {},
         'licence': source_raw.get('licence', 'Apache-2.0'),
     }

@@ -515,8 +515,12 @@ def _load_data(args, width, height):
         vx, vy = datasets.stack_letterboxed(
             datasets.dataset_frames(args.data, 'val', args.limit_val), n_val,
             width, height, PAD_VALUE, desc='load val')
+        randomization = meta.get('randomization')
         record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
                   'num_val': int(vx.shape[0]), 'seed': meta.get('seed'),
+                  # Datasets written before the factor existed had no photos.
+                  'photo_textures': bool(isinstance(randomization, dict)
+                                         and randomization.get('photo_textures', False)),
                   'randomization': meta.get('randomization_name', 'default'),
                   'dataset': os.path.normpath(args.data)}
         if 'width' in meta and 'height' in meta:
@@ -534,7 +538,7 @@ def _load_data(args, width, height):
                                            PAD_VALUE, args.render_cache, desc='render val')
     record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
               'num_val': int(vx.shape[0]), 'seed': args.data_seed, 'val_seed': args.data_seed + 1,
-              'randomization': 'default', 'image_size': [rw, rh],
+              'randomization': 'default', 'photo_textures': True, 'image_size': [rw, rh],
               'renderer_source_hash': datasets.renderer_fingerprint()}
 
     def val_frames():
@@ -542,7 +546,8 @@ def _load_data(args, width, height):
     return tx, ty, vx, vy, record, val_frames
 
 
-def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed):
+def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed,
+               photo_textures=True):
     """Return the model card dict (schema of :mod:`freespace_seg.model_card`)."""
     return {
         'format_version': 1,
@@ -552,8 +557,9 @@ def build_card(name, onnx_name, width, height, training, evaluation, latency, da
             'logits at 1/2 resolution upsampled to the input) that labels every pixel of an '
             'RGB camera image as free floor or blocked, for a small indoor robot. Trained '
             'with torch on the CPU only on procedurally rendered, domain-randomized synthetic '
-            'images (freespace_seg.synthetic); the evaluation numbers are on held-out '
-            'synthetic frames and say nothing yet about real camera images.'),
+            'images (freespace_seg.synthetic, with CC0 / public-domain photos as textures on '
+            'walls and obstacles); never trained on real camera images. evaluation lists '
+            'every set it was scored on.'),
         'model_file': onnx_name,
         'input': {
             'name': 'input',
@@ -571,9 +577,7 @@ def build_card(name, onnx_name, width, height, training, evaluation, latency, da
                     'free_space': [1]},
         'evaluation': evaluation,
         'training': training,
-        'data_sources': [
-            'procedural synthetic renderer freespace_seg.synthetic (no external images), '
-            f'seed {data_seed}'],
+        'data_sources': datasets.synthetic_data_sources(data_seed, photo_textures),
         'latency_ms': latency,
         'licence': 'Apache-2.0',
     }
@@ -668,7 +672,7 @@ def run(args):
     # Score the exported model on the validation frames through the node's ONNX pipeline.
     card_path = os.path.splitext(out)[0] + '.yaml'
     card = build_card(stem, os.path.basename(out), width, height, training, {}, latency,
-                      data_record.get('seed'))
+                      data_record.get('seed'), data_record.get('photo_textures', True))
     dump_card(card, card_path)  # the pipeline needs a card to load the model
     frames, total = val_frames()
     summary, _ = evaluate_frames(out, frames, total, threads=args.threads, desc='val (onnx)')
