@@ -129,6 +129,39 @@ def test_images_folder_scores_like_render(model, tmp_path):
     assert abs(a['figures']['worst'][0]['miou'] - b['figures']['worst'][0]['miou']) < 1e-6
 
 
+def test_images_folder_update_card_key_and_unlabelled_pixels(model, tmp_path):
+    import shutil
+    import yaml
+    local = tmp_path / 'm.onnx'
+    shutil.copy(model, local)
+    shutil.copy(model[:-5] + '.yaml', tmp_path / 'm.yaml')
+    folder = tmp_path / 'My Garage-2'
+    frames = _write_folder(str(folder), 2, seed=4)
+    assert _eval(str(local), tmp_path / 'full', '--images', str(folder), '--update-card') == 0
+    full = _result(tmp_path / 'full')['metrics']
+    card = yaml.safe_load((tmp_path / 'm.yaml').read_text())
+    assert card['evaluation']['user_images_my_garage_2']['images'] == 2
+    # Alpha 0 marks pixels as not labelled: the left half of every mask drops out of the score.
+    for name in os.listdir(folder):
+        path = folder / name
+        if name.endswith('_mask.png'):
+            mask = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+            alpha = np.full_like(mask, 255)
+            alpha[:, :mask.shape[1] // 2] = 0
+            cv2.imwrite(str(path), np.dstack([mask, mask, mask, alpha]))
+    for name in os.listdir(folder / 'masks') if (folder / 'masks').is_dir() else []:
+        path = folder / 'masks' / name
+        mask = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+        alpha = np.full_like(mask, 255)
+        alpha[:, :mask.shape[1] // 2] = 0
+        cv2.imwrite(str(path), np.dstack([mask, mask, mask, alpha]))
+    assert _eval(str(local), tmp_path / 'half', '--images', str(folder)) == 0
+    half = _result(tmp_path / 'half')['metrics']
+    labelled = [sum(sum(row) for row in m['confusion']) for m in (full, half)]
+    assert labelled[1] == labelled[0] - 2 * H * (W // 2)
+    assert len(frames) == 2
+
+
 def test_images_folder_errors(model, tmp_path):
     empty = tmp_path / 'empty'
     empty.mkdir()

@@ -34,6 +34,7 @@ import heapq
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -102,7 +103,7 @@ def add_arguments(parser):
                              '(default: %(default)s)')
     parser.add_argument('--update-card', action='store_true',
                         help='write the scores (and latency) into the model card as '
-                             'evaluation.synthetic_<split> (evaluation.user_images with '
+                             'evaluation.synthetic_<split> (evaluation.user_images_<folder> with '
                              '--images, evaluation.synthetic_shifted with --style shifted)')
 
 
@@ -770,7 +771,8 @@ def _source(args, card=None):
         desc = (f'{len(pairs)} user images with masks from {args.images} '
                 '(mask 0 = blocked, nonzero = free)')
         names = [os.path.basename(image) for image, _ in pairs]
-        return frames, len(pairs), None, desc, f'images {folder}', 'user_images', names
+        key = 'user_images_' + re.sub(r'[^0-9A-Za-z]+', '_', folder).strip('_').lower()
+        return frames, len(pairs), None, desc, f'images {folder}', key, names
     n = args.render if args.limit is None else min(args.render, args.limit)
     style = getattr(args, 'style', None) or 'default'
     without = [w.strip() for w in (getattr(args, 'without', '') or '').split(',') if w.strip()]
