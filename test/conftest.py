@@ -20,6 +20,17 @@ os.environ['ROS_DOMAIN_ID'] = os.environ.get('FREESPACE_TEST_DOMAIN_ID',
 TINY_PALETTE = [[200, 0, 0], [0, 200, 0]]
 
 
+@pytest.fixture
+def torch_one_thread():
+    """Run a test with torch on one thread (the CPU is small), then restore the count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def tiny_card(width, height, **overrides):
     """Return a valid model card dict for the tiny green-is-free model."""
     card = {

@@ -21,12 +21,8 @@ finetune = importlib.import_module('freespace_seg.training.finetune')
 W, H = 160, 90
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# Torch on one thread, restored after each test (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures('torch_one_thread')
 
 
 def write_user_images(folder, n=6, seed=5):

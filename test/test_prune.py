@@ -24,12 +24,8 @@ W, H = 64, 48          # network input (not a multiple of 32: odd skip sizes)
 CAM_W, CAM_H = 64, 36  # rendered camera frames, letterboxed into W x H
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# Torch on one thread, restored after each test (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures('torch_one_thread')
 
 
 def randomized_model(widths, seed=0):

@@ -101,15 +101,19 @@ def test_default_style_frame_is_unchanged(seed):
         assert (_sha(frame.image), _sha(frame.free)) == DEFAULT_HASHES[seed]
 
 
+def _assert_old_frames(seed, factors, hashes):
+    """With ``factors`` off, the default style renders the pinned frame, shifted its labels."""
+    for style in ('default', 'shifted'):
+        frame = _sample(seed, RandomizationConfig(style=style).without(*factors))
+        if style == 'default':
+            assert (_sha(frame.image), _sha(frame.free)) == hashes[seed]
+        else:  # the shifted style keeps the old ground truth too
+            assert _sha(frame.free) == hashes[seed][1]
+
+
 @pytest.mark.parametrize('seed', sorted(PRE_PHOTO_HASHES))
 def test_without_photo_textures_the_old_frames_are_unchanged(seed):
-    for style in ('default', 'shifted'):
-        config = RandomizationConfig(style=style).without(*PHOTO)
-        frame = _sample(seed, config)
-        if style == 'default':
-            assert (_sha(frame.image), _sha(frame.free)) == PRE_PHOTO_HASHES[seed]
-        else:  # the shifted style keeps the old ground truth too
-            assert _sha(frame.free) == PRE_PHOTO_HASHES[seed][1]
+    _assert_old_frames(seed, PHOTO, PRE_PHOTO_HASHES)
     got = [(_sha(rgb), _sha(mask)) for rgb, mask in datasets.rendered_frames(
         2, 5, 160, 90, without=PHOTO)]
     assert got == PRE_PHOTO_RENDERED_HASHES
@@ -117,24 +121,12 @@ def test_without_photo_textures_the_old_frames_are_unchanged(seed):
 
 @pytest.mark.parametrize('seed', sorted(PRE_STEPS_HASHES))
 def test_without_steps_wall_clutter_and_lens_distortion_the_old_frames_are_unchanged(seed):
-    for style in ('default', 'shifted'):
-        config = RandomizationConfig(style=style).without(*NEW_FACTORS)
-        frame = _sample(seed, config)
-        if style == 'default':
-            assert (_sha(frame.image), _sha(frame.free)) == PRE_STEPS_HASHES[seed]
-        else:  # the shifted style keeps the old ground truth too
-            assert _sha(frame.free) == PRE_STEPS_HASHES[seed][1]
+    _assert_old_frames(seed, NEW_FACTORS, PRE_STEPS_HASHES)
 
 
 @pytest.mark.parametrize('seed', sorted(PRE_GLASS_HASHES))
 def test_without_reflections_and_glass_the_old_frames_are_unchanged(seed):
-    for style in ('default', 'shifted'):
-        config = RandomizationConfig(style=style).without('reflections', 'glass', *NEW_FACTORS)
-        frame = _sample(seed, config)
-        if style == 'default':
-            assert (_sha(frame.image), _sha(frame.free)) == PRE_GLASS_HASHES[seed]
-        else:  # the shifted style keeps the old ground truth too
-            assert _sha(frame.free) == PRE_GLASS_HASHES[seed][1]
+    _assert_old_frames(seed, ('reflections', 'glass', *NEW_FACTORS), PRE_GLASS_HASHES)
 
 
 def test_rendered_frames_default_style_is_unchanged():

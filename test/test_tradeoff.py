@@ -27,12 +27,8 @@ WIDTHS = (4, 6, 8, 8, 8)
 FRAME = '96x64'
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# Torch on one thread, restored after each test (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures('torch_one_thread')
 
 
 @pytest.fixture(scope='module')
