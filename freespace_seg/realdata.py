@@ -34,6 +34,7 @@ numpy and OpenCV only at import time; scikit-image is imported by
 :func:`write_motorcycle_set` alone.
 """
 
+import argparse
 import dataclasses
 import math
 import os
@@ -406,12 +407,24 @@ alpha 0 = not labelled (the evaluation ignores those pixels).
 """
 
 
+def _positive_metres(text):
+    """Parse ``--tolerance``: a positive number of metres, else a usage error naming it."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a number: {text!r}') from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(f'must be a positive distance in metres, got {text}')
+    return value
+
+
 def add_arguments(parser):
     """Add the ``real-set`` options to ``parser``."""
     parser.add_argument('--out', default=DEFAULT_OUT, metavar='DIR',
                         help='output folder (default: %(default)s); the pair is reserved for '
                              'evaluation (eval --images DIR): never train on it')
-    parser.add_argument('--tolerance', type=float, default=DEFAULT_TOLERANCE_M, metavar='M',
+    parser.add_argument('--tolerance', type=_positive_metres, default=DEFAULT_TOLERANCE_M,
+                        metavar='M',
                         help='a point within this many metres of the fitted floor plane is '
                              'free (default: %(default)s)')
 

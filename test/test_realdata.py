@@ -301,3 +301,12 @@ def test_real_set_command_end_to_end(tmp_path, capsys):
                                             str(tmp_path / f'motorcycle_{name}_mask.png'))[1]
         np.testing.assert_array_equal(got, want)
     assert 'real-set' in cli.COMMANDS
+
+
+@pytest.mark.parametrize('bad', ['0', '-0.02', 'nan', 'inf', 'abc'])
+def test_real_set_rejects_a_bad_tolerance_with_a_usage_error(tmp_path, bad, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(['real-set', '--out', str(tmp_path / 'set'), '--tolerance', bad])
+    assert exc.value.code == 2
+    assert '--tolerance' in capsys.readouterr().err
+    assert not (tmp_path / 'set').exists()

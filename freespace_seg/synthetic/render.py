@@ -1075,7 +1075,7 @@ def _picture(item, lu, lv, fp, w, h):
     That is the photo ``item.photo`` of the texture bank, scaled to cover the area and
     centred (the rest cropped), or else the procedural :func:`_photo`.
     """
-    photo = int(getattr(item, 'photo', -1))
+    photo = int(item.photo)
     if photo < 0 or not texture_names():
         return _photo(item, lu, lv, fp, w, h)
     levels = texture_pyramid(photo % len(texture_names()))
