@@ -25,9 +25,19 @@ SHIFTED = RandomizationConfig(style='shifted')
 # default config: training data, caches and the shipped model's numbers depend on the default
 # style never changing by accident. Re-pinned on purpose when the 'reflections' and 'glass'
 # factors were added (on by default), and again for 'steps', 'wall_clutter' and
-# 'lens_distortion', and again for 'photo_textures' (the images only: the masks did not move):
-# CHANGED_BY_NEW_FACTORS
+# 'lens_distortion', and again for 'photo_textures' and for 'floor_photos' (the images only:
+# the masks did not move): CHANGED_BY_NEW_FACTORS
 DEFAULT_HASHES = {
+    5: ('025d9bb95bae285b1fbd12458453184f8b91134ab255acc02751fb0a8c502ab1',
+        '24267b6747d03843950b2f3111ef950402bf46b83965bf8592dad1afac0bc255'),
+    7: ('393533b56d7b87ca64337169fbcf5d4a55dfbcf8ee3035312b2f1c0683d64b52',
+        '4ca1a0215aa320db38f283e680044c140d8bcb502bc944732ca7664ca9c4b86e'),
+    123: ('a883d18e453d80bca152222a5c2c947b86e25833b14c6f5a4a6dbac02580721b',
+          '2b6dd8af6d3777fda198a77d76d56f384f06694d24c952860ba1e054dd9f534b'),
+}
+# The default style's frames from before 'floor_photos' existed (the pins above until then):
+# with it switched off they must not move.
+PRE_FLOOR_PHOTO_HASHES = {
     5: ('02e6b3fa7ff7ecc76894779fee5146adbab6f2470a14c681251c39308b26cd0d',
         '24267b6747d03843950b2f3111ef950402bf46b83965bf8592dad1afac0bc255'),
     7: ('393533b56d7b87ca64337169fbcf5d4a55dfbcf8ee3035312b2f1c0683d64b52',
@@ -67,9 +77,15 @@ PRE_GLASS_HASHES = {
 }
 # The same for datasets.rendered_frames(2, 5, 160, 90) (image, mask) per frame (the first
 # frame's room has a glossy floor since 'reflections'; RENDERED_CHANGE), re-pinned for
-# 'photo_textures' (images only), and the frames from before it, which must not move with it
-# switched off.
+# 'photo_textures' and for 'floor_photos' (images only), and the frames from before each,
+# which must not move with it switched off.
 RENDERED_HASHES = [
+    ('be07567bd7eee9324398bc02f0d0cdf70cde5167fe5aa99401668fb16c2c2e0a',
+     '1990c10366ddd8879e91ab421765ad659ac818a9d11e096504823c4c1881f405'),
+    ('372b5fb6baf9fe735fc4e03081d8a540a3cac7732b7420459085574d148e4274',
+     'c565ccc0fbd7bf445c0c2e28e95ad676e1265e604f165cb8834eee650a232350'),
+]
+PRE_FLOOR_PHOTO_RENDERED_HASHES = [
     ('711cdf7cbfe85c379d024a4efdffe8f5040be7fd961e48c7cba23fbf8a2d80c2',
      '1990c10366ddd8879e91ab421765ad659ac818a9d11e096504823c4c1881f405'),
     ('372b5fb6baf9fe735fc4e03081d8a540a3cac7732b7420459085574d148e4274',
@@ -81,7 +97,8 @@ PRE_PHOTO_RENDERED_HASHES = [
     ('66fac6cfedb6385e4e933caf3e8cb5cdffa6babf37621cc863d4e8d4478a9a28',
      'c565ccc0fbd7bf445c0c2e28e95ad676e1265e604f165cb8834eee650a232350'),
 ]
-PHOTO = ('photo_textures',)
+FLOOR_PHOTO = ('floor_photos',)
+PHOTO = ('photo_textures',) + FLOOR_PHOTO
 NEW_FACTORS = ('steps', 'wall_clutter', 'lens_distortion') + PHOTO
 DEFAULT_KINDS = {'plain', 'noise', 'wood', 'tile', 'checker', 'stripes'}
 
@@ -111,8 +128,16 @@ def _assert_old_frames(seed, factors, hashes):
             assert _sha(frame.free) == hashes[seed][1]
 
 
+@pytest.mark.parametrize('seed', sorted(PRE_FLOOR_PHOTO_HASHES))
+def test_without_floor_photos_the_old_frames_are_unchanged(seed):
+    _assert_old_frames(seed, FLOOR_PHOTO, PRE_FLOOR_PHOTO_HASHES)
+    got = [(_sha(rgb), _sha(mask)) for rgb, mask in datasets.rendered_frames(
+        2, 5, 160, 90, without=FLOOR_PHOTO)]
+    assert got == PRE_FLOOR_PHOTO_RENDERED_HASHES
+
+
 @pytest.mark.parametrize('seed', sorted(PRE_PHOTO_HASHES))
-def test_without_photo_textures_the_old_frames_are_unchanged(seed):
+def test_without_photo_textures_and_floor_photos_the_old_frames_are_unchanged(seed):
     _assert_old_frames(seed, PHOTO, PRE_PHOTO_HASHES)
     got = [(_sha(rgb), _sha(mask)) for rgb, mask in datasets.rendered_frames(
         2, 5, 160, 90, without=PHOTO)]
@@ -173,7 +198,7 @@ def test_shifted_materials_and_lights_are_outside_the_default_families():
     for seed in range(40):
         base = make_scene(np.random.default_rng(seed)).appearance
         app = make_scene(np.random.default_rng(seed), SHIFTED).appearance
-        assert base.floor.kind in DEFAULT_KINDS
+        assert base.floor.kind in DEFAULT_KINDS | {'photo'}  # a photo floor (floor_photos)
         assert base.wall.kind in DEFAULT_KINDS | {'photo'}  # a photo wall (photo_textures)
         assert app.floor.kind in SHIFTED_FLOOR_KINDS
         assert app.wall.kind in SHIFTED_WALL_KINDS

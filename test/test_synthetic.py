@@ -295,6 +295,12 @@ def test_random_scenes_have_content():
 
 # --- randomization switches --------------------------------------------------------------
 
+def _follows_floor(scene, obstacle):
+    """Return True when ``obstacle`` has the scene's floor material (photo floor followers)."""
+    return (dataclasses.replace(obstacle.material, offset=(0.0, 0.0))
+            == dataclasses.replace(scene.appearance.floor, offset=(0.0, 0.0)))
+
+
 SCENE_CHECKS = {
     'obstacles': lambda s: not [o for o in s.obstacles
                                 if o.label not in (GLASS_LABEL, STEP_LABEL, WALL_CLUTTER_LABEL)],
@@ -326,8 +332,10 @@ SCENE_CHECKS = {
     'wall_clutter': lambda s: (not s.wall_decals
                                and not any(o.label == WALL_CLUTTER_LABEL for o in s.obstacles)),
     'photo_textures': lambda s: (s.appearance.wall.kind != 'photo'
-                                 and all(o.material.kind != 'photo' for o in s.obstacles)
+                                 and all(o.material.kind != 'photo' or _follows_floor(s, o)
+                                         for o in s.obstacles)
                                  and all(d.photo < 0 for d in s.wall_decals)),
+    'floor_photos': lambda s: s.appearance.floor.kind != 'photo',
 }
 
 
@@ -1036,10 +1044,11 @@ def _sha(array):
 def test_generate_without_steps_wall_clutter_and_lens_distortion(tmp_path):
     out = tmp_path / 'ds'
     assert _generate(out, '--num', '3', '--seed', '5', '--splits', '1,0,0', '--no-steps',
-                     '--no-wall-clutter', '--no-lens-distortion', '--no-photo-textures') == 0
+                     '--no-wall-clutter', '--no-lens-distortion', '--no-photo-textures',
+                     '--no-floor-photos') == 0
     meta = json.loads((out / 'meta.json').read_text())
     config = RandomizationConfig().without('steps', 'wall_clutter', 'lens_distortion',
-                                           'photo_textures')
+                                           'photo_textures', 'floor_photos')
     assert RandomizationConfig.from_dict(meta['randomization']) == config
     got = []
     for i in range(3):
@@ -1165,6 +1174,65 @@ def test_photos_never_touch_free_floor(monkeypatch):
         assert (on.free[changed] == 0).mean() >= 0.99
         assert _photo_scene(on.scene)
     assert seen >= 3, 'photos never in view'
+
+
+FLOOR_PHOTO_OFF = RandomizationConfig().without('floor_photos')
+
+
+def _without_materials(obstacles):
+    return [dataclasses.replace(o, material=DEFAULT_OBJECT) for o in obstacles]
+
+
+def test_floor_photos_draws_and_followers():
+    photos = followers = 0
+    for seed in range(60):
+        on = make_scene(_rng(seed))
+        off = make_scene(_rng(seed), FLOOR_PHOTO_OFF)
+        floor = off.appearance.floor
+        assert on.outline == off.outline and on.decals == off.decals  # rugs and marks stay
+        assert on.wall_decals == off.wall_decals
+        assert _without_materials(on.obstacles) == _without_materials(off.obstacles)
+        if on.appearance.floor.kind != 'photo':
+            assert on.appearance == off.appearance and on.obstacles == off.obstacles
+            continue
+        photos += 1
+        new = on.appearance.floor
+        assert 0.5 <= new.scale <= 2.0 and new.specular == floor.specular
+        assert dataclasses.replace(on.appearance, floor=floor) == off.appearance
+        for a, b in zip(on.obstacles, off.obstacles):
+            if b.material == floor:  # e.g. a step whose top is the floor itself
+                assert a.material == new
+                followers += 1
+            elif dataclasses.replace(b.material, seed=0) == dataclasses.replace(floor, seed=0):
+                assert a.material == dataclasses.replace(new, offset=a.material.offset)
+                followers += 1
+            else:
+                assert a.material == b.material
+        # Never in the shifted style, nor without floor materials.
+        assert make_scene(_rng(seed), RandomizationConfig(style='shifted')).appearance.floor \
+            .kind != 'photo'
+        assert make_scene(_rng(seed), RandomizationConfig().without('floor_materials')) \
+            .appearance.floor == DEFAULT_FLOOR
+    assert 5 <= photos <= 22, photos
+    assert followers >= 1, 'no object of the floor material followed a photo floor'
+
+
+def test_floor_photos_change_the_image_not_the_labels():
+    changed = 0
+    for seed in range(12):
+        on = random_sample(_rng(seed), SMALL)
+        if on.scene.appearance.floor.kind != 'photo':
+            continue
+        off = random_sample(_rng(seed), SMALL, FLOOR_PHOTO_OFF)
+        np.testing.assert_array_equal(on.free, off.free)
+        np.testing.assert_array_equal(on.depth, off.depth)
+        assert on.robot_pose == off.robot_pose and on.intrinsics == off.intrinsics
+        floor = on.free > 0
+        differs = np.abs(on.image.astype(int) - off.image.astype(int)).max(axis=2) > 8
+        # The photo shows on the free floor.
+        assert differs[floor].mean() > 0.2
+        changed += 1
+    assert changed >= 2, 'photo floors (almost) never drawn'
 
 
 def test_photo_material_samples_the_texture_bank():

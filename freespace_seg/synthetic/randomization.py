@@ -58,9 +58,15 @@ class RandomizationConfig:
       materials (not glass, not the floor's own material; with ``object_textures``), on the
       walls of 30 % of the rooms, tiled (with ``wall_textures``; not in the ``shifted``
       style) and in half of the posters and pictures on the walls, each with a random scale
-      (metres per repeat), rotation, offset and colour gain. The floor and rugs stay
-      procedural. Drawn from a side stream: geometry and labels are the same on and off
-      (off: procedural textures only).
+      (metres per repeat), rotation, offset and colour gain. The floor (see
+      ``floor_photos``) and rugs stay procedural. Drawn from a side stream: geometry and
+      labels are the same on and off (off: procedural textures only).
+    * ``floor_photos``: in 20 % of the rooms the floor itself is a tiled photo of the same
+      bank (0.5-2 m per repeat, any rotation; with ``floor_materials``, not in the
+      ``shifted`` style), and objects of the floor's own material follow it. Still free: a
+      busy texture alone must not read as an obstacle (patterned carpet, printed mats,
+      stained concrete). Rugs and markings stay. Drawn from a side stream: geometry and labels
+      are the same on and off (off: procedural floors only).
 
     Scene appearance (drawn in ``make_scene``):
 
@@ -114,6 +120,7 @@ class RandomizationConfig:
     steps: bool = True
     wall_clutter: bool = True
     photo_textures: bool = True
+    floor_photos: bool = True
     floor_materials: bool = True
     wall_textures: bool = True
     object_textures: bool = True

@@ -1732,6 +1732,9 @@ _PHOTO_SALT = 0x9407e
 PHOTO_WALL_P = 0.3
 PHOTO_OBJECT_P = 0.35
 PHOTO_PICTURE_P = 0.5
+#: Salt of the side stream of the floor photo draws, and how often a room gets a photo floor.
+_FLOOR_PHOTO_SALT = 0xf1009
+PHOTO_FLOOR_P = 0.2
 
 
 def _photo_rng(key, part, values=()):
@@ -1811,6 +1814,34 @@ def random_photo_textures(key, scene, config, floor):
     scene.wall_decals = decals
 
 
+def random_floor_photo(rng, scene, config, floor):
+    """
+    Make the floor of ``scene`` a tiled photo of the texture bank in :data:`PHOTO_FLOOR_P`.
+
+    ``rng`` is the room's floor-photo side stream. The photo (any rotation, 0.5-2 m per
+    repeat) keeps the floor's specularity; obstacles of the floor's own material (step tops
+    and look-alike objects, ``floor`` before the photo) follow it, so they still look like the
+    floor. Rugs, mats and floor markings stay. The floor stays free: only the look changes.
+    Nothing with ``config.floor_photos`` or ``config.floor_materials`` off, in the ``shifted``
+    style or when the bank is empty.
+    """
+    if (not config.floor_photos or not config.floor_materials or config.style == 'shifted'
+            or not texture_names() or rng.random() >= PHOTO_FLOOR_P):
+        return
+    new_floor = photo_material(rng, scene.appearance.floor, (0.5, 2.0))
+    scene.appearance = replace(scene.appearance, floor=new_floor)
+    same = replace(floor, seed=0)
+    out = []
+    for o in scene.obstacles:
+        if o.material == floor:
+            o = replace(o, material=new_floor)
+        elif replace(o.material, seed=0) == same:  # the same floor, another pattern phase
+            shift = (float(rng.uniform(0.0, 10.0)), float(rng.uniform(0.0, 10.0)))
+            o = replace(o, material=replace(new_floor, offset=shift))
+        out.append(o)
+    scene.obstacles = out
+
+
 def make_scene(rng, randomization=None):
     """
     Make a random room seeded by ``rng`` (a numpy Generator), in the WORLD frame.
@@ -1827,6 +1858,7 @@ def make_scene(rng, randomization=None):
     # on the factors drawn later (steps, glass, clutter move the obstacle draws).
     photo_key = [int(v) for v in _side_rng(rng, _PHOTO_SALT).integers(0, 1 << 32, 4)] \
         if config.photo_textures else None
+    floor_photo_rng = _side_rng(rng, _FLOOR_PHOTO_SALT)
     # Reflections and glass draw from side streams: the rest of the room stays what it is
     # without them (and a room that gets neither is the same as with both switched off).
     if config.reflections:
@@ -1864,6 +1896,7 @@ def make_scene(rng, randomization=None):
         random_wall_clutter(_side_rng(rng, _WALL_CLUTTER_SALT), scene, config)
     if photo_key is not None:
         random_photo_textures(photo_key, scene, config, floor)
+    random_floor_photo(floor_photo_rng, scene, config, floor)
     if config.style == 'shifted':
         _restyle(rng, scene, config, floor)
     return scene

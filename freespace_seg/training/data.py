@@ -218,16 +218,18 @@ def synthetic_data_sources(seed, photo_textures=True, what='training frames'):
     """
     Return the model card's ``data_sources`` lines for frames of the synthetic renderer.
 
-    With ``photo_textures`` (the randomization factor) the renderer puts real photos on walls,
-    obstacles and posters: their origin and licence are listed too (one line naming every
-    texture file, from ``freespace_seg/synthetic/textures/SOURCES.md``).
+    With ``photo_textures`` (the randomization factors ``photo_textures`` and ``floor_photos``)
+    the renderer puts real photos on walls, floors, obstacles and posters: their origin and
+    licence are listed too (one line naming every texture file, from
+    ``freespace_seg/synthetic/textures/SOURCES.md``).
     """
     from freespace_seg.synthetic import photos
 
     lines = [f'procedural synthetic renderer freespace_seg.synthetic: {what}, seed {seed}']
     if photo_textures:
         lines.append(
-            'photo textures on walls, obstacles and posters (factor photo_textures): '
+            'photo textures on walls, floors, obstacles and posters (factors photo_textures, '
+            'floor_photos): '
             f'{len(photos.texture_names())} crops of CC0 / public-domain sample photos bundled '
             'with scikit-image 0.26 (astronaut, rocket: NASA / SpaceX, public domain; brick, '
             'gravel: CC0Textures, CC0; grass: linolafett, CC0; camera: Lav Varshney, CC0; '

@@ -519,8 +519,8 @@ def _load_data(args, width, height):
         record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
                   'num_val': int(vx.shape[0]), 'seed': meta.get('seed'),
                   # Datasets written before the factor existed had no photos.
-                  'photo_textures': bool(isinstance(randomization, dict)
-                                         and randomization.get('photo_textures', False)),
+                  'photo_textures': bool(isinstance(randomization, dict) and any(
+                      randomization.get(k, False) for k in ('photo_textures', 'floor_photos'))),
                   'randomization': meta.get('randomization_name', 'default'),
                   'dataset': os.path.normpath(args.data)}
         if 'width' in meta and 'height' in meta:
