@@ -566,6 +566,9 @@ class TopicBench:
         finally:
             stop.set()
             executor.shutdown(timeout_sec=2)
+            # Let the spin thread leave the executor before its node goes: destroying a node
+            # under a thread still in wait_for_ready_callbacks left it spinning on the GIL.
+            spin.join(timeout=5)
             bench.destroy_node()
             code = child.stop()
         window = [s for s, t in sent.items() if t0 <= t < t1]
