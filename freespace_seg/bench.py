@@ -447,6 +447,7 @@ class TopicBench:
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
+        from freespace_seg.nodes.ros_util import stop_spin_thread
         from freespace_seg.nodes.segmentation_node import GRID_QOS
 
         duration = self.duration if duration is None else duration
@@ -565,10 +566,7 @@ class TopicBench:
             time.sleep(1.0)  # late masks of frames sent in the window
         finally:
             stop.set()
-            executor.shutdown(timeout_sec=2)
-            # Let the spin thread leave the executor before its node goes: destroying a node
-            # under a thread still in wait_for_ready_callbacks left it spinning on the GIL.
-            spin.join(timeout=5)
+            stop_spin_thread(executor, spin)
             bench.destroy_node()
             code = child.stop()
         window = [s for s, t in sent.items() if t0 <= t < t1]

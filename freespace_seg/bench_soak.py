@@ -248,6 +248,7 @@ def markdown(summary, rows):
 
 def run(args):
     from diagnostic_msgs.msg import DiagnosticArray
+    from freespace_seg.nodes.ros_util import stop_spin_thread
     from freespace_seg.nodes.synthetic_camera import render_frames, SyntheticCameraNode
     from freespace_seg.pipeline import packaged_model_path
     from nav_msgs.msg import OccupancyGrid
@@ -335,7 +336,7 @@ def run(args):
                            (window_ns, time.time_ns()),
                            span_s=max(1e-3, elapsed - (window_ns - start_ns) * 1e-9)))
     finally:
-        executor.shutdown(timeout_sec=2)
+        stop_spin_thread(executor, spin)
         camera.destroy_node()
         listener.destroy_node()
         rclpy.try_shutdown()

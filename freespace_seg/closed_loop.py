@@ -48,6 +48,7 @@ import cv2
 from freespace_seg.image_codec import image_to_array
 from freespace_seg.nodes.freespace_driver import FreespaceDriver
 from freespace_seg.nodes.grid_msgs import grid_to_msg
+from freespace_seg.nodes.ros_util import stop_spin_thread
 from freespace_seg.nodes.sim_robot import SimRobot
 from freespace_seg.pipeline import packaged_model_path
 from freespace_seg.projection import (GridSpec, GroundProjector,
@@ -315,9 +316,8 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
             notes.append(f'simulation ran at {sim.sim_time / wall:.2f} x real time')
         if missed:
             notes.append(f'{missed} frames without a grid')
-        executor.shutdown(timeout_sec=2.0)
+        stop_spin_thread(executor, thread)
         executor = None
-        thread.join(timeout=5.0)
         s = sim.summary()
         grids = driver.grids_received
         return ClosedLoopResult(

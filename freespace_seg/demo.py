@@ -174,6 +174,7 @@ def run(args):
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import Image
 
+    from freespace_seg.nodes.ros_util import stop_spin_thread
     from freespace_seg.nodes.synthetic_camera import render_frames, SyntheticCameraNode
     from freespace_seg.pipeline import packaged_model_path
 
@@ -232,7 +233,7 @@ def run(args):
         elapsed = time.monotonic() - start
         code = report(args, card, camera, received, arrival, elapsed, out_dir)
     finally:
-        executor.shutdown(timeout_sec=2)
+        stop_spin_thread(executor, spin)
         camera.destroy_node()
         listener.destroy_node()
         rclpy.try_shutdown()

@@ -100,3 +100,29 @@ def test_memory_summary_and_ratios():
     assert met['>= 3x naive fps at 30 Hz (fp32)']
     assert met['<= 1/3 naive p95 at 30 Hz (fp32)']
     assert any(r['ratio'].startswith('node fp32/naive fps') for r in ratios)
+
+
+def test_stop_spin_thread_leaves_no_thread_in_the_executor():
+    # The bench harness hung once when its node was destroyed under a thread still spinning.
+    import threading
+
+    from freespace_seg.nodes.ros_util import stop_spin_thread
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import String
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node('stop_spin_thread_test', context=context)
+        node.create_subscription(String, 'chatter', lambda msg: None, 10)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        spin = threading.Thread(target=executor.spin, daemon=True)
+        spin.start()
+        assert spin.is_alive()
+        stop_spin_thread(executor, spin)
+        assert not spin.is_alive(), 'the spin thread is still in the executor'
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)

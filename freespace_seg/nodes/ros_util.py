@@ -184,6 +184,18 @@ def stop_signals_via_keyboard_interrupt():
     signal.signal(signal.SIGTERM, on_signal)
 
 
+def stop_spin_thread(executor, thread, timeout_sec=2.0, join_timeout=5.0):
+    """
+    Shut down ``executor`` and wait for ``thread`` (spinning it) to leave it.
+
+    Call this before destroying the executor's nodes: a node destroyed under a thread still
+    inside ``wait_for_ready_callbacks`` left that thread spinning on the GIL, starving the
+    main thread (a benchmark hung that way).
+    """
+    executor.shutdown(timeout_sec=timeout_sec)
+    thread.join(timeout=join_timeout)
+
+
 #: How long one executor wait may block: a signal is acted on within this time even when no
 #: timer or message wakes the executor (Python runs signal handlers between waits).
 SIGNAL_POLL_S = 0.2
