@@ -173,11 +173,80 @@ def test_synthetic_data_sources_name_the_photo_textures():
     assert datasets.synthetic_data_sources(7, photo_textures=False) == with_photos[:1]
 
 
+def test_frame_sampler_without_mining_walks_the_old_shuffled_passes():
+    # hard_fraction 0 must give exactly the order training always used (so runs made
+    # before hard-frame mining reproduce): each pass a fresh randperm of the same generator.
+    n, bs = 10, 4
+    sampler = train.FrameSampler(n, torch.Generator().manual_seed(3))
+    got = [sampler.next(bs).tolist() for _ in range(6)]
+    gen = torch.Generator().manual_seed(3)
+    order, cursor, want = torch.randperm(n, generator=gen), 0, []
+    for _ in range(6):
+        if cursor + bs > n:
+            order, cursor = torch.randperm(n, generator=gen), 0
+        want.append(order[cursor:cursor + bs].tolist())
+        cursor += bs
+    assert got == want
+    assert sampler.hard_drawn == 0
+
+
+def test_frame_sampler_brings_hard_frames_back_and_never_repeats_in_a_batch():
+    n, bs = 50, 8
+    sampler = train.FrameSampler(n, torch.Generator().manual_seed(0), hard_fraction=0.25)
+    assert sampler.hard_count(bs) == 2 and sampler.hard_count(1) == 0
+    sampler.update(torch.arange(n), torch.full((n,), 0.01))
+    sampler.update(torch.tensor([7]), torch.tensor([5.0]))  # one frame the model gets wrong
+    hits = 0
+    for _ in range(100):
+        idx = sampler.next(bs)
+        assert len(idx) == bs and len(set(idx.tolist())) == bs
+        hits += int(7 in idx.tolist())
+    # Uniform passes alone would bring frame 7 back in about 100 * 6 / 50 = 12 batches.
+    assert hits >= 80
+    assert sampler.hard_drawn == 200
+    # Frames never seen are drawn as if they had the mean seen loss.
+    fresh = train.FrameSampler(4, torch.Generator().manual_seed(0), hard_fraction=0.5)
+    fresh.update(torch.tensor([0, 1]), torch.tensor([1.0, 3.0]))
+    assert fresh.weights().tolist() == [1.0, 3.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match='hard_fraction'):
+        train.FrameSampler(4, torch.Generator(), hard_fraction=1.0)
+
+
+def test_per_frame_loss_ignores_pads_and_ranks_frames():
+    logits = torch.zeros(2, 2, 3, 3)
+    logits[:, 1] = 4.0  # confident "free" everywhere
+    target = torch.ones(2, 3, 3, dtype=torch.long)
+    target[1, 0] = 0  # frame 1: its top row is really blocked
+    target[0, 0] = train.metrics.IGNORE_INDEX  # frame 0: its top row is padding
+    loss = train.per_frame_loss(logits, target)
+    assert loss.shape == (2,) and float(loss[1]) > 10 * float(loss[0])
+    assert float(loss[0]) == pytest.approx(math.log1p(math.exp(-4.0)), rel=1e-5)
+
+
+def test_training_with_hard_frames_draws_them_and_learns():
+    torch.manual_seed(0)
+    tx, ty = toy_tensors(8)
+    net = unet.build_model(widths=(8, 8, 16, 16, 32))
+    hist = train.train_model(net, tx, ty, steps=30, batch_size=4, lr=5e-3, seed=0,
+                             augment_data=False, log_every=0, progress_bar=False,
+                             log=lambda m: None, hard_frames=0.5)
+    assert hist['hard_drawn'] == 30 * 2
+    assert np.mean(hist['loss'][-5:]) < 0.7 * np.mean(hist['loss'][:5])
+
+
+def test_hard_frames_option_is_checked():
+    parser, sub = cli.build_parser()
+    train.add_arguments(sub.choices['train'])
+    assert parser.parse_args(['train', '--hard-frames', '0.25']).hard_frames == 0.25
+    with pytest.raises(SystemExit):
+        parser.parse_args(['train', '--hard-frames', '1.5'])
+
+
 def test_reproduce_command_parses_back():
     parser, sub = cli.build_parser()
     train.add_arguments(sub.choices['train'])
     argv = ['train', '--render', '4', '--steps', '3', '--input-size', '64x48',
-            '--widths', '8,8,16,16,32', '--no-augment']
+            '--widths', '8,8,16,16,32', '--no-augment', '--hard-frames', '0.25']
     args = parser.parse_args(argv)
     command = train.reproduce_command(args)
     words = shlex.split(command)

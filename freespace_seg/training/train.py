@@ -24,6 +24,7 @@ Example::
         --out models/freespace_unet.onnx
 """
 
+import argparse
 import copy
 import math
 import os
@@ -68,6 +69,13 @@ def _widths(text):
     return values
 
 
+def _fraction(text):
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f'expected a fraction in [0, 1), got {text}')
+    return value
+
+
 def add_arguments(parser):
     """Add the ``train`` options to ``parser``."""
     del _RECORDED[:]
@@ -110,6 +118,10 @@ def add_arguments(parser):
     opt(tr, '--weight-decay', type=float, default=1e-4, help='AdamW (default: %(default)s)')
     opt(tr, '--dice-weight', type=float, default=1.0,
         help='weight of the Dice loss added to cross-entropy (default: %(default)s)')
+    opt(tr, '--hard-frames', type=_fraction, default=0.0, metavar='F',
+        help='hard-frame mining: draw this fraction of each batch in proportion to each '
+             "frame's last loss, so badly predicted frames come back more often; 0: plain "
+             'shuffled passes (default: %(default)s)')
     opt(tr, '--no-augment', action='store_true', help='train without augmentation')
     opt(tr, '--augment', choices=AUGMENT_MODES, default='full',
         help='full: flip, zoom/crop, roll, colour, gamma, blur, noise; strong: full plus hue '
@@ -392,11 +404,80 @@ def validate(model, images, labels, batch_size=8):
     return acc.matrix
 
 
+class FrameSampler:
+    """
+    Which training frames each step uses.
+
+    Without hard-frame mining (``hard_fraction`` 0) it walks shuffled passes over the frames,
+    every frame once per pass, in the order the seed has always given. With ``hard_fraction``
+    h in (0, 1), ``round(h * batch)`` frames of each batch (at least one, at most all but
+    one) are drawn instead in proportion to each frame's last seen loss, without repeats in
+    a batch; frames not seen yet count as the mean of those seen. The frames the model gets
+    most wrong (a wall filling the view) then come back more often than once per pass, while
+    the rest of each batch still walks the passes.
+    """
+
+    def __init__(self, n, gen, hard_fraction=0.0):
+        if not 0.0 <= float(hard_fraction) < 1.0:
+            raise ValueError(f'hard_fraction must be in [0, 1), got {hard_fraction}')
+        if n < 1:
+            raise ValueError('no training frames')
+        self.n = int(n)
+        self.gen = gen
+        self.hard_fraction = float(hard_fraction)
+        self.loss = torch.full((self.n,), float('nan'))
+        self.order = torch.randperm(self.n, generator=gen)
+        self.cursor = 0
+        self.hard_drawn = 0
+
+    def hard_count(self, batch_size):
+        """Frames of a ``batch_size`` batch drawn by loss."""
+        if not self.hard_fraction or batch_size < 2:
+            return 0
+        return min(batch_size - 1, max(1, int(round(self.hard_fraction * batch_size))))
+
+    def weights(self):
+        """Draw weights: the last loss of each frame, the mean seen loss for unseen ones."""
+        seen = ~torch.isnan(self.loss)
+        fill = float(self.loss[seen].mean()) if bool(seen.any()) else 1.0
+        return torch.where(seen, self.loss, torch.full_like(self.loss, fill)).clamp_min(1e-6)
+
+    def next(self, batch_size):
+        """Return the indices (a 1-D long tensor) of the next batch of ``batch_size`` frames."""
+        k = self.hard_count(batch_size)
+        m = batch_size - k
+        if self.cursor + m > self.n:
+            self.order = torch.randperm(self.n, generator=self.gen)
+            self.cursor = 0
+        idx = self.order[self.cursor:self.cursor + m]
+        self.cursor += m
+        if not k:
+            return idx
+        w = self.weights()
+        w[idx] = 0.0
+        hard = torch.multinomial(w, k, replacement=False, generator=self.gen)
+        self.hard_drawn += k
+        return torch.cat([idx, hard])
+
+    def update(self, idx, losses):
+        """Record the loss each frame of a batch just had (1-D, same order as ``idx``)."""
+        self.loss[idx] = losses.detach().float().cpu()
+
+
+def per_frame_loss(logits, target):
+    """Mean cross-entropy of each frame over its labelled pixels (no gradient)."""
+    with torch.no_grad():
+        ce = F.cross_entropy(logits.detach(), target, ignore_index=metrics.IGNORE_INDEX,
+                             reduction='none')
+        valid = (target != metrics.IGNORE_INDEX).float()
+        return (ce * valid).sum(dim=(1, 2)) / valid.sum(dim=(1, 2)).clamp_min(1.0)
+
+
 def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batch_size=8,
                 lr=4e-3, weight_decay=1e-4, dice_weight=1.0, seed=0, augment_data=True,
                 val_every=250, patience=0, log_every=50, work_dir=None, log=print,
                 progress_bar=True, low_res_steps=0, low_res_batch_size=None,
-                checkpoint_meta=None):
+                checkpoint_meta=None, hard_frames=0.0):
     """
     Train ``model`` in place on uint8 tensors; return a history dict.
 
@@ -408,6 +489,8 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     2x (batches of ``low_res_batch_size``, default twice ``batch_size``), four times
     cheaper per frame; the rest at full resolution. Validation is always at full resolution.
     ``checkpoint_meta`` (e.g. the command line) is stored in every checkpoint.
+    ``hard_frames``: the fraction of each batch drawn by loss (see :class:`FrameSampler`);
+    0 (default) walks plain shuffled passes. ``history['hard_drawn']`` counts those frames.
     """
     gen = torch.Generator().manual_seed(int(seed))
     params_decay = [p for n, p in model.named_parameters() if p.ndim > 1]
@@ -420,10 +503,9 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     n = train_x.shape[0]
     bs_full = min(batch_size, n)
     bs_low = min(low_res_batch_size or 2 * batch_size, n)
-    order = torch.randperm(n, generator=gen)
-    cursor = 0
+    sampler = FrameSampler(n, gen, hard_frames)
     history = {'loss': [], 'val': [], 'best_miou': None, 'best_step': None, 'steps': 0,
-               'stopped_early': False}
+               'stopped_early': False, 'hard_drawn': 0}
     best_state = None
     best_miou = -1.0
     since_best = 0
@@ -438,11 +520,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     for step in steps_iter:
         low_res = step <= low_res_steps
         bs = bs_low if low_res else bs_full
-        if cursor + bs > n:
-            order = torch.randperm(n, generator=gen)
-            cursor = 0
-        idx = order[cursor:cursor + bs]
-        cursor += bs
+        idx = sampler.next(bs)
         x = train_x[idx].float() / 255.0
         y = train_y[idx].long()
         if low_res:
@@ -452,6 +530,9 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         x = normalize(x, y)
         logits = model(x)
         loss = segmentation_loss(logits, y, dice_weight)
+        if sampler.hard_fraction:
+            sampler.update(idx, per_frame_loss(logits, y))
+            history['hard_drawn'] = sampler.hard_drawn
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -625,7 +706,7 @@ def run(args):
         val_every=args.val_every,
         patience=args.patience, log_every=args.log_every, work_dir=work_dir,
         log=lambda m: print(m, flush=True), low_res_steps=args.low_res_steps,
-        low_res_batch_size=args.low_res_batch_size,
+        low_res_batch_size=args.low_res_batch_size, hard_frames=args.hard_frames,
         checkpoint_meta={'command': command if not init or not init['command']
                          else init['command'] + ' && ' + command})
     train_time = time.perf_counter() - t_train
@@ -660,6 +741,9 @@ def run(args):
             f'{args.low_res_batch_size or 2 * args.batch_size}; then full resolution'),
         'init': init,
         'loss': f'cross-entropy + {args.dice_weight:g} * Dice',
+        'hard_frames': (None if not args.hard_frames else
+                        f'{args.hard_frames:g} of each batch drawn by last loss; '
+                        f'{history["hard_drawn"]} frames so drawn'),
         'augmentation': augmentation_summary('none' if args.no_augment else args.augment),
         'best_val_miou': None if history['best_miou'] is None
         else round(float(history['best_miou']), 4),
