@@ -178,7 +178,7 @@ def test_frame_sampler_without_mining_walks_the_old_shuffled_passes():
     # before hard-frame mining reproduce): each pass a fresh randperm of the same generator.
     n, bs = 10, 4
     sampler = train.FrameSampler(n, torch.Generator().manual_seed(3))
-    got = [sampler.next(bs).tolist() for _ in range(6)]
+    got = [sampler.draw(bs).tolist() for _ in range(6)]
     gen = torch.Generator().manual_seed(3)
     order, cursor, want = torch.randperm(n, generator=gen), 0, []
     for _ in range(6):
@@ -198,7 +198,7 @@ def test_frame_sampler_brings_hard_frames_back_and_never_repeats_in_a_batch():
     sampler.update(torch.tensor([7]), torch.tensor([5.0]))  # one frame the model gets wrong
     hits = 0
     for _ in range(100):
-        idx = sampler.next(bs)
+        idx = sampler.draw(bs)
         assert len(idx) == bs and len(set(idx.tolist())) == bs
         hits += int(7 in idx.tolist())
     # Uniform passes alone would bring frame 7 back in about 100 * 6 / 50 = 12 batches.

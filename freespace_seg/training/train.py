@@ -442,7 +442,7 @@ class FrameSampler:
         fill = float(self.loss[seen].mean()) if bool(seen.any()) else 1.0
         return torch.where(seen, self.loss, torch.full_like(self.loss, fill)).clamp_min(1e-6)
 
-    def next(self, batch_size):
+    def draw(self, batch_size):
         """Return the indices (a 1-D long tensor) of the next batch of ``batch_size`` frames."""
         k = self.hard_count(batch_size)
         m = batch_size - k
@@ -520,7 +520,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     for step in steps_iter:
         low_res = step <= low_res_steps
         bs = bs_low if low_res else bs_full
-        idx = sampler.next(bs)
+        idx = sampler.draw(bs)
         x = train_x[idx].float() / 255.0
         y = train_y[idx].long()
         if low_res:
