@@ -505,7 +505,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     bs_low = min(low_res_batch_size or 2 * batch_size, n)
     sampler = FrameSampler(n, gen, hard_frames)
     history = {'loss': [], 'val': [], 'best_miou': None, 'best_step': None, 'steps': 0,
-               'stopped_early': False, 'hard_drawn': 0}
+               'stopped_early': False}
     best_state = None
     best_miou = -1.0
     since_best = 0
@@ -532,7 +532,6 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         loss = segmentation_loss(logits, y, dice_weight)
         if sampler.hard_fraction:
             sampler.update(idx, per_frame_loss(logits, y))
-            history['hard_drawn'] = sampler.hard_drawn
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -572,6 +571,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 log(f'early stop at step {step}: no better val mIoU for {patience} scores')
                 history['stopped_early'] = True
                 break
+    history['hard_drawn'] = sampler.hard_drawn
     if best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
