@@ -13,6 +13,7 @@ Sample ``i`` of split ``s`` (0 train, 1 val, 2 test) is drawn from its own gener
 splits or on the number of worker processes, and the splits are disjoint draws.
 """
 
+import argparse
 import json
 import multiprocessing
 import os
@@ -20,8 +21,9 @@ import sys
 
 import cv2
 from freespace_seg.progress import progress
-from freespace_seg.synthetic.randomization import (default_intrinsics, RandomizationConfig,
-                                                   STYLES)
+from freespace_seg.synthetic.randomization import (CAMERA_HEIGHT_LIMITS, CAMERA_PITCH_LIMITS,
+                                                   check_range, default_intrinsics,
+                                                   RandomizationConfig, STYLES)
 from freespace_seg.synthetic.render import random_sample
 import numpy as np
 
@@ -48,14 +50,53 @@ def add_arguments(parser):
     parser.add_argument('--style', default='default', choices=STYLES,
                         help='appearance style: the training one or "shifted", a held-out '
                              'look for evaluation (default: %(default)s)')
+    add_camera_arguments(parser.add_argument)
     for name in RandomizationConfig.switches():
         parser.add_argument('--no-' + name.replace('_', '-'), dest='no_' + name,
                             action='store_true', help=f'switch off {name.replace("_", " ")}')
 
 
+def camera_range(name):
+    """Return an argparse type that reads ``MIN,MAX`` for the config's range ``name``."""
+    limits = {'camera_height': CAMERA_HEIGHT_LIMITS, 'camera_pitch': CAMERA_PITCH_LIMITS}[name]
+
+    def parse(text):
+        parts = str(text).split(',')
+        if len(parts) != 2:
+            raise argparse.ArgumentTypeError(f'expected MIN,MAX, got {text!r}')
+        try:
+            return check_range(parts, limits[0], limits[1], name)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    parse.__name__ = name.replace('_', ' ') + ' range'
+    return parse
+
+
+def add_camera_arguments(add):
+    """Add ``--camera-height`` and ``--camera-pitch`` through ``add`` (an add_argument)."""
+    defaults = RandomizationConfig()
+    low, high = defaults.camera_height
+    add('--camera-height', type=camera_range('camera_height'), metavar='MIN,MAX',
+        help=f'range of camera heights above the floor drawn by the pose randomization, in '
+             f'metres (default: {low:g},{high:g}; allowed {CAMERA_HEIGHT_LIMITS[0]:g}-'
+             f'{CAMERA_HEIGHT_LIMITS[1]:g})')
+    low, high = defaults.camera_pitch
+    add('--camera-pitch', type=camera_range('camera_pitch'), metavar='MIN,MAX',
+        help=f'range of camera pitches, in radians, positive tilts down (default: '
+             f'{low:g},{high:g}; allowed {CAMERA_PITCH_LIMITS[0]:g} to '
+             f'{CAMERA_PITCH_LIMITS[1]:g})')
+
+
+def camera_overrides(args):
+    """Return the ``camera_height`` and ``camera_pitch`` ranges given on the command line."""
+    return {name: tuple(getattr(args, name)) for name in ('camera_height', 'camera_pitch')
+            if getattr(args, name, None) is not None}
+
+
 def config_from_args(args):
-    """Return the RandomizationConfig selected by ``--style`` and the ``--no-*`` options."""
-    config = RandomizationConfig(style=getattr(args, 'style', None) or 'default')
+    """Return the RandomizationConfig of ``--style``, ``--no-*`` and the camera ranges."""
+    config = RandomizationConfig(style=getattr(args, 'style', None) or 'default',
+                                 **camera_overrides(args))
     if getattr(args, 'no_randomization', False):
         return RandomizationConfig.none(style=config.style)
     off = [name for name in config.switches() if getattr(args, 'no_' + name, False)]

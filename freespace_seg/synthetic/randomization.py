@@ -21,6 +21,24 @@ DEFAULT_HFOV_DEG = 69.0
 #: Appearance styles: the training one and a held-out one for evaluation.
 STYLES = ('default', 'shifted')
 
+# Allowed camera ranges (metres above the floor; radians, positive tilts down, REP 103). The
+# rooms are 2.6 m high; the camera must look at the floor's side of the horizon at least a bit.
+CAMERA_HEIGHT_LIMITS = (0.05, 2.0)
+CAMERA_PITCH_LIMITS = (-0.5, 1.4)
+
+
+def check_range(value, low, high, name):
+    """Return ``value`` as a float ``(min, max)`` inside ``[low, high]``; ValueError if not."""
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f'{name}: expected two numbers (min, max), got {value!r}') from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise ValueError(f'{name}: expected min <= max, got {lo:g}, {hi:g}')
+    if lo < low or hi > high:
+        raise ValueError(f'{name}: {lo:g}..{hi:g} is outside the allowed {low:g}..{high:g}')
+    return lo, hi
+
 
 @dataclass(frozen=True)
 class RandomizationConfig:
@@ -147,10 +165,13 @@ class RandomizationConfig:
     style: str = 'default'
 
     def __post_init__(self):
-        """Check ``style``."""
+        """Check ``style`` and the camera ranges."""
         if self.style not in STYLES:
             raise ValueError(f'unknown randomization style {self.style!r}; '
                              f'expected one of {", ".join(STYLES)}')
+        for name, (low, high) in (('camera_height', CAMERA_HEIGHT_LIMITS),
+                                  ('camera_pitch', CAMERA_PITCH_LIMITS)):
+            check_range(getattr(self, name), low, high, name)
 
     @classmethod
     def switches(cls):

@@ -169,7 +169,7 @@ def frame_seeds(num, seed):
     return np.random.SeedSequence(int(seed)).spawn(int(num))
 
 
-def rendered_frames(num, seed, width, height, style='default', without=()):
+def rendered_frames(num, seed, width, height, style='default', without=(), camera=None):
     """
     Yield ``num`` (rgb, mask) pairs from the procedural renderer at ``width`` x ``height``.
 
@@ -177,11 +177,12 @@ def rendered_frames(num, seed, width, height, style='default', without=()):
     appearance style (see :class:`freespace_seg.synthetic.RandomizationConfig`): ``'shifted'``
     gives a look training never sees, with the same ground truth as ``'default'``.
     ``without`` names randomization factors to switch off (e.g. the ones a model was trained
-    without).
+    without). ``camera`` overrides the config's ``camera_height`` and ``camera_pitch`` ranges
+    (a dict; the room, obstacles and looks of frame ``i`` stay the same, only the pose moves).
     """
     from freespace_seg.synthetic import default_intrinsics, random_sample, RandomizationConfig
 
-    config = RandomizationConfig(style=style).without(*without)
+    config = RandomizationConfig(style=style, **dict(camera or {})).without(*without)
     intrinsics = default_intrinsics(width=int(width), height=int(height))
     for seq in frame_seeds(num, seed):
         frame = random_sample(np.random.default_rng(seq), intrinsics=intrinsics,
@@ -252,24 +253,40 @@ def renderer_fingerprint():
     return digest.hexdigest()[:12]
 
 
+def camera_key(camera):
+    """Return the cache-name part for camera range overrides ('' for none or the defaults)."""
+    from freespace_seg.synthetic import RandomizationConfig
+
+    defaults = RandomizationConfig()
+    parts = []
+    for name, tag in (('camera_height', 'h'), ('camera_pitch', 'pt')):
+        if camera and camera.get(name) is not None:
+            low, high = (float(v) for v in camera[name])
+            if (low, high) != tuple(getattr(defaults, name)):
+                parts.append(f'-{tag}{low:g}_{high:g}')
+    return ''.join(parts)
+
+
 def rendered_letterboxed(num, seed, width, height, net_width, net_height, pad_value=0,
-                         cache_dir=None, desc=''):
+                         cache_dir=None, desc='', camera=None):
     """
     Render ``num`` frames and letterbox them (see :func:`stack_letterboxed`).
 
     With ``cache_dir`` the arrays are kept in an ``.npz`` named after the arguments and a
     hash of the renderer's source, and reused by later runs with the same arguments.
+    ``camera``: camera range overrides, as in :func:`rendered_frames`.
     """
     path = None
     if cache_dir:
         key = (f'render-n{int(num)}-s{int(seed)}-{int(width)}x{int(height)}-'
-               f'{int(net_width)}x{int(net_height)}-p{int(pad_value)}-{renderer_fingerprint()}')
+               f'{int(net_width)}x{int(net_height)}-p{int(pad_value)}{camera_key(camera)}-'
+               f'{renderer_fingerprint()}')
         path = os.path.join(cache_dir, key + '.npz')
         if os.path.isfile(path):
             with np.load(path) as cached:
                 return cached['images'], cached['labels']
-    images, labels = stack_letterboxed(rendered_frames(num, seed, width, height), int(num),
-                                       net_width, net_height, pad_value, desc=desc)
+    images, labels = stack_letterboxed(rendered_frames(num, seed, width, height, camera=camera),
+                                       int(num), net_width, net_height, pad_value, desc=desc)
     if path:
         os.makedirs(cache_dir, exist_ok=True)
         tmp = path + '.tmp.npz'

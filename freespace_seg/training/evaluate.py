@@ -41,6 +41,7 @@ import time
 
 import cv2
 from freespace_seg import metrics
+from freespace_seg.synthetic.generate import add_camera_arguments, camera_overrides
 from freespace_seg.training import data as datasets
 import numpy as np
 import yaml
@@ -78,6 +79,7 @@ def add_arguments(parser):
                           'material families and lighting that training never sees (same '
                           'ground truth rule; scored as evaluation.synthetic_shifted) '
                           '(default: %(default)s)')
+    add_camera_arguments(src.add_argument)
     src.add_argument('--width', type=int, default=480,
                      help='width of rendered frames (default: %(default)s)')
     src.add_argument('--height', type=int, default=270,
@@ -747,6 +749,8 @@ def _source(args, card=None):
         raise SystemExit('eval: --style only applies to --render N')
     if args.render is None and getattr(args, 'without', ''):
         raise SystemExit('eval: --without only applies to --render N')
+    if args.render is None and camera_overrides(args):
+        raise SystemExit('eval: --camera-height and --camera-pitch only apply to --render N')
     if args.data is not None:
         meta = datasets.read_meta(args.data)
         total = datasets.count_frames(args.data, args.split, args.limit)
@@ -781,8 +785,9 @@ def _source(args, card=None):
         RandomizationConfig().without(*without)   # unknown names: a clear error, now
     except ValueError as e:
         raise SystemExit(f'eval: --without: {e}')
+    camera = camera_overrides(args)
     frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style,
-                                      without=without)
+                                      without=without, camera=camera)
     desc = (f'{n} frames rendered on the fly by freespace_seg.synthetic at '
             f'{args.width}x{args.height}, seed {args.seed}, renderer source '
             f'{datasets.renderer_fingerprint()}')
@@ -797,6 +802,16 @@ def _source(args, card=None):
         desc += ', randomization factors off: ' + ', '.join(sorted(without))
         short += ' without ' + '-'.join(sorted(without))
         key += '_without_' + '_'.join(sorted(without))
+    if 'camera_height' in camera:
+        low, high = camera['camera_height']
+        desc += f', camera {low:g}-{high:g} m above the floor'
+        short += f' height {low:g}-{high:g} m'
+        key += f'_height_{round(low * 100)}_{round(high * 100)}cm'
+    if 'camera_pitch' in camera:
+        low, high = camera['camera_pitch']
+        desc += f', pitched {low:g} to {high:g} rad down'
+        short += f' pitch {low:g}-{high:g} rad'
+        key += f'_pitch_{round(low * 1000)}_{round(high * 1000)}mrad'
     return frames, n, args.seed, desc, short, key, None
 
 

@@ -33,6 +33,8 @@ import shlex
 import time
 
 from freespace_seg import metrics
+from freespace_seg.synthetic.generate import add_camera_arguments, camera_overrides
+from freespace_seg.synthetic.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
 from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames,
                                              latency_key, measure_latency)
@@ -98,6 +100,7 @@ def add_arguments(parser):
     opt(src, '--render-cache', metavar='DIR',
         help='keep rendered frames in DIR and reuse them on later runs with the same render '
              'options and renderer source (e.g. data/cache)')
+    add_camera_arguments(lambda flag, **kw: opt(src, flag, **kw))
     opt(src, '--limit-train', type=int, metavar='N', help='use at most N training frames')
     opt(src, '--limit-val', type=int, metavar='N', help='use at most N validation frames')
 
@@ -161,10 +164,12 @@ def reproduce_command(args):
         if value is None:
             continue
         if args.render is None and dest in ('data_seed', 'render_size', 'render_val',
-                                            'render_cache'):
+                                            'render_cache', 'camera_height', 'camera_pitch'):
             continue
         if dest in ('render_size', 'input_size'):
             value = f'{value[0]}x{value[1]}'
+        elif dest in ('camera_height', 'camera_pitch'):
+            value = f'{value[0]:g},{value[1]:g}'
         elif dest == 'widths':
             value = ','.join(str(v) for v in value)
         parts += [flag, str(value)]
@@ -586,6 +591,11 @@ def _load_data(args, width, height):
     """Return (train_x, train_y, val_x, val_y, data_record, val_frames_factory)."""
     if (args.data is None) == (args.render is None):
         raise SystemExit('train: give exactly one of --data DIR or --render N')
+    camera = camera_overrides(args)
+    if args.data is not None and camera:
+        raise SystemExit('train: --camera-height and --camera-pitch apply to --render only; a '
+                         '--data set keeps the ranges it was generated with (generate takes '
+                         'the same options)')
     if args.data is not None:
         meta = datasets.read_meta(args.data)
         n_train = datasets.count_frames(args.data, 'train', args.limit_train)
@@ -614,16 +624,21 @@ def _load_data(args, width, height):
     n_val = args.render_val if args.render_val is not None else max(8, args.render // 10)
     rw, rh = args.render_size
     tx, ty = datasets.rendered_letterboxed(args.render, args.data_seed, rw, rh, width, height,
-                                           PAD_VALUE, args.render_cache, desc='render train')
+                                           PAD_VALUE, args.render_cache, desc='render train',
+                                           camera=camera)
     vx, vy = datasets.rendered_letterboxed(n_val, args.data_seed + 1, rw, rh, width, height,
-                                           PAD_VALUE, args.render_cache, desc='render val')
+                                           PAD_VALUE, args.render_cache, desc='render val',
+                                           camera=camera)
     record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
               'num_val': int(vx.shape[0]), 'seed': args.data_seed, 'val_seed': args.data_seed + 1,
               'randomization': 'default', 'photo_textures': True, 'image_size': [rw, rh],
               'renderer_source_hash': datasets.renderer_fingerprint()}
+    ranges = RandomizationConfig(**camera)
+    record['camera_height'] = [float(v) for v in ranges.camera_height]
+    record['camera_pitch'] = [float(v) for v in ranges.camera_pitch]
 
     def val_frames():
-        return datasets.rendered_frames(n_val, args.data_seed + 1, rw, rh), n_val
+        return datasets.rendered_frames(n_val, args.data_seed + 1, rw, rh, camera=camera), n_val
     return tx, ty, vx, vy, record, val_frames
 
 
