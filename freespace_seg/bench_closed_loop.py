@@ -30,6 +30,22 @@ JSON_FIELDS = ('seed', 'perception', 'duration', 'wall_time', 'collisions', 'con
                'frames', 'collision_points', 'notes', 'lockstep', 'missed_grids')
 
 
+#: the sim_robot node's defaults and ranges of its camera mount
+CAMERA_HEIGHT_DEFAULT, CAMERA_HEIGHT_RANGE = 0.25, (0.05, 2.0)
+CAMERA_PITCH_DEFAULT, CAMERA_PITCH_RANGE = 0.3, (-0.5, 1.5)
+
+
+def sim_parameters(args):
+    """Return the sim_robot parameters the options set; ValueError names a bad one."""
+    for flag, value, (low, high) in (('--camera-height', args.camera_height, CAMERA_HEIGHT_RANGE),
+                                     ('--camera-pitch', args.camera_pitch, CAMERA_PITCH_RANGE)):
+        if not low <= value <= high:
+            raise ValueError(f'{flag} must be in [{low:g}, {high:g}], got {value:g}')
+    return {'width': args.width, 'height': args.height, 'camera_rate': args.camera_rate,
+            'camera_noise': args.camera_noise, 'camera_height': float(args.camera_height),
+            'camera_pitch': float(args.camera_pitch)}
+
+
 def build_parser():
     """Return the argument parser of the benchmark."""
     ap = argparse.ArgumentParser(prog='python -m freespace_seg.bench_closed_loop',
@@ -50,6 +66,12 @@ def build_parser():
     ap.add_argument('--height', type=int, default=180, help='camera height (default 180)')
     ap.add_argument('--camera-rate', type=float, default=10.0,
                     help='camera frames per second (default 10)')
+    ap.add_argument('--camera-height', type=float, default=CAMERA_HEIGHT_DEFAULT, metavar='M',
+                    help='camera optical centre above the floor, metres (%g-%g; default %g, '
+                    'a TurtleBot 4-like mount)' % (*CAMERA_HEIGHT_RANGE, CAMERA_HEIGHT_DEFAULT))
+    ap.add_argument('--camera-pitch', type=float, default=CAMERA_PITCH_DEFAULT, metavar='RAD',
+                    help='camera pitch, radians, positive tilts down (%g to %g; default %g)'
+                    % (*CAMERA_PITCH_RANGE, CAMERA_PITCH_DEFAULT))
     ap.add_argument('--camera-noise', action='store_true',
                     help='render camera effects (noise, blur, exposure, JPEG)')
     ap.add_argument('--realtime', action='store_true',
@@ -98,8 +120,11 @@ def main(argv=None):
         return 2
     if args.png_dir:
         os.makedirs(args.png_dir, exist_ok=True)
-    sim_params = {'width': args.width, 'height': args.height,
-                  'camera_rate': args.camera_rate, 'camera_noise': args.camera_noise}
+    try:
+        sim_params = sim_parameters(args)
+    except ValueError as e:
+        print(f'error: {e}', file=sys.stderr)
+        return 2
     results = []
     t0 = time.monotonic()
     for seed in range(args.first_seed, args.first_seed + args.rooms):
@@ -126,7 +151,8 @@ def main(argv=None):
     mode = 'real time' if args.realtime else f'lockstep, {1000 * args.latency:.0f} ms latency'
     print(f'\nClosed loop, perception={args.perception}, {args.rooms} rooms x '
           f'{args.minutes:g} min simulated ({mode}), camera {args.width}x{args.height} at '
-          f'{args.camera_rate:g} Hz ({time.monotonic() - t0:.0f} s wall):\n')
+          f'{args.camera_rate:g} Hz, {args.camera_height:g} m up, pitched '
+          f'{args.camera_pitch:g} rad ({time.monotonic() - t0:.0f} s wall):\n')
     print(markdown_table(results))
     return 1 if any(r.collisions for r in results) else 0
 

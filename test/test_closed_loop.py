@@ -140,3 +140,21 @@ def test_benchmark_script_prints_a_table_and_merges_json(tmp_path, capsys):
                                                                   '**total (2 rooms)**']
     assert bench_closed_loop.main(['--rooms', '1', '--latency', '0.5',
                                    '--perception', 'truth']) == 2
+
+
+def test_benchmark_camera_mount_options(tmp_path, capsys):
+    from freespace_seg import bench_closed_loop
+    args = bench_closed_loop.build_parser().parse_args(['--camera-height', '1.0',
+                                                        '--camera-pitch', '0.5'])
+    params = bench_closed_loop.sim_parameters(args)
+    assert params['camera_height'] == 1.0 and params['camera_pitch'] == 0.5
+    defaults = bench_closed_loop.sim_parameters(bench_closed_loop.build_parser().parse_args([]))
+    assert (defaults['camera_height'], defaults['camera_pitch']) == (0.25, 0.3)
+    for bad in (['--camera-height', '3'], ['--camera-pitch', '-1']):
+        assert bench_closed_loop.main(['--rooms', '1', '--perception', 'truth', *bad]) == 2
+        assert bad[0] in capsys.readouterr().err
+    out = tmp_path / 'high.json'
+    assert bench_closed_loop.main(['--rooms', '1', '--first-seed', '3', '--minutes', '0.05',
+                                   '--perception', 'truth', '--camera-height', '1.0',
+                                   '--json', str(out)]) == 0
+    assert '1 m up, pitched 0.3 rad' in capsys.readouterr().out
