@@ -97,6 +97,49 @@ class ModelCard:
     def evaluation(self):
         return self.raw.get('evaluation') or {}
 
+    @property
+    def camera_ranges(self):
+        """
+        Return the camera pose ranges the model was trained on, from ``training.data``.
+
+        A dict with ``camera_height`` (metres) and/or ``camera_pitch`` (radians, positive
+        down) as ``(min, max)``; empty when the card does not say (a model from elsewhere).
+        """
+        data = (self.raw.get('training') or {}).get('data') or {}
+        ranges = {}
+        for name in ('camera_height', 'camera_pitch'):
+            value = data.get(name) if isinstance(data, dict) else None
+            try:
+                low, high = (float(v) for v in value)
+            except (TypeError, ValueError):
+                continue
+            if low <= high:
+                ranges[name] = (low, high)
+        return ranges
+
+
+def mount_outside_training(card, camera_height, camera_pitch):
+    """
+    Return a warning when the camera mount lies outside the card's training ranges, else None.
+
+    Models see the floor from the heights and pitches they were trained on; a camera mounted
+    higher or steeper makes the floor look different (see the README, "Run 13").
+    """
+    ranges = card.camera_ranges
+    problems = []
+    for name, value, unit in (('camera_height', camera_height, 'm'),
+                              ('camera_pitch', camera_pitch, 'rad')):
+        if name in ranges:
+            low, high = ranges[name]
+            if not low - 1e-9 <= float(value) <= high + 1e-9:
+                problems.append(f'{name} {float(value):g} {unit} is outside the '
+                                f'{low:g}-{high:g} {unit} it was trained on')
+    if not problems:
+        return None
+    return (f'model {card.name}: ' + '; '.join(problems) + '. Expect more errors; train a '
+            'model for this mount (train --camera-height/--camera-pitch) or fine-tune it on '
+            'images from this camera (finetune).')
+
 
 def card_path_for_model(model_path):
     """Return the card path beside a model: same stem, ``.yaml``."""

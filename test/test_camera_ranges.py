@@ -178,3 +178,21 @@ def test_eval_ranges_need_render(model, tmp_path):
     with pytest.raises(SystemExit, match='only apply to --render'):
         cli.main(['eval', '--model', model, '--images', str(tmp_path), '--camera-height',
                   '0.9,1.2', '--latency-runs', '0', '--out', str(tmp_path / 'out')])
+
+
+@pytest.mark.slow
+def test_generated_dataset_carries_its_ranges_into_the_card(tmp_path):
+    from freespace_seg.model_card import load_card
+
+    data = str(tmp_path / 'set')
+    assert cli.main(['generate', '--out', data, '--num', '10', '--width', '64', '--height',
+                     '36', '--camera-height', '0.3,1.1']) == 0
+    with open(os.path.join(data, 'meta.json'), encoding='utf-8') as f:
+        assert json.load(f)['randomization']['camera_height'] == [0.3, 1.1]
+    out = str(tmp_path / 'm.onnx')
+    assert cli.main(['train', '--data', data, '--steps', '2', '--batch-size', '2',
+                     '--input-size', '64x48', '--widths', '8,8,16,16,32', '--val-every', '2',
+                     '--out', out, '--work-dir', str(tmp_path / 'run'),
+                     '--latency-runs', '0']) == 0
+    card = load_card(out)
+    assert card.camera_ranges == {'camera_height': (0.3, 1.1), 'camera_pitch': (0.0, 0.6)}

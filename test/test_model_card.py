@@ -1,10 +1,11 @@
 """Model cards: valid cards load, and every bad field is named in the error."""
 
 import copy
+import os
 
 from conftest import tiny_card
 from freespace_seg.model_card import (card_from_dict, card_path_for_model, load_card,
-                                      ModelCardError)
+                                      ModelCardError, mount_outside_training)
 import pytest
 import yaml
 
@@ -85,3 +86,32 @@ def test_shipped_card_is_valid():
     assert os.path.getsize(card.model_path) < 10 * 1024 * 1024
     assert card.raw.get('data_sources'), 'every model card lists its data sources'
     assert card.evaluation, 'the shipped card records its own evaluation numbers'
+
+
+def test_camera_ranges_and_the_mount_warning():
+    bare = card_from_dict(tiny_card(64, 48))
+    assert bare.camera_ranges == {}
+    assert mount_outside_training(bare, 1.5, 1.2) is None   # a card that does not say
+    data = {'camera_height': [0.1, 0.5], 'camera_pitch': [0.0, 0.6]}
+    card = card_from_dict(tiny_card(64, 48, training={'data': data}))
+    assert card.camera_ranges == {'camera_height': (0.1, 0.5), 'camera_pitch': (0.0, 0.6)}
+    assert mount_outside_training(card, 0.25, 0.3) is None
+    assert mount_outside_training(card, 0.5, 0.0) is None    # the ends are inside
+    note = mount_outside_training(card, 1.0, 0.3)
+    assert 'camera_height 1 m is outside the 0.1-0.5 m' in note and 'camera_pitch' not in note
+    note = mount_outside_training(card, 1.0, 0.8)
+    assert 'camera_height' in note and 'camera_pitch 0.8 rad' in note
+    assert '--camera-height' in note and 'finetune' in note
+    # Broken or partial entries are ignored, not an error.
+    odd = card_from_dict(tiny_card(64, 48, training={'data': {'camera_height': 'high',
+                                                              'camera_pitch': [0.6, 0.1]}}))
+    assert odd.camera_ranges == {}
+
+
+def test_shipped_cards_state_their_camera_ranges():
+    for name in ('freespace_unet.yaml', 'freespace_unet_int8.yaml'):
+        path = os.path.join(os.path.dirname(__file__), '..', 'models', name)
+        if not os.path.isfile(path):
+            pytest.skip(f'shipped card missing: {path}')
+        assert load_card(path).camera_ranges == {'camera_height': (0.1, 0.5),
+                                                 'camera_pitch': (0.0, 0.6)}

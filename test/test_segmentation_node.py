@@ -203,6 +203,20 @@ def test_runtime_parameters_are_validated(rig):
     np.testing.assert_array_equal(image_to_array(box[0])[0, 0], [0, 0, 255])
 
 
+def test_a_mount_outside_the_models_training_ranges_is_warned_about(ros_init, tmp_path):
+    data = {'camera_height': [0.1, 0.5], 'camera_pitch': [0.0, 0.6]}
+    model = write_tiny_model(tmp_path, card_overrides={'training': {'data': data}})
+    node = make_node(unique_namespace(), model, camera_height=1.0)
+    try:
+        assert 'camera_height 1 m is outside the 0.1-0.5 m' in node.mount_note
+        assert node.set_parameters([Parameter('camera_height', value=0.3)])[0].successful
+        assert node.mount_note is None
+        assert node.set_parameters([Parameter('camera_pitch', value=0.9)])[0].successful
+        assert 'camera_pitch 0.9 rad' in node.mount_note
+    finally:
+        node.destroy_node()
+
+
 def test_diagnostics(rig):
     box = rig.collect(DiagnosticArray, '/diagnostics')
     name = rig.node.get_name()

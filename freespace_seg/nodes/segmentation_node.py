@@ -20,7 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from freespace_seg.engines import EngineError
 from freespace_seg.geometry import CameraMount
 from freespace_seg.image_codec import array_to_image, ImageCodecError, make_decoder
-from freespace_seg.model_card import ModelCardError
+from freespace_seg.model_card import ModelCardError, mount_outside_training
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.grid_msgs import grid_to_msg, points_to_cloud
 from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_from_name,
@@ -108,6 +108,8 @@ class SegmentationNode(LifecycleNode):
         # Held while a frame is processed, and while the model is swapped.
         self._pipeline_lock = threading.Lock()
         self.failure = ''
+        #: the warning when the camera mount is outside the model's training ranges, or None
+        self.mount_note = None
 
         # Counters and recent latencies for diagnostics (written by the worker).
         self._stats_lock = threading.Lock()
@@ -179,7 +181,15 @@ class SegmentationNode(LifecycleNode):
             f'configured: model {card.name} ({card.model_path}), input '
             f'{card.input_width}x{card.input_height} {card.resize_mode}, backend '
             f'{pipeline.engine.describe()}')
+        self._check_mount(card, self.params)
         return TransitionCallbackReturn.SUCCESS
+
+    def _check_mount(self, card, params):
+        """Warn when the camera mount is outside the model's training ranges (mount_note)."""
+        note = mount_outside_training(card, params['camera_height'], params['camera_pitch'])
+        if note and note != self.mount_note:
+            self.get_logger().warning(note)
+        self.mount_note = note
 
     def on_activate(self, state):
         """Reload the engine if deactivate freed it, subscribe, and start the worker."""
@@ -309,6 +319,9 @@ class SegmentationNode(LifecycleNode):
             if name in self.params:
                 self.params[name] = list(value) if name in ('color_palette', 'grid_origin') \
                     else value
+        if card is not None and (new_pipeline is not None
+                                 or {'camera_height', 'camera_pitch'} & set(changes)):
+            self._check_mount(card, self.params)
         self._alpha = float(self.params['overlay_alpha'])
         self._publish_all = bool(self.params['publish_unsubscribed'])
         return SetParametersResult(successful=True)

@@ -616,6 +616,10 @@ def _load_data(args, width, height):
                   'dataset': os.path.normpath(args.data)}
         if 'width' in meta and 'height' in meta:
             record['image_size'] = [meta['width'], meta['height']]
+        if isinstance(randomization, dict) and randomization.get('pose_jitter'):
+            for name in ('camera_height', 'camera_pitch'):
+                if isinstance(randomization.get(name), list):
+                    record[name] = [float(v) for v in randomization[name]]
 
         def val_frames():
             return datasets.dataset_frames(args.data, 'val', args.limit_val), vx.shape[0]
