@@ -174,6 +174,8 @@ def test_prune_command_end_to_end(tmp_path, capsys, tiny_source):
     assert training['data']['num_train'] == 6 and training['data']['num_val'] == 2
     assert training['data']['seed'] == 0
     assert training['data']['renderer_source_hash'] == datasets.renderer_fingerprint()
+    # Fine-tuned on the default camera ranges: the node checks its mount against them.
+    assert card.camera_ranges == {'camera_height': (0.1, 0.5), 'camera_pitch': (0.0, 0.6)}
     assert any('freespace_seg.synthetic' in s for s in card.raw['data_sources'])
     assert pruning['ratio'] == 0.5 and pruning['scope'] == 'all'
     half = unet.count_parameters(unet.build_model(widths=(4, 4, 8, 8, 8)))
@@ -261,3 +263,17 @@ def test_frames_of_another_size_are_refused(tmp_path, capsys, tiny_source):
                    '--out', source])
     assert rc == 2
     assert '--out must differ from --model' in capsys.readouterr().err
+
+
+def test_cache_record_reads_the_camera_ranges_from_the_name():
+    base = 'render-n40-s4-480x270-480x272-p0'
+    plain = prune._cache_record(f'/x/{base}-a2047a84672d.npz')
+    assert plain['seed'] == 4 and plain['image_size'] == [480, 270]
+    assert plain['renderer_source_hash'] == 'a2047a84672d'
+    assert plain['camera_height'] == [0.1, 0.5] and plain['camera_pitch'] == [0.0, 0.6]
+    high = prune._cache_record(f'{base}-h0.1_1.2-pt-0.1_0.8-a2047a84672d.npz')
+    assert high['camera_height'] == [0.1, 1.2] and high['camera_pitch'] == [-0.1, 0.8]
+    assert high['renderer_source_hash'] == 'a2047a84672d'
+    assert datasets.camera_key({'camera_height': (0.1, 1.2), 'camera_pitch': (-0.1, 0.8)}) \
+        == '-h0.1_1.2-pt-0.1_0.8'
+    assert 'seed' not in prune._cache_record('frames.npz')

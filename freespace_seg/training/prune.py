@@ -66,6 +66,7 @@ import zipfile
 from freespace_seg import metrics
 from freespace_seg.engines.engine_cache import file_sha256
 from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.synthetic.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
 from freespace_seg.training import train as base_train
 from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames,
@@ -97,8 +98,12 @@ INNER = ('stem', 'enc2.0', 'enc3.0', 'enc4.0', 'bottom.0', 'dec4.conv.0', 'dec3.
          'dec2.conv.0', 'dec1.conv.0')
 SCOPES = {'inner': INNER, 'all': BLOCKS}
 DEFAULT_EVAL_SEED = 1000
-CACHE_NAME = re.compile(r'render-n(\d+)-s(-?\d+)-(\d+)x(\d+)-(\d+)x(\d+)-p(\d+)-([0-9a-f]+)'
-                        r'\.npz$')
+_NUM = r'-?[0-9.]+(?:e[-+]?\d+)?'
+CACHE_NAME = re.compile(r'render-n(?P<n>\d+)-s(?P<seed>-?\d+)-(?P<w>\d+)x(?P<h>\d+)-'
+                        r'(?P<nw>\d+)x(?P<nh>\d+)-p(?P<pad>\d+)'
+                        rf'(?:-h(?P<h_lo>{_NUM})_(?P<h_hi>{_NUM}))?'
+                        rf'(?:-pt(?P<p_lo>{_NUM})_(?P<p_hi>{_NUM}))?'
+                        r'-(?P<hash>[0-9a-f]+)\.npz$')
 
 
 class PruneError(ValueError):
@@ -266,9 +271,15 @@ def _cache_record(path):
     record = {'frames_npz': _display_path(path)}
     m = CACHE_NAME.search(os.path.basename(path))
     if m:
-        record.update({'seed': int(m.group(2)),
-                       'image_size': [int(m.group(3)), int(m.group(4))],
-                       'renderer_source_hash': m.group(8)})
+        record.update({'seed': int(m.group('seed')),
+                       'image_size': [int(m.group('w')), int(m.group('h'))],
+                       'renderer_source_hash': m.group('hash')})
+        # The name carries a camera range only where it differs from the default one.
+        defaults = RandomizationConfig()
+        record['camera_height'] = ([float(m.group('h_lo')), float(m.group('h_hi'))]
+                                   if m.group('h_lo') else list(defaults.camera_height))
+        record['camera_pitch'] = ([float(m.group('p_lo')), float(m.group('p_hi'))]
+                                  if m.group('p_lo') else list(defaults.camera_pitch))
     return record
 
 
@@ -309,8 +320,11 @@ def _load_data(args, width, height):
             args.render_cache, desc='render train')
         if args.limit_train is not None:
             tx, ty = tx[:args.limit_train], ty[:args.limit_train]
+        defaults = RandomizationConfig()
         record = {'generator': 'freespace_seg.synthetic', 'seed': args.data_seed,
-                  'image_size': [rw, rh], 'renderer_source_hash': datasets.renderer_fingerprint()}
+                  'image_size': [rw, rh], 'renderer_source_hash': datasets.renderer_fingerprint(),
+                  'camera_height': [float(v) for v in defaults.camera_height],
+                  'camera_pitch': [float(v) for v in defaults.camera_pitch]}
     record['num_train'] = int(tx.shape[0])
     if args.val_frames_npz is not None:
         vx, vy = load_frames_npz(args.val_frames_npz, width, height, args.limit_val,
