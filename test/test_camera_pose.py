@@ -308,3 +308,27 @@ def test_segmentation_node_passes_base_frame_and_tf_timeout(tf2, ros_init, tmp_p
         assert values['camera_pose'].startswith(f'camera_* parameters: no TF {BASE} <- ')
     finally:
         seg.destroy_node()
+
+
+def test_segmentation_node_checks_the_tf_mount_against_the_training_ranges(
+        tf2, ros_init, tmp_path):
+    data = {'camera_height': [0.1, 0.5], 'camera_pitch': [0.0, 0.6]}
+    model = write_tiny_model(tmp_path, 64, 36, card_overrides={'training': {'data': data}})
+    seg = SegmentationNode(namespace=unique_namespace('tfmount'), parameter_overrides=[
+        Parameter('model_file_path', value=model), Parameter('use_tf', value=True),
+        Parameter('base_frame', value=BASE)])
+    try:
+        assert seg.mount_note is None   # the parameters' 0.25 m, 0.3 rad are inside
+        # A mast camera: 1.1 m up, pitched 0.7 rad down, as TF gives it.
+        tf2.buffers[0].set_transform(transform_msg(
+            BASE, OPTICAL, 3, 0, (0.1, 0.0, 1.1), optical_quaternion(0.0, 0.7, 0.0)), 'test')
+        transform = seg._pose_source.lookup(OPTICAL, TimeMsg(sec=3, nanosec=0))
+        seg._check_tf_mount(transform)
+        assert 'camera_height 1.1 m' in seg.mount_note
+        assert 'camera_pitch 0.7 rad' in seg.mount_note
+        # Back on a low mount: the note clears.
+        low = CameraMount(x=0.0, y=0.0, z=0.3, pitch=0.2).transform_base_from_optical()
+        seg._check_tf_mount(low)
+        assert seg.mount_note is None
+    finally:
+        seg.destroy_node()

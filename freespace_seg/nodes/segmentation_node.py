@@ -12,6 +12,7 @@ Plus ``/diagnostics``. Parameters: :data:`freespace_seg.params.SEGMENTATION_PARA
 """
 
 import collections
+import math
 import threading
 import time
 
@@ -110,6 +111,7 @@ class SegmentationNode(LifecycleNode):
         self.failure = ''
         #: the warning when the camera mount is outside the model's training ranges, or None
         self.mount_note = None
+        self._tf_mount_key = None
 
         # Counters and recent latencies for diagnostics (written by the worker).
         self._stats_lock = threading.Lock()
@@ -190,6 +192,18 @@ class SegmentationNode(LifecycleNode):
         if note and note != self.mount_note:
             self.get_logger().warning(note)
         self.mount_note = note
+
+    def _check_tf_mount(self, transform):
+        """Check the mount TF gives (base <- optical 4x4), once per distinct pose (1 cm/rad)."""
+        m = np.asarray(transform, dtype=float)
+        height = float(m[2, 3])
+        # The optical axis in the base frame is (cos p, 0, -sin p) for a camera pitched p down.
+        pitch = math.atan2(-m[2, 2], math.hypot(m[0, 2], m[1, 2]))
+        key = (round(height, 2), round(pitch, 2))
+        if key != self._tf_mount_key and self.pipeline is not None:
+            self._tf_mount_key = key
+            self._check_mount(self.pipeline.card, {'camera_height': height,
+                                                   'camera_pitch': pitch})
 
     def on_activate(self, state):
         """Reload the engine if deactivate freed it, subscribe, and start the worker."""
@@ -361,6 +375,8 @@ class SegmentationNode(LifecycleNode):
             # Same camera, other resolution (e.g. a resized stream): scale the intrinsics.
             intrinsics = intrinsics.scaled(shape[1], shape[0])
         transform = self._pose_source.lookup(header.frame_id, header.stamp)
+        if transform is not None:
+            self._check_tf_mount(transform)
         mount = transform if transform is not None else self._mount
         if self._projector is None:
             self._projector = GroundProjector(intrinsics, mount, self._grid_spec)
