@@ -83,6 +83,18 @@ def write_tiny_model(directory, width=64, height=48, name='tiny', card_overrides
     return path
 
 
+@pytest.fixture(scope='session')
+def shipped_model():
+    """Path to the shipped fp32 model; skips when it or onnxruntime is missing."""
+    from freespace_seg.pipeline import packaged_model_path
+
+    path = packaged_model_path()
+    if not os.path.isfile(path):
+        pytest.skip(f'shipped model missing: {path}')
+    pytest.importorskip('onnxruntime')
+    return path
+
+
 @pytest.fixture
 def tiny_model(tmp_path):
     """Path to a fresh tiny model (64x48 input) in a temporary directory."""

@@ -8,7 +8,6 @@ import shlex
 import shutil
 
 from freespace_seg import cli
-from freespace_seg.pipeline import packaged_model_path
 from freespace_seg.synthetic import default_intrinsics, random_sample, RandomizationConfig
 from freespace_seg.synthetic.generate import add_arguments, camera_range, config_from_args
 from freespace_seg.synthetic.randomization import CAMERA_HEIGHT_LIMITS, CAMERA_PITCH_LIMITS
@@ -147,16 +146,8 @@ def test_train_with_ranges_renders_them_and_writes_them_to_the_card(tmp_path):
     assert all('-h0.8_1.2-pt0.1_0.4-' in n for n in os.listdir(str(tmp_path / 'cache')))
 
 
-@pytest.fixture(scope='module')
-def model():
-    path = packaged_model_path()
-    if not os.path.isfile(path):
-        pytest.skip(f'shipped model missing: {path}')
-    pytest.importorskip('onnxruntime')
-    return path
-
-
-def test_eval_scores_high_cameras_under_their_own_key(model, tmp_path):
+def test_eval_scores_high_cameras_under_their_own_key(shipped_model, tmp_path):
+    model = shipped_model
     copy = str(tmp_path / 'm.onnx')
     shutil.copyfile(model, copy)
     shutil.copyfile(os.path.splitext(model)[0] + '.yaml', str(tmp_path / 'm.yaml'))
@@ -174,7 +165,8 @@ def test_eval_scores_high_cameras_under_their_own_key(model, tmp_path):
     assert entry['images'] == 2 and '0.9-1.2 m' in entry['source']
 
 
-def test_eval_ranges_need_render(model, tmp_path):
+def test_eval_ranges_need_render(shipped_model, tmp_path):
+    model = shipped_model
     with pytest.raises(SystemExit, match='only apply to --render'):
         cli.main(['eval', '--model', model, '--images', str(tmp_path), '--camera-height',
                   '0.9,1.2', '--latency-runs', '0', '--out', str(tmp_path / 'out')])

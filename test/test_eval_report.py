@@ -5,7 +5,6 @@ import os
 
 import cv2
 from freespace_seg import cli
-from freespace_seg.pipeline import packaged_model_path
 from freespace_seg.training import data as datasets
 from freespace_seg.training import evaluate
 import numpy as np
@@ -15,12 +14,8 @@ W, H = 160, 90
 
 
 @pytest.fixture(scope='module')
-def model():
-    path = packaged_model_path()
-    if not os.path.isfile(path):
-        pytest.skip(f'shipped model missing: {path}')
-    pytest.importorskip('onnxruntime')
-    return path
+def model(shipped_model):
+    return shipped_model
 
 
 def _eval(model, out, *extra):

@@ -7,7 +7,6 @@ import os
 import shutil
 
 from freespace_seg import cli
-from freespace_seg.pipeline import packaged_model_path
 from freespace_seg.synthetic import (default_intrinsics, make_scene, material_albedo,
                                      random_sample, RandomizationConfig)
 from freespace_seg.synthetic.generate import add_arguments, config_from_args
@@ -268,12 +267,8 @@ def test_generate_style_option():
 
 
 @pytest.fixture(scope='module')
-def model():
-    path = packaged_model_path()
-    if not os.path.isfile(path):
-        pytest.skip(f'shipped model missing: {path}')
-    pytest.importorskip('onnxruntime')
-    return path
+def model(shipped_model):
+    return shipped_model
 
 
 def _eval_shifted(model, out, *extra):
