@@ -9,6 +9,7 @@ Layout (for the default 1x3x272x480 input)::
     enc3                                  -> 1/8   (48)
     enc4                                  -> 1/16  (96)
     bottom                                -> 1/32  (128)
+    context (optional) global average -> 1x1 conv -> ReLU -> 1x1 conv, added back  1/32
     dec4..dec1: bilinear x2, concat skip, 2x [3x3 conv]   back to 1/2
     head   1x1 conv -> 2 logits at 1/2, bilinear x2 to the input size
 
@@ -22,6 +23,14 @@ conv + BatchNorm + ReLU block (``stem``, ``enc1``, ``enc2.0``, ``enc2.1``, ...,
 ``bottom.1``, ``dec4.conv.0``, ..., ``dec1.conv.1``; see :func:`default_channels`): a
 channel-pruned UNet (``python -m freespace_seg prune``). Every consumer of a block (the next
 block, the skip concatenation into the decoder, the head) takes its input width from it.
+
+``context=True`` adds a global-context branch at the bottleneck (as in ParseNet): the
+bottom features are averaged over the whole image, passed through a small two-layer 1x1
+MLP and added to every position. A 3x3 convolution at 1/32 sees about 200 input pixels;
+the branch lets every pixel's decision depend on the whole frame (is there any floor in
+view at all?), the cue missing when a wall or a box face fills the view. Its last layer
+starts at zero, so a model without the branch loads into one with it unchanged
+(:func:`load_weights`). It exports as GlobalAveragePool, two Conv, Relu and Add.
 """
 
 import torch
@@ -75,6 +84,27 @@ class _Up(nn.Module):
         return self.conv(torch.cat([x, skip], dim=1))
 
 
+class _Context(nn.Module):
+    """Global average pool, 1x1 conv, ReLU, 1x1 conv (zero-initialised), added to the input."""
+
+    def __init__(self, channels, hidden=None):
+        super().__init__()
+        hidden = max(1, channels // 2) if hidden is None else int(hidden)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(channels, hidden, 1)
+        self.fc2 = nn.Conv2d(hidden, channels, 1)
+
+    def zero_(self):
+        """Make the branch add nothing (its output layer all zeros)."""
+        nn.init.zeros_(self.fc2.weight)
+        nn.init.zeros_(self.fc2.bias)
+        return self
+
+    def forward(self, x):
+        """Return ``x`` plus the global term, broadcast over every position."""
+        return x + self.fc2(F.relu(self.fc1(self.pool(x))))
+
+
 class FreespaceUNet(nn.Module):
     """
     Four-level UNet; ``widths`` are the channels at 1/2, 1/4, 1/8, 1/16 and 1/32.
@@ -83,7 +113,7 @@ class FreespaceUNet(nn.Module):
     single blocks; ``self.channels`` holds the output channels of every block.
     """
 
-    def __init__(self, num_classes=2, widths=DEFAULT_WIDTHS, channels=None):
+    def __init__(self, num_classes=2, widths=DEFAULT_WIDTHS, channels=None, context=False):
         super().__init__()
         if len(widths) != 5:
             raise ValueError(f'widths must have 5 entries, got {widths!r}')
@@ -108,7 +138,10 @@ class FreespaceUNet(nn.Module):
         self.dec2 = _Up(c['dec3.conv.1'], c['enc2.1'], c['dec2.conv.1'], c['dec2.conv.0'])
         self.dec1 = _Up(c['dec2.conv.1'], c['enc1'], c['dec1.conv.1'], c['dec1.conv.0'])
         self.head = nn.Conv2d(c['dec1.conv.1'], self.num_classes, 1)
+        self.context = _Context(c['bottom.1']) if context else None
         self._init_weights()
+        if self.context is not None:
+            self.context.zero_()
 
     def _init_weights(self):
         for m in self.modules():
@@ -127,6 +160,8 @@ class FreespaceUNet(nn.Module):
         s3 = self.enc3(s2)
         s4 = self.enc4(s3)
         y = self.bottom(s4)
+        if self.context is not None:
+            y = self.context(y)
         y = self.dec4(y, s4)
         y = self.dec3(y, s3)
         y = self.dec2(y, s2)
@@ -135,9 +170,28 @@ class FreespaceUNet(nn.Module):
         return F.interpolate(y, size=x.shape[2:], mode='bilinear', align_corners=False)
 
 
-def build_model(num_classes=2, widths=DEFAULT_WIDTHS, channels=None):
+def build_model(num_classes=2, widths=DEFAULT_WIDTHS, channels=None, context=False):
     """Make a freshly initialised :class:`FreespaceUNet`."""
-    return FreespaceUNet(num_classes=num_classes, widths=widths, channels=channels)
+    return FreespaceUNet(num_classes=num_classes, widths=widths, channels=channels,
+                         context=context)
+
+
+def load_weights(model, state):
+    """
+    Load a state dict into ``model``; return the names of the parameters it did not hold.
+
+    A checkpoint without the context branch loads into a model with one: the branch keeps
+    its zero start, so the model computes what the checkpoint did. Anything else missing or
+    unexpected (other widths, a checkpoint with a branch into a model without) is an error.
+    """
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected:
+        raise ValueError(f'checkpoint has parameters the model lacks: {sorted(unexpected)[:4]} '
+                         '(trained with the context branch? add --context)')
+    other = [k for k in missing if not k.startswith('context.')]
+    if other:
+        raise ValueError(f'checkpoint lacks parameters of the model: {sorted(other)[:4]}')
+    return list(missing)
 
 
 def count_parameters(model):

@@ -39,7 +39,8 @@ from freespace_seg.training import data as datasets
 from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames,
                                              latency_key, measure_latency)
 from freespace_seg.training.export import export_and_verify
-from freespace_seg.training.model import build_model, count_parameters, DEFAULT_WIDTHS
+from freespace_seg.training.model import (
+    build_model, count_parameters, DEFAULT_WIDTHS, load_weights)
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -136,6 +137,9 @@ def add_arguments(parser):
         help='network input size (default: 480x272)')
     opt(tr, '--widths', type=_widths, default=DEFAULT_WIDTHS, metavar='C1,..,C5',
         help='UNet channels at 1/2..1/32 (default: %s)' % ','.join(map(str, DEFAULT_WIDTHS)))
+    opt(tr, '--context', action='store_true',
+        help='add a global-context branch at the bottleneck (whole-image average, 1x1 MLP, '
+             'added to every position); a checkpoint without it loads with --init')
     opt(tr, '--threads', type=int, default=2, help='torch threads (default: %(default)s)')
     opt(tr, '--val-every', type=int, default=250,
         help='score on the validation frames every this many steps (default: %(default)s)')
@@ -567,7 +571,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
             if work_dir:
                 os.makedirs(work_dir, exist_ok=True)
                 meta = dict(checkpoint_meta or {}, step=step, miou=miou,
-                            widths=list(model.widths))
+                            widths=list(model.widths), context=model.context is not None)
                 torch.save(dict(meta, model=model.state_dict()),
                            os.path.join(work_dir, 'last.pt'))
                 if better:
@@ -705,17 +709,23 @@ def run(args):
     steps = args.steps
     if args.epochs is not None:
         steps = max(1, int(math.ceil(args.epochs * train_x.shape[0] / args.batch_size)))
-    model = build_model(num_classes=len(CLASS_NAMES), widths=args.widths)
+    model = build_model(num_classes=len(CLASS_NAMES), widths=args.widths, context=args.context)
     params = count_parameters(model)
     init = None
     if args.init:
         state = torch.load(args.init, map_location='cpu')
-        model.load_state_dict(state['model'] if 'model' in state else state)
+        try:
+            fresh = load_weights(model, state['model'] if 'model' in state else state)
+        except (ValueError, RuntimeError) as e:
+            raise SystemExit(f'train: --init {args.init} does not fit this model: {e}')
         init = {'checkpoint': args.init, 'step': state.get('step'),
                 'val_miou': state.get('miou'), 'command': state.get('command')}
-        print(f'train: initialised from {args.init}', flush=True)
-    print(f'train: UNet widths {list(args.widths)}, {params} parameters, {steps} steps of '
-          f'{args.batch_size}', flush=True)
+        print(f'train: initialised from {args.init}'
+              + (f' ({len(fresh)} context-branch tensors start at zero)' if fresh else ''),
+              flush=True)
+    print(f'train: UNet widths {list(args.widths)}'
+          + (' with the global-context branch' if args.context else '')
+          + f', {params} parameters, {steps} steps of {args.batch_size}', flush=True)
 
     t_train = time.perf_counter()
     history = train_model(
@@ -747,6 +757,7 @@ def run(args):
         'batch_size': args.batch_size,
         'input_size': [width, height],
         'params': params,
+        'context_branch': bool(args.context),
         'wall_time_s': None,
         'train_time_s': round(train_time, 1),
         'command': command if not init or not init['command']
