@@ -391,7 +391,7 @@ def auto_layers(model, limit=AUTO_LAYERS):
     ``DequantizeLinear`` are then picked). Blocks are named by the first part of the tensor
     name (``/enc2/enc2.1/...`` is in ``enc2``). Every encoder block is kept (``stem``,
     ``enc1`` ... ``bottom``), of the decoder blocks (``dec*``, ``up*``) only the last one, at
-    most ``limit`` layers in all.
+    most ``limit`` layers in all. The global-context branch (1x1 maps) is left out.
     """
     last = {}
     for node in model.graph.node:
@@ -402,6 +402,8 @@ def auto_layers(model, limit=AUTO_LAYERS):
             continue
         parts = [p for p in name.split('/') if p]
         block = parts[0] if len(parts) > 1 else name
+        if block == 'context':
+            continue  # the global-context branch: 1x1 maps, nothing to look at
         last.pop(block, None)  # keep the block where it last appears
         last[block] = name
     encoder = [n for b, n in last.items() if not b.lower().startswith(('dec', 'up'))]

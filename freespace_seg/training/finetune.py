@@ -176,7 +176,8 @@ def rebuild_torch_model(onnx_path):
     Rebuild the torch UNet (BatchNorm folded, see the module docstring) from an ONNX file.
 
     The widths are read from the weights (output channels of the five stride-2 convolutions),
-    the class count from the last one. Returns a :class:`FrozenBatchNormUNet` in eval mode.
+    the class count from the last one; a GlobalAveragePool means the global-context branch
+    (``train --context``). Returns a :class:`FrozenBatchNormUNet` in eval mode.
     """
     import onnx
 
@@ -194,7 +195,10 @@ def rebuild_torch_model(onnx_path):
         raise FinetuneError(f'{onnx_path}: expected the 4-level UNet of this package (5 '
                             f'stride-2 convolutions), found {len(strided)}')
     num_classes = convs[-1][1].shape[0]
-    model = FrozenBatchNormUNet(num_classes=num_classes, widths=tuple(strided))
+    context = any(n.op_type == 'GlobalAveragePool' for n in proto.graph.node)
+    hidden = [w.shape[0] for n, w, _ in convs if onnx_module_path(n.name) == 'context.fc1']
+    context = hidden[0] if context and hidden else context
+    model = FrozenBatchNormUNet(num_classes=num_classes, widths=tuple(strided), context=context)
 
     modules = list(model.named_modules())
     torch_convs = {}

@@ -109,6 +109,9 @@ class FreespaceUNet(nn.Module):
     """
     Four-level UNet; ``widths`` are the channels at 1/2, 1/4, 1/8, 1/16 and 1/32.
 
+    ``context``: False, True (the global-context branch, hidden width half the bottom's) or
+    the branch's hidden width.
+
     ``channels`` ({block name: output channels}, see :func:`default_channels`) overrides
     single blocks; ``self.channels`` holds the output channels of every block.
     """
@@ -133,12 +136,15 @@ class FreespaceUNet(nn.Module):
         self.enc3 = _Down(c['enc2.1'], c['enc3.1'], c['enc3.0'])
         self.enc4 = _Down(c['enc3.1'], c['enc4.1'], c['enc4.0'])
         self.bottom = _Down(c['enc4.1'], c['bottom.1'], c['bottom.0'])
+        # Before the decoder, so that the modules are in the order of the exported graph.
+        self.context = None
+        if context:
+            self.context = _Context(c['bottom.1'], None if context is True else int(context))
         self.dec4 = _Up(c['bottom.1'], c['enc4.1'], c['dec4.conv.1'], c['dec4.conv.0'])
         self.dec3 = _Up(c['dec4.conv.1'], c['enc3.1'], c['dec3.conv.1'], c['dec3.conv.0'])
         self.dec2 = _Up(c['dec3.conv.1'], c['enc2.1'], c['dec2.conv.1'], c['dec2.conv.0'])
         self.dec1 = _Up(c['dec2.conv.1'], c['enc1'], c['dec1.conv.1'], c['dec1.conv.0'])
         self.head = nn.Conv2d(c['dec1.conv.1'], self.num_classes, 1)
-        self.context = _Context(c['bottom.1']) if context else None
         self._init_weights()
         if self.context is not None:
             self.context.zero_()

@@ -199,8 +199,10 @@ def prune_channels(model, keep):
                              f'[0, {old[name]}), got {idx.tolist()}')
         keep[name] = torch.sort(idx).values
         new_channels[name] = idx.numel()
+    context = getattr(model, 'context', None)
     pruned = type(model)(num_classes=model.num_classes, widths=model.widths,
-                         channels=new_channels)
+                         channels=new_channels,
+                         context=False if context is None else context.fc1.out_channels)
     with torch.no_grad():
         for name in BLOCKS:
             conv, bn = _block(model, name)
@@ -219,6 +221,13 @@ def prune_channels(model, keep):
         in_idx = _input_index('head', keep, old)
         pruned.head.weight.copy_(model.head.weight[:, in_idx])
         pruned.head.bias.copy_(model.head.bias)
+        if context is not None:
+            # The branch reads and writes the bottom block's channels: it follows their cut.
+            idx = keep.get('bottom.1', torch.arange(old['bottom.1']))
+            pruned.context.fc1.weight.copy_(context.fc1.weight[:, idx])
+            pruned.context.fc1.bias.copy_(context.fc1.bias)
+            pruned.context.fc2.weight.copy_(context.fc2.weight[idx])
+            pruned.context.fc2.bias.copy_(context.fc2.bias[idx])
     for m_old, m_new in zip(model.modules(), pruned.modules()):
         for p_old, p_new in zip(m_old.parameters(recurse=False),
                                 m_new.parameters(recurse=False)):

@@ -658,7 +658,9 @@ def build_card(name, onnx_name, width, height, training, evaluation, latency, da
         'name': name,
         'description': (
             'Small UNet (4 levels, 3x3 conv + BatchNorm + ReLU, bilinear upsampling, '
-            'logits at 1/2 resolution upsampled to the input) that labels every pixel of an '
+            'logits at 1/2 resolution upsampled to the input'
+            + (', a global-context branch at the bottleneck' if training.get('context_branch')
+               else '') + ') that labels every pixel of an '
             'RGB camera image as free floor or blocked, for a small indoor robot. Trained '
             'with torch on the CPU only on procedurally rendered, domain-randomized synthetic '
             'images (freespace_seg.synthetic, with CC0 / public-domain photos as textures on '
