@@ -54,6 +54,26 @@ UINT32_MAX = 2 ** 32 - 1
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 NATIVE_BIG = sys.byteorder == 'big'
 
+
+@pytest.fixture(scope='module', autouse=True)
+def opencv_temp_dir(tmp_path_factory):
+    """
+    Keep OpenCV's temporary files out of /tmp.
+
+    Its JPEG 2000 encoder goes through a temporary file and leaves it behind when the encode
+    fails (tiny images do): 31 files in /tmp on every run of this module before this fixture.
+    OpenCV reads OPENCV_TEMP_PATH on every call, so a folder of pytest's takes them.
+    """
+    folder = tmp_path_factory.mktemp('opencv_temp')
+    before = os.environ.get('OPENCV_TEMP_PATH')
+    os.environ['OPENCV_TEMP_PATH'] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop('OPENCV_TEMP_PATH', None)
+    else:
+        os.environ['OPENCV_TEMP_PATH'] = before
+
+
 settings.register_profile(
     'freespace_fuzz', derandomize=True, database=None, deadline=None, print_blob=True,
     max_examples=int(os.environ.get('FREESPACE_FUZZ_EXAMPLES', '250')),
