@@ -180,14 +180,19 @@ def rendered_frames(num, seed, width, height, style='default', without=(), camer
     without). ``camera`` overrides the config's ``camera_height`` and ``camera_pitch`` ranges
     (a dict; the room, obstacles and looks of frame ``i`` stay the same, only the pose moves).
     """
+    for frame in rendered_samples(num, seed, width, height, style, without, camera):
+        yield np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8)
+
+
+def rendered_samples(num, seed, width, height, style='default', without=(), camera=None):
+    """Yield the :class:`~freespace_seg.synthetic.Frame` objects of :func:`rendered_frames`."""
     from freespace_seg.synthetic import default_intrinsics, random_sample, RandomizationConfig
 
     config = RandomizationConfig(style=style, **dict(camera or {})).without(*without)
     intrinsics = default_intrinsics(width=int(width), height=int(height))
     for seq in frame_seeds(num, seed):
-        frame = random_sample(np.random.default_rng(seq), intrinsics=intrinsics,
-                              randomization=config)
-        yield np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8)
+        yield random_sample(np.random.default_rng(seq), intrinsics=intrinsics,
+                            randomization=config)
 
 
 def letterbox_pair(rgb, mask, width, height, pad_value=0, mode='letterbox'):

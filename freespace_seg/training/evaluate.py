@@ -80,6 +80,11 @@ def add_arguments(parser):
                           'ground truth rule; scored as evaluation.synthetic_shifted) '
                           '(default: %(default)s)')
     add_camera_arguments(src.add_argument)
+    src.add_argument('--by-surface', action='store_true',
+                     help='with --render: also break the errors down by what each pixel shows '
+                          '(floor, wall, ceiling, the top and the sides of each kind of '
+                          'obstacle): an "Errors by surface" table in the report and '
+                          '"surfaces" in metrics.json')
     src.add_argument('--width', type=int, default=480,
                      help='width of rendered frames (default: %(default)s)')
     src.add_argument('--height', type=int, default=270,
@@ -186,14 +191,18 @@ class CaseCollector:
                 'images': len(self.scores)}
 
 
-def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', cases=None):
+def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', cases=None,
+                    surfaces=None):
     """
     Segment (rgb, mask) frames with the ONNX pipeline and score them.
 
     Returns ``(summary, seconds_per_image)`` where ``summary`` is
     :func:`freespace_seg.metrics.summarize` of the accumulated confusion matrix plus
     ``images``. With a :class:`CaseCollector` as ``cases``, every image's own mIoU is
-    offered to it (the timing covers the pipeline only).
+    offered to it (the timing covers the pipeline only). With a
+    :class:`~freespace_seg.training.surfaces.SurfaceErrors` as ``surfaces``, the frames are
+    (rgb, mask, (codes, names)) triples (see :func:`surface_frames`) and every prediction
+    is added to it as well.
     """
     from freespace_seg.pipeline import SegmentationPipeline
     from freespace_seg.progress import progress
@@ -202,10 +211,15 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     names = list(pipe.card.class_names)
     acc = metrics.ConfusionAccumulator(len(names))
     seconds = 0.0
-    for index, (rgb, label) in enumerate(progress(frames, total=total, desc=desc)):
+    for index, item in enumerate(progress(frames, total=total, desc=desc)):
+        rgb, label = item[0], item[1]
         t0 = time.perf_counter()
         pred = pipe.segment(rgb)
         seconds += time.perf_counter() - t0
+        if surfaces is not None:
+            codes, surface_names = item[2]
+            surfaces.add(pred, label, codes, surface_names, free_ids=pipe.card.free_space,
+                         ignore_index=acc.ignore_index)
         if cases is None:
             acc.update(pred, label)
             continue
@@ -619,6 +633,9 @@ def markdown_report(result):
         lines += ['', f'Bare model latency (ONNX Runtime CPU, {lat["threads"]} threads, input '
                   f'{lat["shape"]}): median {lat["median"]} ms, p90 {lat["p90"]} ms; '
                   f'whole pipeline {result["pipeline_ms_per_image"]} ms per image.']
+    if result.get('surfaces'):
+        from freespace_seg.training.surfaces import markdown as surfaces_markdown
+        lines += ['', surfaces_markdown(result['surfaces']).rstrip('\n')]
     lines += _figures_markdown(result)
     return '\n'.join(lines) + '\n'
 
@@ -742,6 +759,15 @@ def user_frames(pairs, free_id=1, blocked_id=0):
         yield read_user_pair(image_path, mask_path, free_id, blocked_id)
 
 
+def surface_frames(samples):
+    """Yield (rgb, mask, (codes, names)) for rendered frames (see :mod:`.surfaces`)."""
+    from freespace_seg.training.surfaces import surface_map
+
+    for frame in samples:
+        yield (np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8),
+               surface_map(frame))
+
+
 def _source(args, card=None):
     given = [args.data is not None, args.render is not None,
              getattr(args, 'images', None) is not None]
@@ -753,6 +779,9 @@ def _source(args, card=None):
         raise SystemExit('eval: --without only applies to --render N')
     if args.render is None and camera_overrides(args):
         raise SystemExit('eval: --camera-height and --camera-pitch only apply to --render N')
+    if args.render is None and getattr(args, 'by_surface', False):
+        raise SystemExit('eval: --by-surface only applies to --render N (only rendered frames '
+                         'know what each pixel shows)')
     if args.data is not None:
         meta = datasets.read_meta(args.data)
         total = datasets.count_frames(args.data, args.split, args.limit)
@@ -788,8 +817,12 @@ def _source(args, card=None):
     except ValueError as e:
         raise SystemExit(f'eval: --without: {e}')
     camera = camera_overrides(args)
-    frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style,
-                                      without=without, camera=camera)
+    if getattr(args, 'by_surface', False):
+        frames = surface_frames(datasets.rendered_samples(
+            n, args.seed, args.width, args.height, style=style, without=without, camera=camera))
+    else:
+        frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style,
+                                          without=without, camera=camera)
     desc = (f'{n} frames rendered on the fly by freespace_seg.synthetic at '
             f'{args.width}x{args.height}, seed {args.seed}, renderer source '
             f'{datasets.renderer_fingerprint()}')
@@ -839,7 +872,12 @@ def run(args):
     cases = None
     if figures_k > 0 or layer_names:
         cases = CaseCollector(figures_k, keep_first=bool(layer_names), names=names)
-    summary, sec = evaluate_frames(args.model, frames, total, args.threads, cases=cases)
+    surfaces = None
+    if getattr(args, 'by_surface', False):
+        from freespace_seg.training.surfaces import SurfaceErrors
+        surfaces = SurfaceErrors()
+    summary, sec = evaluate_frames(args.model, frames, total, args.threads, cases=cases,
+                                   surfaces=surfaces)
     result = {
         'model': args.model,
         'model_name': card.name,
@@ -851,6 +889,8 @@ def run(args):
         'pipeline_ms_per_image': round(sec * 1000.0, 2),
         'metrics': summary,
     }
+    if surfaces is not None:
+        result['surfaces'] = surfaces.summary()
     if figures_k > 0:
         result['figures'] = dict(write_case_figures(cases, card, out_dir), k=figures_k,
                                  per_image_miou=cases.stats(), legend=ERROR_LEGEND)
