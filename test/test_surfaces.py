@@ -6,7 +6,7 @@ import json
 from freespace_seg import cli, metrics
 from freespace_seg.synthetic import Box, default_intrinsics, default_mount, render, Scene
 from freespace_seg.synthetic.render import camera_in_world
-from freespace_seg.training.surfaces import (markdown, surface_map, SurfaceError,
+from freespace_seg.training.surfaces import (markdown, surface_kind, surface_map, SurfaceError,
                                              SurfaceErrors)
 import numpy as np
 import pytest
@@ -71,7 +71,12 @@ def test_surface_errors_count_like_the_confusion_matrix():
     assert errors.miou(right=['box side']) == pytest.approx(
         metrics.mean_iou(metrics.confusion_matrix(fixed, label, 2, 255)))
     summary = errors.summary()
-    assert summary['miou_if_right'] == {'box': round(errors.miou(right=['box side']), 4)}
+    assert summary['miou_if_right'] == {
+        'box': round(errors.miou(right=['box side']), 4),
+        'floor': round(errors.miou(right=['floor']), 4),
+        'wall': round(errors.miou(right=['wall']), 4)}
+    assert surface_kind('step top') == 'step' and surface_kind('wall') == 'wall'
+    assert errors.miou(right=['floor', 'wall', 'box side']) == 1.0
     text = markdown(summary)
     assert '| box side | blocked | 28.57 % | 2 | 50.0 % | 33.3 % |' in text
     with pytest.raises(ValueError, match='shapes differ'):

@@ -12,9 +12,9 @@ wrong when called blocked, any other pixel when called free (the ground-truth ru
 
 :class:`SurfaceErrors` adds these up over many frames: per surface, its share of the pixels,
 the share of its pixels called wrong, and its share of all wrong pixels, plus the mIoU the
-model would reach if the pixels of some surfaces were all right
-(:meth:`SurfaceErrors.miou`). ``python -m freespace_seg eval --render N --by-surface``
-writes that table into its report.
+model would reach if the pixels of one kind of surface were all right
+(:meth:`SurfaceErrors.miou`; only kinds with wrong pixels are listed).
+``python -m freespace_seg eval --render N --by-surface`` writes that table into its report.
 
 This lives outside :mod:`freespace_seg.synthetic` on purpose: the render caches are keyed by
 a hash of that package's source.
@@ -77,6 +77,11 @@ def surface_map(frame):
     return codes, names
 
 
+def surface_kind(name):
+    """Return the kind of a surface name: ``'step'`` for ``'step top'``, else the name."""
+    return name.rsplit(' ', 1)[0] if name.endswith((' top', ' side')) else name
+
+
 class SurfaceErrors:
     """Pixels and wrong pixels per surface name, added up over frames."""
 
@@ -118,6 +123,10 @@ class SurfaceErrors:
                 ious.append(good / union)
         return float(np.mean(ious)) if ious else float('nan')
 
+    def wrong_in(self, names):
+        """Return the number of wrong pixels on these surfaces."""
+        return sum(self.wrong[n] for n in names)
+
     def rows(self):
         """Return one dict per surface, most wrong pixels first."""
         total = sum(self.pixels.values())
@@ -137,13 +146,11 @@ class SurfaceErrors:
 
     def summary(self):
         """Return a JSON-able dict: the rows, pixel totals and what-if mIoUs by label."""
-        labels = sorted({s.rsplit(' ', 1)[0] for s in self.pixels
-                         if s.endswith((' top', ' side'))})
-        what_if = {}
-        for label in labels:
-            faces = [s for s in self.pixels if s.rsplit(' ', 1)[0] == label
-                     and s.endswith((' top', ' side'))]
-            what_if[label] = round(self.miou(right=faces), 4)
+        groups = defaultdict(list)  # an obstacle kind's top and sides together
+        for name in self.pixels:
+            groups[surface_kind(name)].append(name)
+        what_if = {kind: round(self.miou(right=names), 4)
+                   for kind, names in sorted(groups.items()) if self.wrong_in(names)}
         return {
             'images': self.images,
             'pixels': int(sum(self.pixels.values())),
@@ -175,8 +182,8 @@ def markdown(summary, limit=12):
         lines.append(f'| {len(rest)} more | | {100 * sum(r["pixel_share"] for r in rest):.2f} % '
                      f'| | | {100 * sum(r["share_of_errors"] for r in rest):.1f} % |')
     if summary['miou_if_right']:
-        lines += ['', f'mIoU {summary["miou"]:.4f}; with every pixel of one kind of obstacle '
-                  'right: ' + ', '.join(
+        lines += ['', f'mIoU {summary["miou"]:.4f}; with every pixel of one kind of surface '
+                  '(an obstacle kind: its top and sides) right: ' + ', '.join(
                       f'{k} {v:.4f}' for k, v in sorted(summary['miou_if_right'].items(),
                                                         key=lambda kv: -kv[1]))]
     return '\n'.join(lines) + '\n'
