@@ -181,7 +181,12 @@ def rendered_frames(num, seed, width, height, style='default', without=(), camer
     (a dict; the room, obstacles and looks of frame ``i`` stay the same, only the pose moves).
     """
     for frame in rendered_samples(num, seed, width, height, style, without, camera):
-        yield np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8)
+        yield frame_arrays(frame)
+
+
+def frame_arrays(frame):
+    """Return (rgb, mask) of a rendered frame as contiguous uint8 arrays."""
+    return np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8)
 
 
 def rendered_samples(num, seed, width, height, style='default', without=(), camera=None):

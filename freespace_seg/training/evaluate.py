@@ -764,8 +764,7 @@ def surface_frames(samples):
     from freespace_seg.training.surfaces import surface_map
 
     for frame in samples:
-        yield (np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8),
-               surface_map(frame))
+        yield datasets.frame_arrays(frame) + (surface_map(frame),)
 
 
 def _source(args, card=None):

@@ -98,15 +98,15 @@ class SurfaceErrors:
             raise ValueError(f'shapes differ: prediction {pred.shape}, label {label.shape}, '
                              f'surfaces {codes.shape}')
         scored = label != ignore_index
-        called_free = np.isin(pred, free_ids)
-        for code in np.unique(codes[scored]):
-            name = names[int(code)]
-            sel = scored & (codes == code)
-            n = int(sel.sum())
-            wrong = ~called_free[sel] if name in FREE_SURFACES else called_free[sel]
-            self.pixels[name] += n
-            self.wrong[name] += int(wrong.sum())
-            self.frames[name] += 1
+        free_surface = np.array([n in FREE_SURFACES for n in names])
+        # A pixel is wrong when "called free" differs from "its surface is free".
+        wrong = np.isin(pred, free_ids) != free_surface[codes]
+        pixels = np.bincount(codes[scored], minlength=len(names))
+        wrong = np.bincount(codes[scored & wrong], minlength=len(names))
+        for code in np.flatnonzero(pixels):
+            self.pixels[names[code]] += int(pixels[code])
+            self.wrong[names[code]] += int(wrong[code])
+            self.frames[names[code]] += 1
         self.images += 1
 
     def miou(self, right=()):
