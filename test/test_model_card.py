@@ -2,6 +2,7 @@
 
 import copy
 import os
+import re
 
 from conftest import tiny_card
 from freespace_seg.model_card import (card_from_dict, card_path_for_model, load_card,
@@ -115,3 +116,29 @@ def test_shipped_cards_state_their_camera_ranges():
             pytest.skip(f'shipped card missing: {path}')
         assert load_card(path).camera_ranges == {'camera_height': (0.1, 0.5),
                                                  'camera_pitch': (0.0, 0.6)}
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_shipped_cards_reproduce_from_the_repository():
+    """The training commands name paths inside a clone, not on the machine that trained."""
+    for name in ('freespace_unet.yaml', 'freespace_unet_int8.yaml'):
+        path = os.path.join(os.path.dirname(__file__), '..', 'models', name)
+        if not os.path.isfile(path):
+            pytest.skip(f'shipped card missing: {path}')
+        training = load_card(path).raw['training']
+        assert 'python -m freespace_seg train' in training['command']
+        for text in _strings(training):
+            for option in ('--init', '--out', '--work-dir', '--render-cache'):
+                for value in re.findall(re.escape(option) + r'\s+(\S+)', text):
+                    assert not value.startswith('/'), f'{name}: {option} {value} is absolute'
+        assert not os.path.isabs(training['init']['checkpoint'])
