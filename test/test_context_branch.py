@@ -56,8 +56,11 @@ def test_checkpoints_that_do_not_fit_are_refused():
     with pytest.raises(ValueError, match='--context'):
         unet.load_weights(small(False), small(True).state_dict())
     other = unet.build_model(widths=(8, 8, 16, 16, 48), context=True)
-    with pytest.raises(RuntimeError, match='size mismatch'):
+    with pytest.raises(ValueError, match=r'in 2 blocks \(bottom.0 32 vs 48, bottom.1 32 vs 48\); '
+                       r'the model is wider everywhere.*train --widen'):
         unet.load_weights(other, small(False).state_dict())
+    with pytest.raises(ValueError, match=r'bottom.1 48 vs 32\)$'):
+        unet.load_weights(small(True), other.state_dict())
 
 
 def test_every_pixel_sees_the_whole_image_only_with_the_branch():

@@ -190,6 +190,19 @@ def load_weights(model, state):
     its zero start, so the model computes what the checkpoint did. Anything else missing or
     unexpected (other widths, a checkpoint with a branch into a model without) is an error.
     """
+    try:
+        old = checkpoint_channels(state)
+    except ValueError:
+        old = None   # not a UNet state dict at all: torch names what is wrong
+    if old is not None and old != model.channels:
+        differ = [f'{b} {old[b]} vs {model.channels[b]}' for b in BLOCKS
+                  if old[b] != model.channels[b]]
+        wider = all(old[b] <= model.channels[b] for b in BLOCKS)
+        raise ValueError(
+            f"checkpoint channels differ from the model's in {len(differ)} blocks ("
+            + ', '.join(differ[:3]) + (', ...' if len(differ) > 3 else '') + ')'
+            + ('; the model is wider everywhere, so the checkpoint can be widened '
+               '(train --widen)' if wider else ''))
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected:
         raise ValueError(f'checkpoint has parameters the model lacks: {sorted(unexpected)[:4]} '
@@ -198,6 +211,88 @@ def load_weights(model, state):
     if other:
         raise ValueError(f'checkpoint lacks parameters of the model: {sorted(other)[:4]}')
     return list(missing)
+
+
+#: decoder convolutions whose input is [upsampled features, skip]: (block, upsampled, skip)
+_CONCAT_INPUTS = {'dec4.conv.0': ('bottom.1', 'enc4.1'), 'dec3.conv.0': ('dec4.conv.1', 'enc3.1'),
+                  'dec2.conv.0': ('dec3.conv.1', 'enc2.1'), 'dec1.conv.0': ('dec2.conv.1', 'enc1')}
+#: the block whose output each block's convolution reads
+_INPUT_OF = dict(zip(BLOCKS[1:10], BLOCKS[:9]))
+_INPUT_OF.update({f'{d}.conv.1': f'{d}.conv.0' for d in ('dec4', 'dec3', 'dec2', 'dec1')})
+
+
+def checkpoint_channels(state):
+    """Return {block name: output channels} of a UNet checkpoint (a state dict)."""
+    try:
+        return {b: int(state[f'{b}.0.weight'].shape[0]) for b in BLOCKS}
+    except KeyError as e:
+        raise ValueError(f'not a FreespaceUNet checkpoint: no {e.args[0]}') from None
+
+
+def widen_weights(model, state):
+    """
+    Load the checkpoint of a narrower UNet into ``model`` (Net2Net-style widening).
+
+    Every old channel keeps its weights. The weights by which old channels read the new ones
+    start at zero, so the widened model computes exactly what the checkpoint did; the new
+    channels keep ``model``'s fresh initialisation and start to matter as training moves those
+    zeros. A checkpoint without the context branch leaves the branch at zero, as in
+    :func:`load_weights`. Returns {block: (old, new) channels} of the widened blocks; a
+    checkpoint wider than ``model`` anywhere is a ValueError (see ``prune`` for the reverse).
+    """
+    old = checkpoint_channels(state)
+    new = model.channels
+    narrower = sorted(b for b in BLOCKS if old[b] > new[b])
+    if narrower:
+        raise ValueError('checkpoint is wider than the model at '
+                         + ', '.join(f'{b} ({old[b]} > {new[b]})' for b in narrower))
+    has_branch = any(k.startswith('context.') for k in state)
+    if has_branch and model.context is None:
+        raise ValueError('checkpoint has the context branch, the model does not (add --context)')
+    if state['head.weight'].shape[0] != model.num_classes:
+        raise ValueError(f'checkpoint has {state["head.weight"].shape[0]} classes, '
+                         f'the model {model.num_classes}')
+    target = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def in_map(block):
+        """Old input column ranges -> new ones: [(old_start, new_start, count)]."""
+        if block == 'stem':
+            return [(0, 0, 3)]
+        if block in _CONCAT_INPUTS:
+            up, skip = _CONCAT_INPUTS[block]
+            return [(0, 0, old[up]), (old[up], new[up], old[skip])]
+        if block == 'head':
+            return [(0, 0, old['dec1.conv.1'])]
+        return [(0, 0, old[_INPUT_OF[block]])]
+
+    def put_conv(key, columns, old_rows):
+        """Old output rows: the old weights at their new input columns, zero elsewhere."""
+        w, o = target[key], state[key]
+        w[:old_rows] = 0
+        for a, b, n in columns:
+            w[:old_rows, b:b + n] = o[:, a:a + n]
+
+    for block in BLOCKS + ('head',):
+        rows = model.num_classes if block == 'head' else old[block]
+        key = 'head.weight' if block == 'head' else f'{block}.0.weight'
+        put_conv(key, in_map(block), rows)
+        if block == 'head':
+            target['head.bias'] = state['head.bias'].clone()
+            continue
+        for name in ('weight', 'bias', 'running_mean', 'running_var'):
+            target[f'{block}.1.{name}'][:rows] = state[f'{block}.1.{name}']
+        target[f'{block}.1.num_batches_tracked'] = state[f'{block}.1.num_batches_tracked'].clone()
+    if has_branch:
+        hidden = int(state['context.fc1.weight'].shape[0])
+        if hidden > model.context.fc1.weight.shape[0]:
+            raise ValueError(f'checkpoint context branch is wider ({hidden} hidden channels)')
+        bottom = old['bottom.1']
+        put_conv('context.fc1.weight', [(0, 0, bottom)], hidden)
+        target['context.fc1.bias'][:hidden] = state['context.fc1.bias']
+        put_conv('context.fc2.weight', [(0, 0, hidden)], bottom)
+        target['context.fc2.bias'][:bottom] = state['context.fc2.bias']
+    model.load_state_dict(target)
+    return {b: (old[b], new[b]) for b in BLOCKS if old[b] != new[b]}
 
 
 def count_parameters(model):

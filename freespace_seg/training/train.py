@@ -40,7 +40,7 @@ from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_fr
                                              latency_key, measure_latency)
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.model import (
-    build_model, count_parameters, DEFAULT_WIDTHS, load_weights)
+    build_model, count_parameters, DEFAULT_WIDTHS, load_weights, widen_weights)
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -140,6 +140,10 @@ def add_arguments(parser):
     opt(tr, '--context', action='store_true',
         help='add a global-context branch at the bottleneck (whole-image average, 1x1 MLP, '
              'added to every position); a checkpoint without it loads with --init')
+    opt(tr, '--widen', action='store_true',
+        help='with --init: the checkpoint may be narrower than --widths; its channels are '
+             'copied and the new ones start so that the model computes what the checkpoint '
+             'did (Net2Net-style), then training uses them')
     opt(tr, '--threads', type=int, default=2, help='torch threads (default: %(default)s)')
     opt(tr, '--val-every', type=int, default=250,
         help='score on the validation frames every this many steps (default: %(default)s)')
@@ -716,15 +720,25 @@ def run(args):
     init = None
     if args.init:
         state = torch.load(args.init, map_location='cpu')
+        weights = state['model'] if 'model' in state else state
+        widened = None
         try:
-            fresh = load_weights(model, state['model'] if 'model' in state else state)
+            if args.widen:
+                widened = widen_weights(model, weights)
+                fresh = []
+            else:
+                fresh = load_weights(model, weights)
         except (ValueError, RuntimeError) as e:
             raise SystemExit(f'train: --init {args.init} does not fit this model: {e}')
         init = {'checkpoint': args.init, 'step': state.get('step'),
                 'val_miou': state.get('miou'), 'command': state.get('command')}
+        if widened is not None:
+            init['widened_from'] = list(state.get('widths') or [])
+            init['widened_blocks'] = {b: list(c) for b, c in widened.items()}
         print(f'train: initialised from {args.init}'
-              + (f' ({len(fresh)} context-branch tensors start at zero)' if fresh else ''),
-              flush=True)
+              + (f' ({len(fresh)} context-branch tensors start at zero)' if fresh else '')
+              + (f', widened in {len(widened)} blocks (new channels start silent)'
+                 if widened else ''), flush=True)
     print(f'train: UNet widths {list(args.widths)}'
           + (' with the global-context branch' if args.context else '')
           + f', {params} parameters, {steps} steps of {args.batch_size}', flush=True)
