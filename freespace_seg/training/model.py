@@ -43,6 +43,22 @@ BLOCKS = ('stem', 'enc1', 'enc2.0', 'enc2.1', 'enc3.0', 'enc3.1', 'enc4.0', 'enc
           'bottom.0', 'bottom.1', 'dec4.conv.0', 'dec4.conv.1', 'dec3.conv.0', 'dec3.conv.1',
           'dec2.conv.0', 'dec2.conv.1', 'dec1.conv.0', 'dec1.conv.1')
 
+#: where each conv + BatchNorm + ReLU block (and the head) takes its input from, in order
+#: (a decoder's first conv reads the upsampled block, then the skip)
+INPUTS = {
+    'stem': (),
+    'enc1': ('stem',),
+    'enc2.0': ('enc1',), 'enc2.1': ('enc2.0',),
+    'enc3.0': ('enc2.1',), 'enc3.1': ('enc3.0',),
+    'enc4.0': ('enc3.1',), 'enc4.1': ('enc4.0',),
+    'bottom.0': ('enc4.1',), 'bottom.1': ('bottom.0',),
+    'dec4.conv.0': ('bottom.1', 'enc4.1'), 'dec4.conv.1': ('dec4.conv.0',),
+    'dec3.conv.0': ('dec4.conv.1', 'enc3.1'), 'dec3.conv.1': ('dec3.conv.0',),
+    'dec2.conv.0': ('dec3.conv.1', 'enc2.1'), 'dec2.conv.1': ('dec2.conv.0',),
+    'dec1.conv.0': ('dec2.conv.1', 'enc1'), 'dec1.conv.1': ('dec1.conv.0',),
+    'head': ('dec1.conv.1',),
+}
+
 
 def default_channels(widths=DEFAULT_WIDTHS):
     """Return {block name: output channels} of the UNet with the five level ``widths``."""
@@ -213,14 +229,6 @@ def load_weights(model, state):
     return list(missing)
 
 
-#: decoder convolutions whose input is [upsampled features, skip]: (block, upsampled, skip)
-_CONCAT_INPUTS = {'dec4.conv.0': ('bottom.1', 'enc4.1'), 'dec3.conv.0': ('dec4.conv.1', 'enc3.1'),
-                  'dec2.conv.0': ('dec3.conv.1', 'enc2.1'), 'dec1.conv.0': ('dec2.conv.1', 'enc1')}
-#: the block whose output each block's convolution reads
-_INPUT_OF = dict(zip(BLOCKS[1:10], BLOCKS[:9]))
-_INPUT_OF.update({f'{d}.conv.1': f'{d}.conv.0' for d in ('dec4', 'dec3', 'dec2', 'dec1')})
-
-
 def checkpoint_channels(state):
     """Return {block name: output channels} of a UNet checkpoint (a state dict)."""
     try:
@@ -242,10 +250,10 @@ def widen_weights(model, state):
     """
     old = checkpoint_channels(state)
     new = model.channels
-    narrower = sorted(b for b in BLOCKS if old[b] > new[b])
-    if narrower:
+    wider = sorted(b for b in BLOCKS if old[b] > new[b])
+    if wider:
         raise ValueError('checkpoint is wider than the model at '
-                         + ', '.join(f'{b} ({old[b]} > {new[b]})' for b in narrower))
+                         + ', '.join(f'{b} ({old[b]} > {new[b]})' for b in wider))
     has_branch = any(k.startswith('context.') for k in state)
     if has_branch and model.context is None:
         raise ValueError('checkpoint has the context branch, the model does not (add --context)')
@@ -256,14 +264,13 @@ def widen_weights(model, state):
 
     def in_map(block):
         """Old input column ranges -> new ones: [(old_start, new_start, count)]."""
-        if block == 'stem':
-            return [(0, 0, 3)]
-        if block in _CONCAT_INPUTS:
-            up, skip = _CONCAT_INPUTS[block]
-            return [(0, 0, old[up]), (old[up], new[up], old[skip])]
-        if block == 'head':
-            return [(0, 0, old['dec1.conv.1'])]
-        return [(0, 0, old[_INPUT_OF[block]])]
+        if not INPUTS[block]:
+            return [(0, 0, 3)]   # the stem reads the RGB image
+        ranges, at_old, at_new = [], 0, 0
+        for src in INPUTS[block]:
+            ranges.append((at_old, at_new, old[src]))
+            at_old, at_new = at_old + old[src], at_new + new[src]
+        return ranges
 
     def put_conv(key, columns, old_rows):
         """Old output rows: the old weights at their new input columns, zero elsewhere."""

@@ -74,25 +74,10 @@ from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_fr
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.finetune import (FinetuneError, freeze_batchnorm,
                                              rebuild_checked)
-from freespace_seg.training.model import BLOCKS, count_parameters
+from freespace_seg.training.model import BLOCKS, count_parameters, INPUTS
 import numpy as np
 import torch
 
-#: where each conv + BatchNorm + ReLU block (and the head) takes its input from, in order
-#: (a decoder's first conv reads the upsampled block, then the skip)
-INPUTS = {
-    'stem': (),
-    'enc1': ('stem',),
-    'enc2.0': ('enc1',), 'enc2.1': ('enc2.0',),
-    'enc3.0': ('enc2.1',), 'enc3.1': ('enc3.0',),
-    'enc4.0': ('enc3.1',), 'enc4.1': ('enc4.0',),
-    'bottom.0': ('enc4.1',), 'bottom.1': ('bottom.0',),
-    'dec4.conv.0': ('bottom.1', 'enc4.1'), 'dec4.conv.1': ('dec4.conv.0',),
-    'dec3.conv.0': ('dec4.conv.1', 'enc3.1'), 'dec3.conv.1': ('dec3.conv.0',),
-    'dec2.conv.0': ('dec3.conv.1', 'enc2.1'), 'dec2.conv.1': ('dec2.conv.0',),
-    'dec1.conv.0': ('dec2.conv.1', 'enc1'), 'dec1.conv.1': ('dec1.conv.0',),
-    'head': ('dec1.conv.1',),
-}
 #: blocks whose output feeds only the next convolution of the same block
 INNER = ('stem', 'enc2.0', 'enc3.0', 'enc4.0', 'bottom.0', 'dec4.conv.0', 'dec3.conv.0',
          'dec2.conv.0', 'dec1.conv.0')
