@@ -246,6 +246,60 @@ def rebuild_torch_model(onnx_path):
     return model.eval()
 
 
+@torch.no_grad()
+def unfold_batchnorm(model, inputs, batch_size=16):
+    """
+    Give the folded BatchNorm layers of a rebuilt model real statistics; return ``model``.
+
+    :func:`rebuild_torch_model` leaves each BatchNorm an identity normalization (running mean
+    0, variance 1 - eps) with the folded scale and shift. That is exact in eval mode, but a
+    BatchNorm that trains normalizes by the batch's statistics, which are nothing like 0 and
+    1, so plain training from such a model starts from a broken network. This measures the
+    per-channel mean and variance of every BatchNorm's input on ``inputs`` (normalized
+    (N, 3, H, W) float frames) and sets running mean mu, running variance var, scale
+    gamma * sqrt(var + eps) and shift beta + gamma * mu: the eval-mode output is unchanged
+    (up to float rounding) and a training batch drawn like ``inputs`` normalizes to about
+    what the model computed. One pass suffices, because no layer's output changes.
+    """
+    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    if not bns:
+        return model
+    if inputs.shape[0] == 0:
+        raise FinetuneError('unfold_batchnorm: no frames to measure BatchNorm statistics on')
+    stats = {id(m): [0.0, 0.0, 0] for m in bns}
+
+    def record(module, args):
+        z = args[0].detach().double().transpose(0, 1).reshape(module.num_features, -1)
+        entry = stats[id(module)]
+        entry[0] = entry[0] + z.sum(dim=1)
+        entry[1] = entry[1] + (z * z).sum(dim=1)
+        entry[2] += z.shape[1]
+
+    hooks = [m.register_forward_pre_hook(record) for m in bns]
+    was_training = model.training
+    model.eval()
+    try:
+        for i in range(0, inputs.shape[0], batch_size):
+            model(inputs[i:i + batch_size])
+    finally:
+        for h in hooks:
+            h.remove()
+    for m in bns:
+        s1, s2, n = stats[id(m)]
+        mean = s1 / n
+        var = (s2 / n - mean * mean).clamp(min=0.0)
+        # The current normalization divides by sqrt(running_var + eps); fold it in exactly.
+        old = (m.running_var.double() + m.eps).sqrt()
+        gamma = m.weight.double() / old
+        beta = m.bias.double() - gamma * m.running_mean.double()
+        m.running_mean.copy_(mean)
+        m.running_var.copy_(var)
+        m.weight.copy_(gamma * (var + m.eps).sqrt())
+        m.bias.copy_(beta + gamma * mean)
+    model.train(was_training)
+    return model
+
+
 # ---------------------------------------------------------------------------------------------
 # Scoring through the node's pipeline
 

@@ -116,7 +116,9 @@ def add_arguments(parser):
     opt(tr, '--low-res-batch-size', type=int,
         help='batch size of the half-resolution steps (default: twice --batch-size)')
     opt(tr, '--init', metavar='CHECKPOINT',
-        help='start from the weights of a best.pt/last.pt checkpoint instead of random ones')
+        help='start from the weights of a best.pt/last.pt checkpoint instead of random ones, '
+             'or of an ONNX model of this package (e.g. the shipped models/freespace_unet.onnx'
+             '; its BatchNorm statistics are re-measured on the training frames)')
     opt(tr, '--lr', type=float, default=4e-3,
         help='peak learning rate of the one-cycle schedule (default: %(default)s)')
     opt(tr, '--weight-decay', type=float, default=1e-4, help='AdamW (default: %(default)s)')
@@ -486,6 +488,58 @@ def per_frame_loss(logits, target):
         return (ce * valid).sum(dim=(1, 2)) / valid.sum(dim=(1, 2)).clamp_min(1.0)
 
 
+# Frames on which an ONNX --init model's BatchNorm statistics are measured.
+ONNX_INIT_FRAMES = 256
+
+
+def onnx_init_state(path, train_x, train_y, threads=2, frames=ONNX_INIT_FRAMES):
+    """
+    Rebuild the package's ONNX UNet in torch for ``--init MODEL.onnx``; return a checkpoint dict.
+
+    The exporter folds BatchNorm into the convolutions; :func:`finetune.unfold_batchnorm`
+    gives the layers back statistics measured on ``frames`` training frames (evenly spaced),
+    so that training with live BatchNorm starts from the model's function. The rebuilt model
+    is checked against ONNX Runtime (:data:`finetune.REBUILD_TOLERANCE`). ``command`` and
+    ``miou`` come from the model's card when it has one.
+    """
+    from freespace_seg.model_card import load_card, ModelCardError
+    from freespace_seg.training.export import compare_with_torch
+    from freespace_seg.training.finetune import (FinetuneError, REBUILD_TOLERANCE,
+                                                 rebuild_torch_model, unfold_batchnorm)
+
+    if not os.path.isfile(path):
+        raise SystemExit(f'train: --init {path}: no such file')
+    try:
+        rebuilt = rebuild_torch_model(path)
+    except FinetuneError as e:
+        raise SystemExit(f'train: --init {path}: {e}') from None
+    n = min(int(frames), train_x.shape[0])
+    idx = torch.from_numpy(np.linspace(0, train_x.shape[0] - 1, n).round().astype(np.int64))
+    x = normalize(train_x[idx].float() / 255.0, train_y[idx].long())
+    unfold_batchnorm(rebuilt, x)
+    # On two of those frames where the ONNX input has their size, else on random inputs.
+    import onnx
+    dims = [d.dim_value for d in onnx.load(path).graph.input[0].type.tensor_type.shape.dim]
+    probe = x[:2].numpy() if list(x.shape[2:]) == dims[2:] else None
+    diff = compare_with_torch(rebuilt, path, inputs=probe, threads=threads)
+    if not diff <= REBUILD_TOLERANCE:
+        raise SystemExit(f'train: --init {path}: the rebuilt torch model differs from ONNX '
+                         f'Runtime by {diff:.3g} (> {REBUILD_TOLERANCE:g})')
+    print(f'train: rebuilt the torch UNet of {path} (widths {list(rebuilt.widths)}), BatchNorm '
+          f'statistics from {n} training frames; max |logit diff| vs ONNX Runtime {diff:.2e}',
+          flush=True)
+    command = miou = None
+    try:
+        training = load_card(path).raw.get('training') or {}
+        command, miou = training.get('command'), training.get('best_val_miou')
+    except (ModelCardError, AttributeError):
+        pass
+    return {'model': rebuilt.state_dict(), 'widths': list(rebuilt.widths),
+            'context': rebuilt.context is not None, 'command': command, 'miou': miou,
+            'step': None, 'rebuild_max_abs_diff_vs_onnx': float(f'{diff:.3g}'),
+            'batchnorm_frames': n}
+
+
 def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batch_size=8,
                 lr=4e-3, weight_decay=1e-4, dice_weight=1.0, seed=0, augment_data=True,
                 val_every=250, patience=0, log_every=50, work_dir=None, log=print,
@@ -719,7 +773,10 @@ def run(args):
     params = count_parameters(model)
     init = None
     if args.init:
-        state = torch.load(args.init, map_location='cpu')
+        if args.init.lower().endswith('.onnx'):
+            state = onnx_init_state(args.init, train_x, train_y, threads=args.threads)
+        else:
+            state = torch.load(args.init, map_location='cpu')
         weights = state['model'] if 'model' in state else state
         widened = None
         try:
@@ -732,6 +789,9 @@ def run(args):
             raise SystemExit(f'train: --init {args.init} does not fit this model: {e}')
         init = {'checkpoint': args.init, 'step': state.get('step'),
                 'val_miou': state.get('miou'), 'command': state.get('command')}
+        if 'rebuild_max_abs_diff_vs_onnx' in state:
+            init['rebuilt_from_onnx'] = {
+                k: state[k] for k in ('rebuild_max_abs_diff_vs_onnx', 'batchnorm_frames')}
         if widened is not None:
             init['widened_from'] = list(state.get('widths') or [])
             init['widened_blocks'] = {b: list(c) for b, c in widened.items()}
