@@ -127,3 +127,9 @@ def test_train_init_refuses_an_onnx_model_that_is_not_the_unet(tmp_path):
             '--work-dir', str(tmp_path / 'w')]
     with pytest.raises(SystemExit, match=r'--init .*bad.onnx: cannot load ONNX model'):
         cli.main(argv)
+    # A missing file is refused before any frame is rendered.
+    argv[argv.index('--init') + 1] = str(tmp_path / 'missing.onnx')
+    cache = tmp_path / 'cache'
+    with pytest.raises(SystemExit, match=r'--init .*missing.onnx: no such file'):
+        cli.main(argv + ['--render-cache', str(cache)])
+    assert not cache.exists()

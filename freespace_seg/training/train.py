@@ -750,6 +750,9 @@ def build_card(name, onnx_name, width, height, training, evaluation, latency, da
 def run(args):
     """Train, export, verify, time and document a model; returns the exit code."""
     t_begin = time.perf_counter()
+    if args.init and not os.path.isfile(args.init):
+        # Before minutes of rendering, not after.
+        raise SystemExit(f'train: --init {args.init}: no such file')
     torch.set_num_threads(max(1, args.threads))
     seed_everything(args.seed)
     width, height = args.input_size
