@@ -160,6 +160,10 @@ class LatestSlot:
             self._cond.notify_all()
 
 
+#: Signals taken by the handler of :func:`stop_signals_via_keyboard_interrupt`.
+_SIGNALLED = []
+
+
 def stop_signals_via_keyboard_interrupt():
     """
     Make SIGINT and SIGTERM raise KeyboardInterrupt in the main thread instead of rclpy's.
@@ -169,7 +173,9 @@ def stop_signals_via_keyboard_interrupt():
     afterwards (a driver's final zero command would be lost), and destroying the node races
     with the shutdown. With this, the executor stops, :func:`spin_node` destroys the node while
     the context still works, then shuts rclpy down, all in the main thread and in that order.
-    A second signal during that cleanup is ignored. Only :func:`spin_node` (the nodes'
+    A second signal during that cleanup is ignored. The signal is also recorded, so that
+    :func:`spin_node` recognizes it when rclpy's C++ code turns the KeyboardInterrupt into
+    another exception. Only :func:`spin_node` (the nodes'
     ``main``) calls this: it changes process-wide signal handling.
     """
     from rclpy.signals import uninstall_signal_handlers
@@ -178,6 +184,7 @@ def stop_signals_via_keyboard_interrupt():
     def on_signal(signum, frame):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _SIGNALLED.append(signum)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_signal)
@@ -229,6 +236,12 @@ def spin_node(node_factory, args=None):
         code = 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        # A signal handled while rclpy's C++ code was converting a message (take_message)
+        # reaches us as pybind11's "Unable to convert call argument" RuntimeError instead of
+        # the KeyboardInterrupt: still a clean stop. Without a signal it is a real error.
+        if not _SIGNALLED:
+            raise
     finally:
         # A signal from here on is ignored (the handler disarms itself on the first one;
         # disarm here too for a cleanup that runs without one).
