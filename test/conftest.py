@@ -31,6 +31,39 @@ def torch_one_thread():
     torch.set_num_threads(before)
 
 
+def randomize_batchnorm(model, mean=0.5, var=(0.5, 2.0), affine=True):
+    """
+    Give every BatchNorm of a torch model statistics far from the identity; return ``model``.
+
+    Running mean uniform in [-mean, mean], running variance in ``var``; with ``affine`` also
+    scale in [0.5, 1.5] and shift in [-0.2, 0.2]. Draws from torch's global generator.
+    """
+    import torch
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-mean, mean)
+                m.running_var.uniform_(*var)
+                if affine:
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.2, 0.2)
+    return model
+
+
+def trained_looking(model, seed=0):
+    """Give a UNet the BatchNorm statistics and live context branch of a trained one."""
+    import torch
+
+    torch.manual_seed(seed)
+    randomize_batchnorm(model)
+    if model.context is not None:
+        with torch.no_grad():
+            torch.nn.init.normal_(model.context.fc2.weight, std=0.3)
+            torch.nn.init.normal_(model.context.fc2.bias, std=0.3)
+    return model.eval()
+
+
 def tiny_card(width, height, **overrides):
     """Return a valid model card dict for the tiny green-is-free model."""
     card = {

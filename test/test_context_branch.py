@@ -2,6 +2,7 @@
 
 import importlib
 
+from conftest import randomize_batchnorm
 from freespace_seg import cli
 from freespace_seg.model_card import load_card
 import numpy as np
@@ -26,12 +27,9 @@ BRANCH = ['context.fc1.bias', 'context.fc1.weight', 'context.fc2.bias', 'context
 def small(context, seed=0, live=False):
     """Return a small UNet in eval mode; ``live``: random (non-zero) branch output weights."""
     torch.manual_seed(seed)
-    model = unet.build_model(widths=WIDTHS, context=context)
+    model = randomize_batchnorm(unet.build_model(widths=WIDTHS, context=context), mean=0.1,
+                                var=(0.5, 1.5), affine=False)
     with torch.no_grad():
-        for m in model.modules():  # BatchNorm statistics that are not the identity
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.1, 0.1)
-                m.running_var.uniform_(0.5, 1.5)
         if context and live:
             torch.nn.init.normal_(model.context.fc2.weight, std=0.5)
             torch.nn.init.normal_(model.context.fc2.bias, std=0.5)

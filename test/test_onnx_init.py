@@ -2,6 +2,7 @@
 
 import importlib
 
+from conftest import trained_looking
 from freespace_seg import cli
 from freespace_seg.model_card import load_card
 import pytest
@@ -13,7 +14,6 @@ unet = importlib.import_module('freespace_seg.training.model')
 export = importlib.import_module('freespace_seg.training.export')
 finetune = importlib.import_module('freespace_seg.training.finetune')
 train = importlib.import_module('freespace_seg.training.train')
-trained_looking = importlib.import_module('test_widen').trained_looking  # a trained-like UNet
 
 pytestmark = pytest.mark.usefixtures('torch_one_thread')
 

@@ -6,6 +6,7 @@ import io
 import json
 import os
 
+from conftest import randomize_batchnorm
 import cv2
 from freespace_seg import cli
 from freespace_seg.model_card import load_card
@@ -35,15 +36,7 @@ pytestmark = pytest.mark.usefixtures('torch_one_thread')
 def base(tmp_path_factory):
     """Export a tiny FreespaceUNet with non-trivial BatchNorm at 64x48, with its card."""
     torch.manual_seed(0)
-    model = model_lib.build_model(widths=WIDTHS)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.2, 0.2)
-                m.running_var.uniform_(0.5, 2.0)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.2, 0.2)
-    model.eval()
+    model = randomize_batchnorm(model_lib.build_model(widths=WIDTHS), mean=0.2).eval()
     folder = tmp_path_factory.mktemp('base')
     path = str(folder / 'tinyunet.onnx')
     export.export_and_verify(model, path, BASE_W, BASE_H)

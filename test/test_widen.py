@@ -2,6 +2,7 @@
 
 import importlib
 
+from conftest import trained_looking
 from freespace_seg import cli
 from freespace_seg.model_card import load_card
 import pytest
@@ -15,22 +16,6 @@ pytestmark = pytest.mark.usefixtures('torch_one_thread')
 
 NARROW = (8, 8, 16, 16, 24)
 WIDE = (12, 16, 24, 32, 40)
-
-
-def trained_looking(model, seed=0):
-    """Give BatchNorm statistics and the context branch values a trained model would have."""
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2.0)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.2, 0.2)
-        if model.context is not None:
-            torch.nn.init.normal_(model.context.fc2.weight, std=0.3)
-            torch.nn.init.normal_(model.context.fc2.bias, std=0.3)
-    return model.eval()
 
 
 @pytest.mark.parametrize('narrow_branch, wide_branch',
