@@ -290,3 +290,99 @@ def test_train_and_eval_commands_on_rendered_frames(tmp_path):
     test_entry = card.raw['evaluation']['synthetic_test']
     assert test_entry['images'] == 3 and test_entry['split_seed'] == 99
     assert evaluate.latency_key(2, [1, 3, 48, 64]) in card.raw['latency_ms']
+
+
+def _tiny_resumable_run(tmp_path, name, tx, ty, vx, vy, **extra):
+    torch.manual_seed(0)
+    net = unet.build_model(widths=(8, 8, 16, 16, 32), context=True)
+    hist = train.train_model(net, tx, ty, vx, vy, steps=12, batch_size=4, lr=5e-3, seed=3,
+                             augment_data='strong', val_every=4, log_every=0,
+                             progress_bar=False, log=lambda m: None, hard_frames=0.5,
+                             work_dir=str(tmp_path / name), **extra)
+    return net, hist
+
+
+def test_interrupted_training_resumes_exactly_where_it_stopped(tmp_path):
+    tx, ty = toy_tensors(8)
+    vx, vy = toy_tensors(4, seed=1)
+    whole, h_whole = _tiny_resumable_run(tmp_path, 'whole', tx, ty, vx, vy)
+    assert not h_whole['interrupted'] and h_whole['resumed_after'] == []
+
+    # Stopped between two validations (4 and 8), so last.pt is written by the stop itself.
+    part, h_part = _tiny_resumable_run(tmp_path, 'part', tx, ty, vx, vy, stop_after=6)
+    assert h_part['interrupted'] and h_part['steps'] == 6 and len(h_part['loss']) == 6
+    state = torch.load(str(tmp_path / 'part' / 'last.pt'), map_location='cpu')
+    assert state['step'] == 6 and state['resume']['step'] == 6
+
+    # Whatever weights the new model starts with, the resume replaces them.
+    again, h_again = _tiny_resumable_run(tmp_path, 'part', tx, ty, vx, vy,
+                                         resume=state['resume'])
+    assert h_again['resumed_after'] == [6] and not h_again['interrupted']
+    # The same losses at every step (same batches, augmentation, optimizer and schedule) and
+    # the same final (best) weights as the run that never stopped.
+    assert h_again['loss'] == h_whole['loss']
+    assert h_again['best_step'] == h_whole['best_step']
+    assert [v['miou'] for v in h_again['val']] == [v['miou'] for v in h_whole['val']]
+    for key, value in whole.state_dict().items():
+        assert torch.equal(value, again.state_dict()[key]), key
+    # The model comes back in the usual memory order, ready for export.
+    assert all(p.is_contiguous() for p in again.parameters())
+
+    with pytest.raises(ValueError, match='schedule'):
+        torch.manual_seed(0)
+        net = unet.build_model(widths=(8, 8, 16, 16, 32), context=True)
+        train.train_model(net, tx, ty, steps=13, batch_size=4, progress_bar=False,
+                          log=lambda m: None, log_every=0, resume=state['resume'],
+                          hard_frames=0.5)
+
+
+def test_channels_last_step_computes_what_the_contiguous_one_does():
+    torch.manual_seed(0)
+    net = unet.build_model(widths=(8, 8, 16, 16, 32), context=True).eval()
+    x = torch.randn(2, 3, H, W)
+    ref = net(x)
+    net.to(memory_format=torch.channels_last)
+    out = net(train.channels_last(x))
+    assert train.channels_last(x).is_contiguous(memory_format=torch.channels_last)
+    assert torch.allclose(out, ref, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_train_time_limit_and_resume_commands(tmp_path):
+    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    ort = pytest.importorskip('onnxruntime')
+    common = ['--render', '4', '--render-val', '2', '--render-size', '64x36', '--steps', '5',
+              '--batch-size', '2', '--input-size', '64x48', '--widths', '8,8,16,16,32',
+              '--val-every', '2', '--log-every', '0', '--latency-runs', '2', '--seed', '7']
+    whole = str(tmp_path / 'whole.onnx')
+    assert cli.main(['train', *common, '--out', whole, '--work-dir',
+                     str(tmp_path / 'whole')]) == 0
+
+    part = str(tmp_path / 'part.onnx')
+    work = str(tmp_path / 'part')
+    rc = cli.main(['train', *common, '--out', part, '--work-dir', work, '--time-limit', '0'])
+    assert rc == train.EXIT_INTERRUPTED
+    assert not os.path.exists(part)  # nothing exported from a run that has not finished
+    assert os.path.isfile(os.path.join(work, 'last.pt'))
+
+    with pytest.raises(SystemExit, match='--steps'):
+        cli.main(['train', '--resume', work, '--steps', '9'])
+    with pytest.raises(SystemExit, match='no checkpoint'):
+        cli.main(['train', '--resume', str(tmp_path / 'nowhere')])
+    with pytest.raises(SystemExit, match='no resume state'):
+        cli.main(['train', '--resume', str(tmp_path / 'whole' / 'best.pt')])
+
+    assert cli.main(['train', '--resume', work, '--log-every', '1']) == 0
+    card = load_card(part)
+    assert card.raw['training']['steps'] == 5
+    assert card.raw['training']['resumed_after_steps'] == [1]
+    assert '--time-limit' not in card.raw['training']['command']
+    # The first invocation's options, with the one given to the resume (--log-every).
+    expected = load_card(whole).raw['training']['command'].replace('whole', 'part')
+    assert card.raw['training']['command'] == expected.replace('--log-every 0',
+                                                               '--log-every 1')
+    # Bit for bit the model of the run that never stopped (same thread count).
+    x = np.random.default_rng(0).standard_normal((1, 3, 48, 64)).astype(np.float32)
+    outs = [ort.InferenceSession(p, providers=['CPUExecutionProvider']).run(None, {'input': x})[0]
+            for p in (whole, part)]
+    assert np.array_equal(outs[0], outs[1])
