@@ -750,9 +750,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
 
 def _saved_args(args):
     """Return the parsed options as a plain dict for the checkpoint (``--resume`` reads it)."""
-    return {k: v for k, v in vars(args).items()
-            if k not in ('resume', 'time_limit', 'func', 'command', 'handler')
-            and not callable(v)}
+    return {k: v for k, v in vars(args).items() if k not in ('resume', 'time_limit')}
 
 
 def _atomic_save(obj, path):
