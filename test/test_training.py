@@ -264,11 +264,20 @@ def test_train_and_eval_commands_on_rendered_frames(tmp_path):
     rc = cli.main(['train', '--render', '4', '--render-val', '2', '--render-size', '64x36',
                    '--steps', '4', '--batch-size', '2', '--input-size', '64x48',
                    '--widths', '8,8,16,16,32', '--val-every', '2', '--log-every', '2',
-                   '--out', out, '--work-dir', str(tmp_path / 'run'), '--latency-runs', '2'])
+                   '--out', out, '--work-dir', str(tmp_path / 'run'), '--latency-runs', '2',
+                   '--render-jobs', '2', '--device', 'auto'])
     assert rc == 0
     card = load_card(out)
     assert card.input_shape == (1, 3, 48, 64)
     assert card.raw['training']['steps'] == 4
+    # Where it ran is recorded; how it rendered and where it trained are no part of the
+    # command that reproduces it.
+    assert card.raw['training']['device'] == ('cpu' if not torch.cuda.is_available()
+                                              else train.device_record(torch.device('cuda')))
+    assert '--render-jobs' not in card.raw['training']['command']
+    assert '--device' not in card.raw['training']['command']
+    with pytest.raises(SystemExit):
+        cli.main(['train', '--render', '4', '--render-jobs', '0'])
     assert 'synthetic_val' in card.raw['evaluation']
     # Rendered frames carry photo textures: the card must say where they come from.
     sources = card.raw['data_sources']
@@ -372,7 +381,9 @@ def test_train_time_limit_and_resume_commands(tmp_path):
     with pytest.raises(SystemExit, match='no resume state'):
         cli.main(['train', '--resume', str(tmp_path / 'whole' / 'best.pt')])
 
-    assert cli.main(['train', '--resume', work, '--log-every', '1']) == 0
+    # Where a sitting trains and renders may change between sittings.
+    assert cli.main(['train', '--resume', work, '--log-every', '1', '--device', 'cpu',
+                     '--render-jobs', '2']) == 0
     card = load_card(part)
     assert card.raw['training']['steps'] == 5
     assert card.raw['training']['resumed_after_steps'] == [1]

@@ -18,6 +18,7 @@ with :data:`IGNORE_INDEX`, so padding never counts in the loss or the scores.
 import glob
 import hashlib
 import json
+import multiprocessing
 import os
 
 import cv2
@@ -169,7 +170,8 @@ def frame_seeds(num, seed):
     return np.random.SeedSequence(int(seed)).spawn(int(num))
 
 
-def rendered_frames(num, seed, width, height, style='default', without=(), camera=None):
+def rendered_frames(num, seed, width, height, style='default', without=(), camera=None,
+                    jobs=1):
     """
     Yield ``num`` (rgb, mask) pairs from the procedural renderer at ``width`` x ``height``.
 
@@ -179,9 +181,25 @@ def rendered_frames(num, seed, width, height, style='default', without=(), camer
     ``without`` names randomization factors to switch off (e.g. the ones a model was trained
     without). ``camera`` overrides the config's ``camera_height`` and ``camera_pitch`` ranges
     (a dict; the room, obstacles and looks of frame ``i`` stay the same, only the pose moves).
+    ``jobs`` > 1 renders in that many worker processes; the frames, and their order, are the
+    same as with one.
     """
+    jobs = min(int(jobs), int(num))
+    if jobs > 1:
+        tasks = [(seq, width, height, style, tuple(without), camera)
+                 for seq in frame_seeds(num, seed)]
+        with multiprocessing.get_context('spawn').Pool(jobs) as pool:
+            yield from pool.imap(_render_task, tasks, chunksize=4)
+        return
     for frame in rendered_samples(num, seed, width, height, style, without, camera):
         yield frame_arrays(frame)
+
+
+def _render_task(task):
+    """Worker of :func:`rendered_frames`: one frame's (rgb, mask) from its seed sequence."""
+    seq, width, height, style, without, camera = task
+    config, intrinsics = _render_setup(width, height, style, without, camera)
+    return frame_arrays(_render_one(seq, config, intrinsics))
 
 
 def frame_arrays(frame):
@@ -189,15 +207,25 @@ def frame_arrays(frame):
     return np.ascontiguousarray(frame.image), np.ascontiguousarray(frame.free, np.uint8)
 
 
-def rendered_samples(num, seed, width, height, style='default', without=(), camera=None):
-    """Yield the :class:`~freespace_seg.synthetic.Frame` objects of :func:`rendered_frames`."""
-    from freespace_seg.synthetic import default_intrinsics, random_sample, RandomizationConfig
+def _render_setup(width, height, style, without, camera):
+    from freespace_seg.synthetic import default_intrinsics, RandomizationConfig
 
     config = RandomizationConfig(style=style, **dict(camera or {})).without(*without)
-    intrinsics = default_intrinsics(width=int(width), height=int(height))
+    return config, default_intrinsics(width=int(width), height=int(height))
+
+
+def _render_one(seq, config, intrinsics):
+    from freespace_seg.synthetic import random_sample
+
+    return random_sample(np.random.default_rng(seq), intrinsics=intrinsics,
+                         randomization=config)
+
+
+def rendered_samples(num, seed, width, height, style='default', without=(), camera=None):
+    """Yield the :class:`~freespace_seg.synthetic.Frame` objects of :func:`rendered_frames`."""
+    config, intrinsics = _render_setup(width, height, style, without, camera)
     for seq in frame_seeds(num, seed):
-        yield random_sample(np.random.default_rng(seq), intrinsics=intrinsics,
-                            randomization=config)
+        yield _render_one(seq, config, intrinsics)
 
 
 def letterbox_pair(rgb, mask, width, height, pad_value=0, mode='letterbox'):
@@ -278,13 +306,14 @@ def camera_key(camera):
 
 
 def rendered_letterboxed(num, seed, width, height, net_width, net_height, pad_value=0,
-                         cache_dir=None, desc='', camera=None):
+                         cache_dir=None, desc='', camera=None, jobs=1):
     """
     Render ``num`` frames and letterbox them (see :func:`stack_letterboxed`).
 
     With ``cache_dir`` the arrays are kept in an ``.npz`` named after the arguments and a
     hash of the renderer's source, and reused by later runs with the same arguments.
-    ``camera``: camera range overrides, as in :func:`rendered_frames`.
+    ``camera``: camera range overrides, and ``jobs`` worker processes, as in
+    :func:`rendered_frames` (the arrays do not depend on ``jobs``).
     """
     path = None
     if cache_dir:
@@ -295,8 +324,9 @@ def rendered_letterboxed(num, seed, width, height, net_width, net_height, pad_va
         if os.path.isfile(path):
             with np.load(path) as cached:
                 return cached['images'], cached['labels']
-    images, labels = stack_letterboxed(rendered_frames(num, seed, width, height, camera=camera),
-                                       int(num), net_width, net_height, pad_value, desc=desc)
+    images, labels = stack_letterboxed(
+        rendered_frames(num, seed, width, height, camera=camera, jobs=jobs), int(num),
+        net_width, net_height, pad_value, desc=desc)
     if path:
         os.makedirs(cache_dir, exist_ok=True)
         tmp = path + '.tmp.npz'

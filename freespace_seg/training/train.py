@@ -1,5 +1,5 @@
 """
-``python -m freespace_seg train``: train the UNet on synthetic data on the CPU.
+``python -m freespace_seg train``: train the UNet on synthetic data, on the CPU or a GPU.
 
 The data are held in memory, letterboxed to the network input as the node does it: either a
 dataset written by ``python -m freespace_seg generate`` (``--data DIR``: its train and val
@@ -23,6 +23,11 @@ that much training time and writes ``last.pt`` with everything needed to go on (
 schedule, random generator, sampler, history, best weights); ``last.pt`` is also written at
 every validation, so a killed run loses at most ``--val-every`` steps. ``--resume WORK_DIR``
 continues exactly where it stopped, with the first invocation's options.
+
+``--device cuda`` (or ``auto``, the default, where torch sees a GPU) trains on an NVIDIA GPU:
+the frames stay on the CPU, each batch moves to the GPU, and augmentation runs there with the
+random numbers of the same CPU generator; checkpoints and the exported model are the CPU's.
+``--render-jobs N`` renders the ``--render`` frames in N processes (the same frames).
 
 Example::
 
@@ -67,6 +72,10 @@ _DEFAULTS = {}
 _RESUME_MAY_CHANGE = ('threads', 'log_every', 'latency_runs')
 # Exit status of ``train`` when ``--time-limit`` stopped it before its last step.
 EXIT_INTERRUPTED = 3
+#: Choices of ``--device``.
+DEVICES = ('auto', 'cpu', 'cuda')
+# Options that are never written into the checkpoint's options: each invocation gives its own.
+_PER_INVOCATION = ('resume', 'time_limit', 'device', 'render_jobs')
 
 
 def _size(text):
@@ -84,6 +93,13 @@ def _widths(text):
     if len(values) != 5 or min(values) <= 0:
         raise ValueError(f'expected 5 positive comma-separated channel counts, got {text!r}')
     return values
+
+
+def _jobs(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'expected at least 1 worker process, got {text}')
+    return value
 
 
 def _fraction(text):
@@ -177,8 +193,18 @@ def add_arguments(parser):
                     help="continue an interrupted run from its work directory's last.pt (or "
                          'a last.pt path) exactly where it stopped: same frames, schedule, '
                          'batches and augmentation; every other option comes from the '
-                         'checkpoint (only --threads, --log-every, --latency-runs and '
-                         '--time-limit may be given)')
+                         'checkpoint (only --threads, --log-every, --latency-runs, '
+                         '--time-limit, --device and --render-jobs may be given)')
+    # Not recorded either: they change where and how fast a run computes, not what it is
+    # asked to compute, so the card's command reproduces it on any machine.
+    tr.add_argument('--device', choices=DEVICES, default='auto',
+                    help='where the network trains: cpu, cuda (an NVIDIA GPU; refused when '
+                         'torch sees none), or auto: cuda when torch sees a GPU, else cpu. '
+                         'Augmentation runs there too; batches are drawn and augmented with '
+                         'the same random numbers on either (default: %(default)s)')
+    tr.add_argument('--render-jobs', type=_jobs, default=1, metavar='N',
+                    help='render the --render frames in N worker processes (the frames are '
+                         'the same as with 1; default: %(default)s)')
 
     out = parser.add_argument_group('output')
     opt(out, '--out', default=os.path.join('models', 'freespace_unet.onnx'),
@@ -222,6 +248,10 @@ def seed_everything(seed):
 
 # ---------------------------------------------------------------------------------------------
 # Augmentation (batched, in torch, on float images in [0, 1])
+#
+# Every random number comes from one CPU generator, so a batch is augmented the same way on
+# any device; the numbers are moved to the batch's device where they meet it (a no-op on the
+# CPU, whose results stay bit for bit what they were).
 
 
 def _uniform(n, low, high, gen):
@@ -255,7 +285,8 @@ def _geometric(x, y, gen, zoom=(1.0, 1.4), roll_deg=3.0, p_zoom=0.5, p_roll=0.3)
     theta = torch.stack([
         torch.stack([cos, -sin / aspect, tx], dim=1),
         torch.stack([sin * aspect, cos, ty], dim=1)], dim=1)
-    grid = F.affine_grid(theta, (m, 3, h, w), align_corners=False)
+    grid = F.affine_grid(theta.to(x.device), (m, 3, h, w), align_corners=False)
+    sel = sel.to(x.device)
     x = x.clone()
     y = y.clone()
     x[sel] = F.grid_sample(x[sel], grid, mode='bilinear', padding_mode='border',
@@ -278,18 +309,19 @@ def _gaussian_kernels(sigmas, size=5):
 def _photometric(x, gen, p_blur=0.25, p_noise=0.5):
     n = x.shape[0]
     shape = (n, 1, 1, 1)
+    dev = x.device
     # Per-channel gain (white balance), brightness, contrast, saturation, gamma.
-    x = x * _uniform(n * 3, 0.9, 1.1, gen).view(n, 3, 1, 1)
-    x = x * _uniform(n, 0.65, 1.35, gen).view(shape)
+    x = x * _uniform(n * 3, 0.9, 1.1, gen).view(n, 3, 1, 1).to(dev)
+    x = x * _uniform(n, 0.65, 1.35, gen).view(shape).to(dev)
     mean = x.mean(dim=(1, 2, 3), keepdim=True)
-    x = (x - mean) * _uniform(n, 0.7, 1.3, gen).view(shape) + mean
+    x = (x - mean) * _uniform(n, 0.7, 1.3, gen).view(shape).to(dev) + mean
     gray = x.mean(dim=1, keepdim=True)
-    x = (x - gray) * _uniform(n, 0.6, 1.4, gen).view(shape) + gray
-    x = x.clamp(0.0, 1.0) ** _uniform(n, 0.75, 1.33, gen).view(shape)
+    x = (x - gray) * _uniform(n, 0.6, 1.4, gen).view(shape).to(dev) + gray
+    x = x.clamp(0.0, 1.0) ** _uniform(n, 0.75, 1.33, gen).view(shape).to(dev)
     # Blur with a separable Gaussian on some samples.
-    blur = (torch.rand(n, generator=gen) < p_blur).nonzero().flatten()
+    blur = (torch.rand(n, generator=gen) < p_blur).nonzero().flatten().to(dev)
     if blur.numel():
-        k = _gaussian_kernels(_uniform(blur.numel(), 0.4, 1.4, gen))
+        k = _gaussian_kernels(_uniform(blur.numel(), 0.4, 1.4, gen)).to(dev)
         xb = x[blur]
         b, c, h, w = xb.shape
         kx = k.repeat_interleave(c, dim=0).view(b * c, 1, 1, -1)
@@ -302,7 +334,7 @@ def _photometric(x, gen, p_blur=0.25, p_noise=0.5):
     # Sensor noise on some samples.
     noisy = (torch.rand(n, generator=gen) < p_noise).float().view(shape)
     sigma = _uniform(n, 0.0, 0.04, gen).view(shape) * noisy
-    x = x + sigma * torch.randn(x.shape, generator=gen)
+    x = x + (sigma * torch.randn(x.shape, generator=gen)).to(dev)
     return x.clamp(0.0, 1.0)
 
 
@@ -329,20 +361,23 @@ def _colour_shift(x, gen, p_hue=0.5, p_gray=0.1, p_tint=0.5, p_ramp=0.5):
     are untouched.
     """
     n, _, h, w = x.shape
+    dev = x.device
     hue = (torch.rand(n, generator=gen) < p_hue).float()
     rot = _hue_rotation(_uniform(n, -math.pi, math.pi, gen) * hue)
-    x = torch.einsum('nij,njhw->nihw', rot, x)
-    gray = (torch.rand(n, generator=gen) < p_gray).float().view(n, 1, 1, 1)
+    x = torch.einsum('nij,njhw->nihw', rot.to(dev), x)
+    gray = (torch.rand(n, generator=gen) < p_gray).float().view(n, 1, 1, 1).to(dev)
     x = gray * x.mean(dim=1, keepdim=True).expand_as(x) + (1.0 - gray) * x
     tint = (torch.rand(n, generator=gen) < p_tint).float().view(n, 1, 1, 1)
-    x = x * (1.0 + tint * (_uniform(n * 3, 0.6, 1.4, gen).view(n, 3, 1, 1) - 1.0))
+    gain = 1.0 + tint * (_uniform(n * 3, 0.6, 1.4, gen).view(n, 3, 1, 1) - 1.0)
+    x = x * gain.to(dev)
     ramp = (torch.rand(n, generator=gen) < p_ramp).float()
     angle = _uniform(n, -math.pi, math.pi, gen)
     amp = _uniform(n, 0.1, 0.55, gen) * ramp
-    u = torch.linspace(-1.0, 1.0, w).view(1, 1, 1, w)
-    v = torch.linspace(-1.0, 1.0, h).view(1, 1, h, 1)
-    proj = torch.cos(angle).view(n, 1, 1, 1) * u + torch.sin(angle).view(n, 1, 1, 1) * v
-    x = x * (1.0 + amp.view(n, 1, 1, 1) * proj / math.sqrt(2.0))
+    u = torch.linspace(-1.0, 1.0, w, device=dev).view(1, 1, 1, w)
+    v = torch.linspace(-1.0, 1.0, h, device=dev).view(1, 1, h, 1)
+    cos, sin = torch.cos(angle).view(n, 1, 1, 1).to(dev), torch.sin(angle).view(n, 1, 1, 1).to(dev)
+    proj = cos * u + sin * v
+    x = x * (1.0 + amp.view(n, 1, 1, 1).to(dev) * proj / math.sqrt(2.0))
     return x.clamp(0.0, 1.0)
 
 
@@ -360,7 +395,7 @@ def augment(x, y, gen, mode='full'):
     """
     if mode not in AUGMENT_MODES:
         raise ValueError(f'unknown augmentation {mode!r}; expected one of {AUGMENT_MODES}')
-    flip = torch.rand(x.shape[0], generator=gen) < 0.5
+    flip = (torch.rand(x.shape[0], generator=gen) < 0.5).to(x.device)
     x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
     y = torch.where(flip.view(-1, 1, 1), y.flip(-1), y)
     if mode == 'flip':
@@ -381,8 +416,8 @@ def augmentation_summary(mode):
 
 def normalize(x, y=None):
     """[0, 1] RGB -> (x - mean) / std; pixels labelled ignore become the pad value."""
-    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(STD).view(1, 3, 1, 1)
+    mean = torch.tensor(MEAN, device=x.device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=x.device).view(1, 3, 1, 1)
     if y is not None:
         pad = (y == metrics.IGNORE_INDEX).unsqueeze(1)
         x = torch.where(pad, torch.full_like(x, PAD_VALUE / 255.0), x)
@@ -444,14 +479,19 @@ def to_tensors(images, labels):
 
 @torch.no_grad()
 def validate(model, images, labels, batch_size=8):
-    """Confusion matrix of the model on letterboxed uint8 tensors (pads ignored)."""
+    """
+    Confusion matrix of the model on letterboxed uint8 tensors (pads ignored).
+
+    The frames may live on the CPU; each batch goes to the model's device.
+    """
     model.eval()
+    device = next(model.parameters()).device
     acc = metrics.ConfusionAccumulator(model.num_classes)
     for i in range(0, images.shape[0], batch_size):
-        y = labels[i:i + batch_size].long()
-        x = channels_last(normalize(images[i:i + batch_size].float() / 255.0, y))
+        y = labels[i:i + batch_size].to(device).long()
+        x = channels_last(normalize(images[i:i + batch_size].to(device).float() / 255.0, y))
         pred = model(x).argmax(dim=1)
-        acc.update(pred.numpy(), y.numpy(), images=x.shape[0])
+        acc.update(pred.cpu().numpy(), y.cpu().numpy(), images=x.shape[0])
     model.train()
     return acc.matrix
 
@@ -532,6 +572,11 @@ class FrameSampler:
         self.hard_drawn = int(state['hard_drawn'])
 
 
+def cpu_state(model):
+    """Return a copy of ``model``'s state dict on the CPU (checkpoints then load anywhere)."""
+    return {k: v.detach().to('cpu', copy=True) for k, v in model.state_dict().items()}
+
+
 def per_frame_loss(logits, target):
     """Mean cross-entropy of each frame over its labelled pixels (no gradient)."""
     with torch.no_grad():
@@ -595,7 +640,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 val_every=250, patience=0, log_every=50, work_dir=None, log=print,
                 progress_bar=True, low_res_steps=0, low_res_batch_size=None,
                 checkpoint_meta=None, hard_frames=0.0, resume=None, time_limit=None,
-                stop_after=None):
+                stop_after=None, device='cpu'):
     """
     Train ``model`` in place on uint8 tensors; return a history dict.
 
@@ -617,8 +662,14 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     same augmentation). ``time_limit`` (seconds of this call) and ``stop_after`` (a step)
     end the call early: ``last.pt`` is written, ``history['interrupted']`` is true and the
     model keeps its current (not its best) weights.
+
+    ``device`` (e.g. ``'cuda'``): where the model trains. The frames stay where they are
+    (the CPU); each batch goes to the device before augmentation, whose random numbers still
+    come from the one CPU generator. The model comes back on the CPU.
     """
     gen = torch.Generator().manual_seed(int(seed))
+    device = torch.device(device)
+    model.to(device)
     model.to(memory_format=torch.channels_last)
     params_decay = [p for n, p in model.named_parameters() if p.ndim > 1]
     params_plain = [p for n, p in model.named_parameters() if p.ndim <= 1]
@@ -670,7 +721,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         os.makedirs(work_dir, exist_ok=True)
         meta = dict(checkpoint_meta or {}, step=step, miou=miou,
                     widths=list(model.widths), context=model.context is not None)
-        state = model.state_dict()
+        state = cpu_state(model)
         record = {'steps': steps, 'step': step, 'model': state,
                   'optimizer': opt.state_dict(), 'scheduler': sched.state_dict(),
                   'generator': gen.get_state(), 'sampler': sampler.state_dict(),
@@ -689,8 +740,8 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         low_res = step <= low_res_steps
         bs = bs_low if low_res else bs_full
         idx = sampler.draw(bs)
-        x = train_x[idx].float() / 255.0
-        y = train_y[idx].long()
+        x = train_x[idx].to(device).float() / 255.0
+        y = train_y[idx].to(device).long()
         if low_res:
             x, y = downscale2x(x, y)
         if augment_data:
@@ -699,7 +750,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         logits = model(x)
         loss = segmentation_loss(logits, y, dice_weight)
         if sampler.hard_fraction:
-            sampler.update(idx, per_frame_loss(logits, y))
+            sampler.update(idx, per_frame_loss(logits, y).cpu())
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -719,7 +770,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
             better = miou > best_miou
             if better:
                 best_miou = miou
-                best_state = copy.deepcopy(model.state_dict())
+                best_state = cpu_state(model)
                 history['best_miou'] = miou
                 history['best_step'] = step
                 since_best = 0
@@ -743,6 +794,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     clock()
     if best_state is not None and not history['interrupted']:
         model.load_state_dict(best_state)
+    model.to('cpu')
     model.to(memory_format=torch.contiguous_format)
     model.eval()
     return history
@@ -750,7 +802,36 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
 
 def _saved_args(args):
     """Return the parsed options as a plain dict for the checkpoint (``--resume`` reads it)."""
-    return {k: v for k, v in vars(args).items() if k not in ('resume', 'time_limit')}
+    return {k: v for k, v in vars(args).items() if k not in _PER_INVOCATION}
+
+
+def resolve_device(name):
+    """
+    Return the torch device for ``--device`` ``name`` (``auto``, ``cpu`` or ``cuda``).
+
+    ``auto`` is ``cuda`` when torch sees a CUDA device, else ``cpu``. ``cuda`` without one
+    exits with a message that says why (a CPU build of torch, or no driver or GPU).
+    """
+    if name not in DEVICES:
+        raise SystemExit(f'train: --device {name}: expected one of {", ".join(DEVICES)}')
+    if name == 'cpu':
+        return torch.device('cpu')
+    if torch.cuda.is_available():
+        return torch.device('cuda')
+    if name == 'cuda':
+        build = torch.version.cuda
+        why = ('this torch is a CPU build' if build is None else
+               f'this torch is built for CUDA {build}, but no GPU or driver answers')
+        raise SystemExit(f'train: --device cuda: torch {torch.__version__} sees no CUDA device '
+                         f'({why}); use --device cpu')
+    return torch.device('cpu')
+
+
+def device_record(device):
+    """Return the card's ``training.device``: ``cpu``, or ``cuda (<GPU name>)``."""
+    if device.type == 'cuda':
+        return f'cuda ({torch.cuda.get_device_name(device)})'
+    return device.type
 
 
 def _atomic_save(obj, path):
@@ -804,12 +885,13 @@ def _load_data(args, width, height):
 
     n_val = args.render_val if args.render_val is not None else max(8, args.render // 10)
     rw, rh = args.render_size
+    jobs = getattr(args, 'render_jobs', 1) or 1
     tx, ty = datasets.rendered_letterboxed(args.render, args.data_seed, rw, rh, width, height,
                                            PAD_VALUE, args.render_cache, desc='render train',
-                                           camera=camera)
+                                           camera=camera, jobs=jobs)
     vx, vy = datasets.rendered_letterboxed(n_val, args.data_seed + 1, rw, rh, width, height,
                                            PAD_VALUE, args.render_cache, desc='render val',
-                                           camera=camera)
+                                           camera=camera, jobs=jobs)
     record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
               'num_val': int(vx.shape[0]), 'seed': args.data_seed, 'val_seed': args.data_seed + 1,
               'randomization': 'default', 'photo_textures': True, 'image_size': [rw, rh],
@@ -819,7 +901,8 @@ def _load_data(args, width, height):
     record['camera_pitch'] = [float(v) for v in ranges.camera_pitch]
 
     def val_frames():
-        return datasets.rendered_frames(n_val, args.data_seed + 1, rw, rh, camera=camera), n_val
+        return datasets.rendered_frames(n_val, args.data_seed + 1, rw, rh, camera=camera,
+                                        jobs=jobs), n_val
     return tx, ty, vx, vy, record, val_frames
 
 
@@ -876,8 +959,8 @@ def resume_checkpoint(args):
     Return ``(args, checkpoint)`` for ``--resume``.
 
     ``args`` are the first invocation's options from the checkpoint, with this one's
-    ``--time-limit`` and, where given, ``--threads``, ``--log-every`` and
-    ``--latency-runs``; ``checkpoint``
+    ``--time-limit``, ``--device`` and ``--render-jobs`` and, where given, ``--threads``,
+    ``--log-every`` and ``--latency-runs``; ``checkpoint``
     is the loaded ``last.pt``. Exits with a message when it cannot resume.
     """
     path = args.resume
@@ -899,8 +982,8 @@ def resume_checkpoint(args):
     for dest in _RESUME_MAY_CHANGE:
         if getattr(args, dest, None) != _DEFAULTS[dest]:
             setattr(restored, dest, getattr(args, dest))
-    restored.time_limit = args.time_limit
-    restored.resume = args.resume
+    for dest in _PER_INVOCATION:
+        setattr(restored, dest, getattr(args, dest, None))
     return restored, state
 
 
@@ -913,6 +996,9 @@ def run(args):
     if args.init and checkpoint is None and not os.path.isfile(args.init):
         # Before minutes of rendering, not after.
         raise SystemExit(f'train: --init {args.init}: no such file')
+    device = resolve_device(getattr(args, 'device', 'cpu') or 'cpu')
+    if device.type == 'cuda':
+        torch.backends.cudnn.benchmark = True
     torch.set_num_threads(max(1, args.threads))
     seed_everything(args.seed)
     width, height = args.input_size
@@ -974,7 +1060,8 @@ def run(args):
                  if widened else ''), flush=True)
     print(f'train: UNet widths {list(args.widths)}'
           + (' with the global-context branch' if args.context else '')
-          + f', {params} parameters, {steps} steps of {args.batch_size}', flush=True)
+          + f', {params} parameters, {steps} steps of {args.batch_size} on '
+          + device_record(device), flush=True)
 
     full_command = command if not init or not init['command'] else \
         init['command'] + ' && ' + command
@@ -989,7 +1076,7 @@ def run(args):
         checkpoint_meta={'command': full_command, 'args': _saved_args(args),
                          'init_record': init, 'data_fingerprint': fingerprint},
         resume=None if checkpoint is None else checkpoint['resume'],
-        time_limit=args.time_limit)
+        time_limit=args.time_limit, device=device)
     train_time = history['train_time_s']
     if history['interrupted']:
         print(f'train: stopped by --time-limit after step {history["steps"]} of {steps} '
@@ -1035,6 +1122,7 @@ def run(args):
         'best_val_miou': None if history['best_miou'] is None
         else round(float(history['best_miou']), 4),
         'torch': str(torch.__version__),
+        'device': device_record(device),
         'onnx_opset': 17,
         'onnx_max_abs_diff_vs_torch': float(f'{diff:.3g}'),
     }
