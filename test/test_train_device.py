@@ -75,6 +75,7 @@ def test_checkpoint_state_is_a_cpu_copy():
     assert not torch.equal(state[key], net.state_dict()[key])
 
 
+@pytest.mark.gpu
 @needs_cuda
 def test_training_on_cuda_follows_the_cpu_run():
     torch.backends.cudnn.allow_tf32 = False
