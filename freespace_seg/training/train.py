@@ -885,7 +885,7 @@ def _load_data(args, width, height):
 
     n_val = args.render_val if args.render_val is not None else max(8, args.render // 10)
     rw, rh = args.render_size
-    jobs = getattr(args, 'render_jobs', 1) or 1
+    jobs = args.render_jobs
     tx, ty = datasets.rendered_letterboxed(args.render, args.data_seed, rw, rh, width, height,
                                            PAD_VALUE, args.render_cache, desc='render train',
                                            camera=camera, jobs=jobs)
@@ -996,7 +996,7 @@ def run(args):
     if args.init and checkpoint is None and not os.path.isfile(args.init):
         # Before minutes of rendering, not after.
         raise SystemExit(f'train: --init {args.init}: no such file')
-    device = resolve_device(getattr(args, 'device', 'cpu') or 'cpu')
+    device = resolve_device(args.device)
     if device.type == 'cuda':
         torch.backends.cudnn.benchmark = True
     torch.set_num_threads(max(1, args.threads))
