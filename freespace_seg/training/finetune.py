@@ -43,6 +43,7 @@ from freespace_seg.model_card import load_card, ModelCardError
 from freespace_seg.pipeline import packaged_model_path
 from freespace_seg.training import data as datasets
 from freespace_seg.training import train as base_train
+from freespace_seg.training.backbone import LiteUNet, VARIANTS
 from freespace_seg.training.data import letterbox_pair
 from freespace_seg.training.evaluate import dump_card
 from freespace_seg.training.export import compare_with_torch, export_and_verify
@@ -96,8 +97,8 @@ def split_pairs(pairs, val_fraction, seed):
 # ONNX -> torch
 
 
-class FrozenBatchNormUNet(FreespaceUNet):
-    """:class:`FreespaceUNet` whose BatchNorm layers stay in eval mode in ``train()``."""
+class _FrozenBatchNorm:
+    """Mixin: the model's BatchNorm layers stay in eval mode in ``train()``."""
 
     def train(self, mode=True):
         """Set train mode except for BatchNorm (its statistics are folded into the convs)."""
@@ -106,6 +107,14 @@ class FrozenBatchNormUNet(FreespaceUNet):
             if isinstance(m, nn.BatchNorm2d):
                 m.eval()
         return self
+
+
+class FrozenBatchNormUNet(_FrozenBatchNorm, FreespaceUNet):
+    """:class:`FreespaceUNet` whose BatchNorm layers stay in eval mode in ``train()``."""
+
+
+class FrozenBatchNormLiteUNet(_FrozenBatchNorm, LiteUNet):
+    """:class:`~freespace_seg.training.backbone.LiteUNet` with BatchNorm kept in eval mode."""
 
 
 def freeze_batchnorm(model):
@@ -171,13 +180,47 @@ def _check_attributes(node, conv, name):
                                 f'{name} has {value}: not the UNet of this package')
 
 
+def _unet_shell(proto, convs, onnx_path):
+    """Return the :class:`FrozenBatchNormUNet` whose shape the ONNX convolutions describe."""
+    strided = []
+    for node, weight, _ in convs:
+        strides = [a for a in node.attribute if a.name == 'strides']
+        if strides and list(strides[0].ints) == [2, 2]:
+            strided.append(weight.shape[0])
+    if len(strided) != 5:
+        raise FinetuneError(f'{onnx_path}: expected the 4-level UNet of this package (5 '
+                            f'stride-2 convolutions), found {len(strided)}')
+    num_classes = convs[-1][1].shape[0]
+    context = any(n.op_type == 'GlobalAveragePool' for n in proto.graph.node)
+    hidden = [w.shape[0] for n, w, _ in convs if onnx_module_path(n.name) == 'context.fc1']
+    context = hidden[0] if context and hidden else context
+    return FrozenBatchNormUNet(num_classes=num_classes, widths=tuple(strided), context=context)
+
+
+def _lite_shell(convs, onnx_path):
+    """Return the :class:`FrozenBatchNormLiteUNet` whose convolutions match the model's."""
+    names = {onnx_module_path(n.name): w for n, w, _ in convs}
+    num_classes = convs[-1][1].shape[0]
+    decoder = tuple(int(names[f'ups.{i}.0'].shape[0]) for i in range(4) if f'ups.{i}.0' in names)
+    for variant in VARIANTS:
+        model = FrozenBatchNormLiteUNet(variant, num_classes=num_classes, decoder=decoder,
+                                        pretrained=False)
+        torch_names = {n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)}
+        if torch_names == set(names):
+            return model
+    raise FinetuneError(f'{onnx_path}: an EfficientNet-Lite encoder, but its {len(convs)} '
+                        'convolutions match none of ' + ', '.join(VARIANTS))
+
+
 def rebuild_torch_model(onnx_path):
     """
     Rebuild the torch UNet (BatchNorm folded, see the module docstring) from an ONNX file.
 
     The widths are read from the weights (output channels of the five stride-2 convolutions),
     the class count from the last one; a GlobalAveragePool means the global-context branch
-    (``train --context``). Returns a :class:`FrozenBatchNormUNet` in eval mode.
+    (``train --context``). Returns a :class:`FrozenBatchNormUNet` in eval mode, or for a model
+    with an EfficientNet-Lite encoder (``train --arch efficientnet-liteN``; its node names
+    start with ``/encoder``) a :class:`FrozenBatchNormLiteUNet`.
     """
     import onnx
 
@@ -186,19 +229,12 @@ def rebuild_torch_model(onnx_path):
     except Exception as e:  # onnx raises several types for bad files
         raise FinetuneError(f'cannot load ONNX model {onnx_path}: {e}') from e
     convs = _onnx_convs(proto)
-    strided = []
-    for node, weight, _ in convs:
-        strides = [a for a in node.attribute if a.name == 'strides']
-        if strides and list(strides[0].ints) == [2, 2]:
-            strided.append(weight.shape[0])
-    if len(strided) != 5 or not convs:
-        raise FinetuneError(f'{onnx_path}: expected the 4-level UNet of this package (5 '
-                            f'stride-2 convolutions), found {len(strided)}')
-    num_classes = convs[-1][1].shape[0]
-    context = any(n.op_type == 'GlobalAveragePool' for n in proto.graph.node)
-    hidden = [w.shape[0] for n, w, _ in convs if onnx_module_path(n.name) == 'context.fc1']
-    context = hidden[0] if context and hidden else context
-    model = FrozenBatchNormUNet(num_classes=num_classes, widths=tuple(strided), context=context)
+    if not convs:
+        raise FinetuneError(f'{onnx_path}: no convolutions: not a model of this package')
+    if any((onnx_module_path(n.name) or '').startswith('encoder.') for n, _, _ in convs):
+        model = _lite_shell(convs, onnx_path)
+    else:
+        model = _unet_shell(proto, convs, onnx_path)
 
     modules = list(model.named_modules())
     torch_convs = {}
@@ -457,8 +493,9 @@ def finetune(args):
 
     model, base_card, width, height, rebuild_diff = rebuild_checked(
         args.model, seed=args.seed, threads=args.threads)
-    print(f'finetune: rebuilt torch UNet (widths {list(model.widths)}) from {args.model}; max '
-          f'|logit diff| vs ONNX Runtime {rebuild_diff:.2e}', flush=True)
+    print(f'finetune: rebuilt torch {getattr(model, "arch", "UNet")} (widths '
+          f'{list(model.widths)}) from {args.model}; max |logit diff| vs ONNX Runtime '
+          f'{rebuild_diff:.2e}', flush=True)
 
     val_frames = [frames[p] for p in val_pairs]
     before = score_model(args.model, val_frames, args.threads, 'val before') if val_frames \

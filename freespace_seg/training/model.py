@@ -192,10 +192,27 @@ class FreespaceUNet(nn.Module):
         return F.interpolate(y, size=x.shape[2:], mode='bilinear', align_corners=False)
 
 
-def build_model(num_classes=2, widths=DEFAULT_WIDTHS, channels=None, context=False):
-    """Make a freshly initialised :class:`FreespaceUNet`."""
-    return FreespaceUNet(num_classes=num_classes, widths=widths, channels=channels,
-                         context=context)
+#: the networks ``train --arch`` builds
+ARCHS = ('unet', 'efficientnet-lite0', 'efficientnet-lite1', 'efficientnet-lite2')
+
+
+def build_model(num_classes=2, widths=DEFAULT_WIDTHS, channels=None, context=False,
+                arch='unet', pretrained=True):
+    """
+    Make a freshly initialised network.
+
+    That is the :class:`FreespaceUNet`, or for an ``efficientnet-liteN`` ``arch`` a
+    :class:`~freespace_seg.training.backbone.LiteUNet` whose encoder holds the ImageNet weights
+    (``pretrained``) or random ones.
+    """
+    if arch == 'unet':
+        return FreespaceUNet(num_classes=num_classes, widths=widths, channels=channels,
+                             context=context)
+    if arch not in ARCHS:
+        raise ValueError(f'unknown arch {arch!r}; expected one of {", ".join(ARCHS)}')
+    from freespace_seg.training.backbone import LiteUNet
+    return LiteUNet(arch.replace('efficientnet-', ''), num_classes=num_classes,
+                    pretrained=pretrained)
 
 
 def load_weights(model, state):

