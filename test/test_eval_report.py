@@ -182,6 +182,18 @@ def test_images_folder_errors(model, tmp_path):
 
 def test_layers_auto_and_bad_name(model, tmp_path):
     pytest.importorskip('onnx')
+    from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
+    from freespace_seg.pipeline import PACKAGED_LITE0_MODEL
+    lite = tmp_path / 'lite'
+    assert _eval(packaged_model_path(PACKAGED_LITE0_MODEL), lite, *_render_args(1), '--figures', '0', '--layers', 'auto') == 0
+    names = [e['name'] for e in _result(lite)['layers']['layers']]
+    # The EfficientNet-Lite0 candidate: ReLU6 (Clip) outputs of the encoder and the decoder.
+    assert 3 <= len(names) <= 7 and all(n.endswith('Clip_output_0') or 'Relu' in n
+                                        for n in names), names
+    assert any(n.startswith('/encoder/_blocks.') for n in names)
+    assert any(n.startswith('/ups.') for n in names)
+    # The UNet: one layer per encoder stage and the last decoder stage.
+    model = packaged_model_path(PACKAGED_UNET_MODEL)
     out = tmp_path / 'report'
     assert _eval(model, out, *_render_args(1), '--figures', '0', '--layers', 'auto') == 0
     img = cv2.imread(str(out / 'layers.png'))

@@ -6,7 +6,8 @@ import os
 import cv2
 from freespace_seg import cli
 from freespace_seg.model_card import load_card
-from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
+from freespace_seg.pipeline import (packaged_model_path, PACKAGED_UNET_MODEL,
+                                    SegmentationPipeline)
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest
@@ -41,8 +42,8 @@ def write_user_images(folder, n=6, seed=5):
             cv2.imwrite(os.path.join(folder, 'masks', stem + '.png'), mask)
 
 
-def test_rebuilt_shipped_model_matches_onnxruntime():
-    path = packaged_model_path()
+def test_rebuilt_shipped_unet_matches_onnxruntime():
+    path = packaged_model_path(PACKAGED_UNET_MODEL)
     model = finetune.rebuild_torch_model(path)
     card = load_card(path)
     assert list(model.widths) == [16, 24, 48, 96, 128]
@@ -83,7 +84,7 @@ def test_finetune_end_to_end(tmp_path, capsys):
     assert card.class_names == base.class_names and card.free_space == base.free_space
     assert card.palette == base.palette
     training = card.raw['training']
-    assert training['base_model']['name'] == 'freespace_unet'
+    assert training['base_model']['name'] == base.name   # the packaged default
     assert training['data']['num_images'] == 6
     assert training['data']['num_train'] == 4 and training['data']['num_val'] == 2
     assert len(training['data']['val_images']) == 2

@@ -5,7 +5,8 @@ import os
 
 from freespace_seg import cli
 from freespace_seg.model_card import load_card
-from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
+from freespace_seg.pipeline import (packaged_model_path, PACKAGED_UNET_MODEL,
+                                    SegmentationPipeline)
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest
@@ -118,7 +119,7 @@ def test_kept_count_minimum_and_multiple():
 def test_importance_of_a_rebuilt_model_is_the_l1_norm_of_its_onnx_kernels():
     import onnx
 
-    path = packaged_model_path()
+    path = packaged_model_path(PACKAGED_UNET_MODEL)
     model = finetune.rebuild_torch_model(path)
     scores = prune.channel_importance(model)
     # A plain L1 norm of the rebuilt (unit-RMS) kernels says nothing: the scale is in the BN.

@@ -400,9 +400,10 @@ def auto_layers(model, limit=AUTO_LAYERS):
     """
     Pick a few ReLU outputs worth looking at: the last one of each top-level block.
 
-    ReLU outputs are those of ``Relu`` nodes and tensors named ``.../Relu...`` (a quantized
-    graph fuses the ReLU into its Conv but keeps the name; its float copies after
-    ``DequantizeLinear`` are then picked). Blocks are named by the first part of the tensor
+    ReLU outputs are those of ``Relu`` and ``Clip`` (ReLU6) nodes and tensors named
+    ``.../Relu...`` or ``.../Clip...`` (a quantized graph fuses the ReLU into its Conv but
+    keeps the name; its float copies after ``DequantizeLinear`` are then picked). In an
+    EfficientNet-Lite model (``/encoder/_blocks.N/...``) every MBConv block counts as one. Blocks are named by the first part of the tensor
     name (``/enc2/enc2.1/...`` is in ``enc2``). Every encoder block is kept (``stem``,
     ``enc1`` ... ``bottom``), of the decoder blocks (``dec*``, ``up*``) only the last one, at
     most ``limit`` layers in all. The global-context branch (1x1 maps) is left out.
@@ -411,11 +412,13 @@ def auto_layers(model, limit=AUTO_LAYERS):
     for node in model.graph.node:
         name = node.output[0] if node.output else ''
         # A quantized graph fuses Conv + ReLU but keeps the ReLU's output name.
-        if not name or (node.op_type != 'Relu'
-                        and not name.rsplit('/', 1)[-1].startswith('Relu')):
+        if not name or (node.op_type not in ('Relu', 'Clip')
+                        and not name.rsplit('/', 1)[-1].startswith(('Relu', 'Clip'))):
             continue
         parts = [p for p in name.split('/') if p]
         block = parts[0] if len(parts) > 1 else name
+        if block == 'encoder' and len(parts) > 2:
+            block = f'encoder/{parts[1]}'   # a pretrained encoder: one block per MBConv
         if block == 'context':
             continue  # the global-context branch: 1x1 maps, nothing to look at
         last.pop(block, None)  # keep the block where it last appears

@@ -65,7 +65,7 @@ import zipfile
 
 from freespace_seg import metrics
 from freespace_seg.engines.engine_cache import file_sha256
-from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 from freespace_seg.synthetic.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
 from freespace_seg.training import train as base_train
@@ -367,14 +367,14 @@ def add_arguments(parser):
         _RECORDED.append((flag, action.dest, kw.get('action') == 'store_true'))
 
     parser.description = (
-        'Channel-prune a model (default: the shipped one): remove the output channels with '
-        "the smallest BatchNorm-folded L1 norm in each convolution, keep the UNet's skip "
-        'connections consistent, fine-tune the smaller model on synthetic frames, export it '
-        "with its card, its held-out mIoU and its latency beside the source model's, and "
-        'optionally an INT8 copy.')
+        'Channel-prune a UNet model (default: the shipped UNet, models/freespace_unet.onnx): '
+        'remove the output channels with the smallest BatchNorm-folded L1 norm in each '
+        "convolution, keep the UNet's skip connections consistent, fine-tune the smaller "
+        "model on synthetic frames, export it with its card, its held-out mIoU and its "
+        "latency beside the source model's, and optionally an INT8 copy.")
     pr = parser.add_argument_group('pruning')
     opt(pr, '--model', metavar='ONNX',
-        help='float ONNX model to prune, with its card (default: the shipped model)')
+        help='float ONNX UNet to prune, with its card (default: models/freespace_unet.onnx)')
     opt(pr, '--ratio', type=float, default=0.5,
         help='share of the channels removed in each pruned convolution, in (0, 1) '
              '(default: %(default)s)')
@@ -455,7 +455,8 @@ def reproduce_command(args):
             if value:
                 parts.append(flag)
             continue
-        if value is None or (dest == 'model' and value == packaged_model_path()):
+        if value is None or (dest == 'model'
+                             and value == packaged_model_path(PACKAGED_UNET_MODEL)):
             continue
         if args.render is None and dest in ('data_seed', 'render_cache', 'render_val'):
             continue
@@ -752,7 +753,7 @@ def prune(args):
 def run(args):
     """Prune, fine-tune, export and document; return the exit code (2 for unusable input)."""
     if args.model is None:
-        args.model = packaged_model_path()
+        args.model = packaged_model_path(PACKAGED_UNET_MODEL)
     if args.out is None:
         args.out = default_out(args.model, args.ratio if 0.0 < args.ratio < 1.0 else 0.5)
     try:

@@ -2,7 +2,7 @@
 ``python -m freespace_seg tradeoff``: network input size against mIoU against latency.
 
 The UNet is fully convolutional, so one set of weights runs at any input size. The command
-rebuilds the torch UNet from an ONNX model (by default the shipped fp32 one; see
+rebuilds the torch UNet from an ONNX model (by default the shipped fp32 UNet, models/freespace_unet.onnx; see
 :func:`freespace_seg.training.finetune.rebuild_torch_model`), re-exports it at each of
 ``--sizes`` (width and height multiples of ``--size-multiple``, 16 by default), each with
 its own model card (the card's input size drives the node's letterbox), and for each size
@@ -124,14 +124,14 @@ def parse_sizes(text, multiple=SIZE_MULTIPLE):
 def add_arguments(parser):
     """Add the ``tradeoff`` options to ``parser``."""
     parser.description = (
-        'Re-export a model (default: the shipped one) at several network input sizes and '
+        'Re-export a UNet model (default: the shipped UNet) at several network input sizes and '
         'measure mIoU (node pipeline, rendered frames) and bare-model latency (ONNX Runtime, '
         'CPU) for each, optionally also an INT8 copy of each and further models; writes '
         'tradeoff.md, tradeoff.json and tradeoff.png. The weights were trained at one size: '
         'other sizes show them at another scale, not a model trained for that size.')
     parser.add_argument('--model', metavar='ONNX',
                         help='fp32 ONNX model of this package with its card beside it '
-                             '(default: the shipped model)')
+                             '(default: the shipped UNet, models/freespace_unet.onnx)')
     parser.add_argument('--sizes', default=DEFAULT_SIZES,
                         help='network input sizes WIDTHxHEIGHT, comma-separated, multiples of '
                              "--size-multiple; the model's own size is added when missing "
@@ -221,10 +221,11 @@ def _check_args(args):
 
 def reproduce_command(args):
     """Return this run's command line with every option spelled out."""
-    from freespace_seg.pipeline import packaged_model_path
+    from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 
     parts = ['python', '-m', 'freespace_seg', 'tradeoff']
-    if os.path.abspath(args.model) != os.path.abspath(packaged_model_path()):
+    if os.path.abspath(args.model) != os.path.abspath(
+            packaged_model_path(PACKAGED_UNET_MODEL)):
         parts += ['--model', args.model]
     parts += ['--sizes', args.sizes]
     if args.size_multiple != SIZE_MULTIPLE:
@@ -849,10 +850,10 @@ def _log_row(row, index, total):
 
 def run(args):
     """Measure the trade-off and write the reports; return the exit code (2: bad input)."""
-    from freespace_seg.pipeline import packaged_model_path
+    from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 
     if args.model is None:
-        args.model = packaged_model_path()
+        args.model = packaged_model_path(PACKAGED_UNET_MODEL)
     try:
         result = tradeoff(args)
     except TradeoffError as e:
