@@ -20,7 +20,8 @@ never leaves a half-written OUT.
 
 ``--export-labels DIR`` writes every ``--label-every``-th frame as ``<stem>.png`` (the
 camera image) and ``<stem>_mask.png`` (the model's answer to correct: see
-:func:`write_label_pair`), the folder format of ``finetune --images`` and ``eval --images``.
+:func:`freespace_seg.labels.write_label_pair`), the folder format of ``finetune --images``
+and ``eval --images``.
 """
 
 import collections
@@ -30,9 +31,9 @@ import shutil
 import sys
 import time
 
-import cv2
 from freespace_seg.engines import BACKENDS
 from freespace_seg.image_codec import ImageCodecError, msg_to_rgb
+from freespace_seg.labels import add_label_arguments, write_label_pair
 from freespace_seg.params import SEGMENTATION_PARAMS
 from freespace_seg.pipeline import SegmentationPipeline
 from freespace_seg.progress import Progress
@@ -50,10 +51,6 @@ INFO_HISTORY = 30
 #: distro of a bag's metadata -> rosbags typestore
 TYPESTORES = {'humble': 'ROS2_HUMBLE', 'iron': 'ROS2_IRON', 'jazzy': 'ROS2_JAZZY',
               'kilted': 'ROS2_KILTED'}
-#: the pixel value of each label in an exported ``_mask.png`` (BGRA: grey in B=G=R, and alpha)
-LABEL_FREE = 255
-LABEL_BLOCKED = 0
-LABEL_UNCHECKED_ALPHA = 0
 
 
 class BagError(Exception):
@@ -98,42 +95,6 @@ def add_arguments(parser):
     parser.add_argument('--max-frames', type=int, default=0,
                         help='stop after this many frames (0: all)')
     add_label_arguments(parser)
-
-
-def add_label_arguments(parser):
-    """Add ``--export-labels``, ``--label-every`` and ``--label-ignore-band``."""
-    parser.add_argument('--export-labels', default='', metavar='DIR',
-                        help='write every Nth frame as <stem>.png + <stem>_mask.png (the '
-                             'finetune/eval --images format) to correct and fine-tune on')
-    parser.add_argument('--label-every', type=int, default=30, metavar='N',
-                        help='export every Nth frame (30)')
-    parser.add_argument('--label-ignore-band', type=int, default=4, metavar='PX',
-                        help='pixels within PX of the free/blocked boundary are written '
-                             'unchecked (alpha 0, ignored by finetune and eval) (4; 0: none)')
-
-
-def write_label_pair(directory, stem, rgb, free, ignore_band=0):
-    """
-    Write ``<stem>.png`` (the RGB image) and ``<stem>_mask.png`` into ``directory``.
-
-    The mask is BGRA: B=G=R 255 where the model says free floor and 0 where blocked, alpha
-    255 (checked) except within ``ignore_band`` pixels of the free/blocked boundary, where it
-    is 0: not labelled, skipped by ``finetune`` and ``eval`` (``read_user_image_pair``).
-    ``free`` is the (H, W) free-space mask (nonzero = free).
-    """
-    grey = np.where(free > 0, LABEL_FREE, LABEL_BLOCKED).astype(np.uint8)
-    alpha = np.full(grey.shape, 255, np.uint8)
-    if ignore_band > 0:
-        kernel = np.ones((2 * ignore_band + 1, 2 * ignore_band + 1), np.uint8)
-        edge = cv2.dilate(grey, kernel) != cv2.erode(grey, kernel)
-        alpha[edge] = LABEL_UNCHECKED_ALPHA
-    mask = cv2.merge([grey, grey, grey, alpha])
-    os.makedirs(directory, exist_ok=True)
-    base = os.path.join(directory, stem)
-    if not cv2.imwrite(base + '.png', cv2.cvtColor(np.ascontiguousarray(rgb),
-                                                   cv2.COLOR_RGB2BGR)) \
-            or not cv2.imwrite(base + '_mask.png', mask):
-        raise BagError(f'cannot write {base}.png / {base}_mask.png')
 
 
 def namespace_of(topic):

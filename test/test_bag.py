@@ -4,12 +4,11 @@ import os
 import subprocess
 import sys
 
+from conftest import green_red_image, write_tiny_model
 import cv2
 from freespace_seg.training.data import IGNORE_INDEX, read_user_image_pair, user_image_pairs
 import numpy as np
 import pytest
-
-from conftest import green_red_image, write_tiny_model
 
 rosbags = pytest.importorskip('rosbags', reason='the bag command needs rosbags: pip install '
                               'rosbags')
@@ -224,8 +223,8 @@ def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
     assert not [p for p in tmp_path.iterdir() if '.partial-' in p.name]
 
 
-def test_label_export_round_trip_through_eval_and_finetune(tmp_path, model):
-    """bag --export-labels -> the --images folder that eval and finetune read."""
+def test_label_export_round_trip_through_eval(tmp_path, model):
+    """The label export is the --images folder that eval and finetune read."""
     src = write_bag(tmp_path / 'in', n=6)
     labels = tmp_path / 'labels'
     proc = run_bag(src, tmp_path / 'out', '--model', model, '--export-labels', labels,
