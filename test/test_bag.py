@@ -277,3 +277,15 @@ def test_own_data_loop(tmp_path, shipped_model):
                         capture_output=True, text=True, timeout=300, env=env)
     assert ev.returncode == 0, ev.stdout + ev.stderr
     assert 'miou' in (ev.stdout + ev.stderr).lower()
+
+
+def test_bag_never_imports_rclpy(tmp_path, model):
+    src = write_bag(tmp_path / 'in', n=2)
+    code = ('import sys; from freespace_seg import cli; '
+            f'rc = cli.main(["bag", {str(src)!r}, {str(tmp_path / "out")!r}, "--model", '
+            f'{model!r}]); assert rc == 0, rc; '
+            'assert not [m for m in sys.modules if m.startswith("rclpy")], "rclpy imported"')
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
