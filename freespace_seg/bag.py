@@ -221,14 +221,18 @@ class _WriterThread:
     Serializing the MCAP chunks and writing them to disk costs about a third of a frame's
     time at 1280x720; ONNX Runtime and file writes release the GIL, so the two overlap. The
     queue is bounded, so a slow disk holds the reader back instead of filling memory.
+    With ``threaded`` false (sqlite3, whose connection belongs to the thread that made it)
+    every write happens at once in the caller's thread.
     """
 
-    def __init__(self, writer):
+    def __init__(self, writer, threaded=True):
         self.writer = writer
-        self.queue = queue.Queue(maxsize=WRITE_QUEUE)
         self.error = None
-        self.thread = threading.Thread(target=self._loop, name='bag-writer', daemon=True)
-        self.thread.start()
+        self.thread = None
+        if threaded:
+            self.queue = queue.Queue(maxsize=WRITE_QUEUE)
+            self.thread = threading.Thread(target=self._loop, name='bag-writer', daemon=True)
+            self.thread.start()
 
     def _loop(self):
         while True:
@@ -244,12 +248,17 @@ class _WriterThread:
 
     def write(self, conn, stamp, data):
         """Queue a message; ``data`` is bytes or a function that serializes it (there)."""
+        if self.thread is None:
+            self.writer.write(conn, stamp, data() if callable(data) else data)
+            return
         if self.error is not None:
             raise self.error
         self.queue.put((conn, stamp, data))
 
     def close(self):
         """Write what is queued, stop the thread; re-raise a write error."""
+        if self.thread is None:
+            return
         self.queue.put(None)
         self.thread.join()
         if self.error is not None:
@@ -393,7 +402,7 @@ def _run(reader, writer, store, pipe, args, image_topic, info_topic, ns, mount, 
     if info_topic and not args.no_grid:
         grid_conn = writer.add_connection(f'{ns}/{GRID_OUTPUT}', 'nav_msgs/msg/OccupancyGrid',
                                           typestore=store)
-    writes = _WriterThread(writer)
+    writes = _WriterThread(writer, threaded=args.storage == 'mcap')
     try:
         return _frames_loop(reader, writes, store, pipe, args, image_topic, info_topic,
                             mount, grid_spec, progress_file, outputs, summary, copies, by_topic,
