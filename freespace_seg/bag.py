@@ -291,11 +291,17 @@ class _Summary:
         self.dropped_topics = []
         self.grid = 0
         self.seconds = 0.0
+        self.pipeline_seconds = 0.0   # SegmentationPipeline.segment alone
 
     def lines(self, image_topic, grid_note):
         fps = self.frames / self.seconds if self.seconds > 0 else 0.0
         out = [f'{image_topic}: {self.frames} frames segmented in {self.seconds:.1f} s '
                f'({fps:.1f} frames/s), {sum(self.skipped.values())} skipped']
+        if self.frames:
+            seg = 1000.0 * self.pipeline_seconds / self.frames
+            rest = 1000.0 * self.seconds / self.frames - seg
+            out.append(f'per frame: {seg:.1f} ms in the segmentation pipeline, {rest:.1f} ms '
+                       'reading, decoding, colouring, projecting and writing')
         for why, n in self.skipped.most_common():
             out.append(f'  skipped {n}: {why}')
         if self.free:
@@ -455,6 +461,7 @@ def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, mou
             continue
         header = msg.header
         mask = pipe.segment(rgb)
+        summary.pipeline_seconds += sum(pipe.timings.values())
         free = pipe.free_mask(mask)
         colored = pipe.colorize(mask)
         overlay = pipe.overlay(rgb, colored, args.alpha)
