@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import math
 
 import cv2
-from freespace_seg.geometry import CameraIntrinsics, pixel_rays_in_base
+from freespace_seg.geometry import CameraIntrinsics, CameraMount, pixel_rays_in_base
 import numpy as np
 
 FREE = 0
@@ -790,3 +790,33 @@ def grid_iou(pred_grid, true_free, valid=None):
     if union == 0:
         return 1.0
     return np.count_nonzero(pred & truth) / union
+
+
+def mount_and_grid(p):
+    """Build the CameraMount and GridSpec described by a parameter dict (node parameters)."""
+    mount = CameraMount(x=p['camera_x'], y=p['camera_y'], z=p['camera_height'],
+                        roll=p['camera_roll'], pitch=p['camera_pitch'], yaw=p['camera_yaw'])
+    grid = GridSpec(resolution=p['grid_resolution'], width=p['grid_width'],
+                    height=p['grid_height'], origin=tuple(p['grid_origin']),
+                    max_range=p['max_range'])
+    return mount, grid
+
+
+def projector_for_camera_info(projector, info, shape, mount, grid_spec):
+    """
+    Return a :class:`GroundProjector` for a mask of ``shape`` (H, W) seen by ``info``.
+
+    ``info`` is a CameraInfo message (any object with its fields); when its size differs from
+    the mask's (a resized stream of the same camera) the intrinsics are scaled. ``projector``
+    (or None) is updated in place and returned, so its lookup table is rebuilt only when the
+    intrinsics, mount or grid change. What ``segmentation_node`` and ``bag`` both run.
+
+    :raises ValueError: unusable CameraInfo.
+    """
+    intrinsics = intrinsics_from_camera_info_msg(info)
+    if (intrinsics.height, intrinsics.width) != tuple(shape):
+        intrinsics = intrinsics.scaled(shape[1], shape[0])
+    if projector is None:
+        return GroundProjector(intrinsics, mount, grid_spec)
+    projector.update(intrinsics=intrinsics, mount=mount, grid_spec=grid_spec)
+    return projector

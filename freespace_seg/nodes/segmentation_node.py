@@ -19,7 +19,6 @@ import time
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from freespace_seg.engines import EngineError
-from freespace_seg.geometry import CameraMount
 from freespace_seg.image_codec import array_to_image, ImageCodecError, make_decoder
 from freespace_seg.model_card import ModelCardError, mount_outside_training
 from freespace_seg.nodes.camera_pose import CameraPoseSource
@@ -31,7 +30,7 @@ from freespace_seg.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMEN
 from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
 from freespace_seg.postprocess import colorize, palette_lut
 from freespace_seg.profiling import profile_from_environment
-from freespace_seg.projection import GridSpec, GroundProjector, intrinsics_from_camera_info_msg
+from freespace_seg.projection import mount_and_grid, projector_for_camera_info
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -54,16 +53,6 @@ GRID_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 GRID_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
                'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
                'max_range')
-
-
-def mount_and_grid(p):
-    """Build the CameraMount and GridSpec described by a parameter dict."""
-    mount = CameraMount(x=p['camera_x'], y=p['camera_y'], z=p['camera_height'],
-                        roll=p['camera_roll'], pitch=p['camera_pitch'], yaw=p['camera_yaw'])
-    grid = GridSpec(resolution=p['grid_resolution'], width=p['grid_width'],
-                    height=p['grid_height'], origin=tuple(p['grid_origin']),
-                    max_range=p['max_range'])
-    return mount, grid
 
 
 class SegmentationNode(LifecycleNode):
@@ -366,23 +355,16 @@ class SegmentationNode(LifecycleNode):
         if info is None:
             self._info_error = f'no CameraInfo received on {self.info_topic}'
             return None
-        try:
-            intrinsics = intrinsics_from_camera_info_msg(info)
-        except ValueError as e:
-            self._info_error = f'unusable CameraInfo: {e}'
-            return None
-        if (intrinsics.height, intrinsics.width) != shape:
-            # Same camera, other resolution (e.g. a resized stream): scale the intrinsics.
-            intrinsics = intrinsics.scaled(shape[1], shape[0])
         transform = self._pose_source.lookup(header.frame_id, header.stamp)
         if transform is not None:
             self._check_tf_mount(transform)
         mount = transform if transform is not None else self._mount
-        if self._projector is None:
-            self._projector = GroundProjector(intrinsics, mount, self._grid_spec)
-        else:
-            self._projector.update(intrinsics=intrinsics, mount=mount,
-                                   grid_spec=self._grid_spec)
+        try:
+            self._projector = projector_for_camera_info(self._projector, info, shape, mount,
+                                                        self._grid_spec)
+        except ValueError as e:
+            self._info_error = f'unusable CameraInfo: {e}'
+            return None
         self._info_error = ''
         return self._projector
 

@@ -1,0 +1,291 @@
+"""``bag``: rosbag2 in, the node's outputs out, written and read back with rosbags."""
+
+import os
+import subprocess
+import sys
+
+from conftest import green_red_image, write_tiny_model
+import cv2
+from freespace_seg.training.data import IGNORE_INDEX, read_user_image_pair, user_image_pairs
+import numpy as np
+import pytest
+
+rosbags = pytest.importorskip('rosbags', reason='the bag command needs rosbags: pip install '
+                              'rosbags')
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer  # noqa: E402
+from rosbags.typesys import get_typestore, Stores  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+W, H = 64, 48  # the tiny model's input size: no resampling, exact masks
+
+
+def _header(store, i):
+    t = store.types
+    return t['std_msgs/msg/Header'](stamp=t['builtin_interfaces/msg/Time'](sec=100 + i,
+                                                                           nanosec=5),
+                                    frame_id='cam_optical')
+
+
+def frame(i):
+    """Frame i: the bottom 16 + 2 i rows green (free for the tiny model), the rest red."""
+    return green_red_image(W, H, 16 + 2 * (i % 10))
+
+
+def write_bag(path, n=5, storage='mcap', compressed=False, info=True, distro='ROS2_KILTED',
+              bad_frames=(), topic='/cam/image_raw'):
+    """Write a test bag with rosbags: n frames (bad_frames with an unknown encoding)."""
+    store = get_typestore(getattr(Stores, distro))
+    t = store.types
+    with Writer(path, version=9 if distro != 'ROS2_HUMBLE' else 8,
+                storage_plugin=StoragePlugin[storage.upper()]) as w:
+        if compressed:
+            img_conn = w.add_connection(topic + '/compressed', 'sensor_msgs/msg/CompressedImage',
+                                        typestore=store)
+        else:
+            img_conn = w.add_connection(topic, 'sensor_msgs/msg/Image', typestore=store)
+        info_conn = w.add_connection('/cam/camera_info', 'sensor_msgs/msg/CameraInfo',
+                                     typestore=store) if info else None
+        other = w.add_connection('/chatter', 'std_msgs/msg/String', typestore=store)
+        for i in range(n):
+            header = _header(store, i)
+            stamp = 1_000_000_000 * (i + 1)
+            rgb = frame(i)
+            if compressed:
+                ok, png = cv2.imencode('.png', cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+                assert ok
+                msg = t['sensor_msgs/msg/CompressedImage'](header=header, format='png',
+                                                           data=png.reshape(-1))
+                w.write(img_conn, stamp, store.serialize_cdr(msg, img_conn.msgtype))
+            else:
+                enc = 'bayer_weird8' if i in bad_frames else 'rgb8'
+                msg = t['sensor_msgs/msg/Image'](header=header, height=H, width=W, encoding=enc,
+                                                 is_bigendian=0, step=W * 3,
+                                                 data=rgb.reshape(-1))
+                w.write(img_conn, stamp, store.serialize_cdr(msg, img_conn.msgtype))
+            if info_conn is not None:
+                f = 80.0
+                k = np.array([f, 0, W / 2, 0, f, H / 2, 0, 0, 1], np.float64)
+                p = np.array([f, 0, W / 2, 0, 0, f, H / 2, 0, 0, 0, 1, 0], np.float64)
+                roi = t['sensor_msgs/msg/RegionOfInterest'](x_offset=0, y_offset=0, height=0,
+                                                            width=0, do_rectify=False)
+                msg = t['sensor_msgs/msg/CameraInfo'](
+                    header=header, height=H, width=W, distortion_model='plumb_bob',
+                    d=np.zeros(5), k=k, r=np.eye(3).reshape(-1), p=p, binning_x=0,
+                    binning_y=0, roi=roi)
+                w.write(info_conn, stamp - 1000, store.serialize_cdr(msg, info_conn.msgtype))
+            w.write(other, stamp, store.serialize_cdr(t['std_msgs/msg/String'](data=f'hi {i}'),
+                                                      'std_msgs/msg/String'))
+    return path
+
+
+def read_bag(path):
+    """Return {topic: [(bag time, message)]} of a bag, deserialized with rosbags."""
+    store = get_typestore(Stores.ROS2_KILTED)
+    out = {}
+    with Reader(path) as r:
+        for conn, stamp, raw in r.messages():
+            out.setdefault(conn.topic, []).append((stamp, store.deserialize_cdr(raw,
+                                                                                conn.msgtype)))
+    return out
+
+
+def run_bag(*argv, timeout=300):
+    """Run ``python -m freespace_seg bag`` in a subprocess; return the CompletedProcess."""
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    return subprocess.run([sys.executable, '-m', 'freespace_seg', 'bag', *map(str, argv)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope='module')
+def model(tmp_path_factory):
+    return write_tiny_model(tmp_path_factory.mktemp('model'))
+
+
+def _pipeline(model):
+    from freespace_seg.pipeline import SegmentationPipeline
+    return SegmentationPipeline(model, 'onnxruntime', 1)
+
+
+@pytest.mark.parametrize('storage,compressed,info', [('mcap', False, True),
+                                                     ('sqlite3', True, False),
+                                                     ('sqlite3', False, True),
+                                                     ('mcap', True, False)])
+def test_bag_outputs_equal_the_pipeline(tmp_path, model, storage, compressed, info):
+    """
+    Every output topic, with the input's header and bag time, equals SegmentationPipeline's.
+
+    The node runs exactly this pipeline (segment, free_mask, colorize, overlay; see
+    segmentation_node._process), so the comparison is with the pipeline directly.
+    """
+    src = write_bag(tmp_path / 'in', n=4, storage=storage, compressed=compressed, info=info)
+    proc = run_bag(src, tmp_path / 'out', '--model', model, '--backend', 'onnxruntime',
+                   '--num-threads', '1')
+    assert proc.returncode == 0, proc.stderr
+    assert '4 frames segmented' in proc.stdout
+    got = read_bag(tmp_path / 'out')
+    image_topic = '/cam/image_raw/compressed' if compressed else '/cam/image_raw'
+    assert len(got[image_topic]) == 4 and len(got['/chatter']) == 4
+    pipe = _pipeline(model)
+    for i in range(4):
+        rgb = frame(i)
+        mask = pipe.segment(rgb)
+        free = pipe.free_mask(mask)
+        colored = pipe.colorize(mask)
+        expect = {'/cam/segmentation/mask': (mask, 'mono8'),
+                  '/cam/free_space/mask': (free, 'mono8'),
+                  '/cam/segmentation/colored_mask': (colored, 'rgb8'),
+                  '/cam/segmentation/overlay': (pipe.overlay(rgb, colored, 0.5), 'rgb8')}
+        for topic, (array, encoding) in expect.items():
+            stamp, msg = got[topic][i]
+            assert stamp == got[image_topic][i][0] == 1_000_000_000 * (i + 1)
+            assert msg.header.stamp.sec == 100 + i and msg.header.stamp.nanosec == 5
+            assert msg.header.frame_id == 'cam_optical' and msg.encoding == encoding
+            np.testing.assert_array_equal(msg.data.reshape(array.shape), array)
+        assert np.count_nonzero(free) == W * (16 + 2 * i)
+    if info:
+        grids = got['/cam/free_space/grid']
+        assert len(grids) == 4
+        assert grids[0][1].header.frame_id == 'base_link'
+        assert (grids[0][1].data == 0).any()   # free floor in front of the camera
+    else:
+        assert '/cam/free_space/grid' not in got
+        assert 'no CameraInfo' in proc.stdout
+
+
+def test_humble_bag_and_single_file_and_no_metadata(tmp_path, model):
+    """A Humble bag; its .mcap file alone; the directory without metadata.yaml."""
+    src = write_bag(tmp_path / 'in', n=3, distro='ROS2_HUMBLE')
+    files = [f for f in os.listdir(src) if f.endswith('.mcap')]
+    assert len(files) == 1
+    for n, path in enumerate([src, src / files[0]]):
+        proc = run_bag(path, tmp_path / f'out{n}', '--model', model, '--keep', 'none',
+                       '--storage', 'sqlite3')
+        assert proc.returncode == 0, proc.stderr
+        got = read_bag(tmp_path / f'out{n}')
+        assert '/chatter' not in got and len(got['/cam/segmentation/mask']) == 3
+    os.remove(src / 'metadata.yaml')
+    proc = run_bag(src, tmp_path / 'out2', '--model', model)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_bad_frames_are_counted_and_skipped(tmp_path, model):
+    src = write_bag(tmp_path / 'in', n=5, bad_frames=(1, 3))
+    proc = run_bag(src, tmp_path / 'out', '--model', model)
+    assert proc.returncode == 0, proc.stderr
+    assert '3 frames segmented' in proc.stdout and '2 skipped' in proc.stdout
+    assert "skipped 2: Image 64x48: unsupported encoding 'bayer_weird8'" in proc.stdout
+    got = read_bag(tmp_path / 'out')
+    assert [s for s, _ in got['/cam/segmentation/mask']] == [1e9, 3e9, 5e9]
+
+
+@pytest.mark.parametrize('case', ['missing', 'truncated', 'garbage', 'no_images', 'exists',
+                                  'all_bad', 'wrong_topic'])
+def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
+    out = tmp_path / 'out'
+    src = tmp_path / 'in'
+    extra = []
+    if case == 'missing':
+        src = tmp_path / 'nope'
+    elif case == 'truncated':
+        write_bag(src, n=5)
+        mcap = next(p for p in src.iterdir() if p.suffix == '.mcap')
+        mcap.write_bytes(mcap.read_bytes()[:mcap.stat().st_size // 2])
+    elif case == 'garbage':
+        src = tmp_path / 'x.db3'
+        src.write_bytes(b'not a database' * 100)
+    elif case == 'no_images':
+        store = get_typestore(Stores.ROS2_KILTED)
+        with Writer(src, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+            c = w.add_connection('/chatter', 'std_msgs/msg/String', typestore=store)
+            w.write(c, 1, store.serialize_cdr(store.types['std_msgs/msg/String'](data='x'),
+                                              'std_msgs/msg/String'))
+    elif case == 'exists':
+        write_bag(src, n=2)
+        out.mkdir()
+        (out / 'keep.txt').write_text('mine')
+    elif case == 'all_bad':
+        write_bag(src, n=2, bad_frames=(0, 1))
+    elif case == 'wrong_topic':
+        write_bag(src, n=2)
+        extra = ['--image-topic', '/cam/other']
+    proc = run_bag(src, out, '--model', model, *extra)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = [x for x in proc.stderr.strip().splitlines() if not x.startswith('bag: ') or
+             x.startswith('bag: error:')]   # the progress bar's lines start 'bag: NN%'
+    assert len(lines) == 1 and lines[0].startswith('bag: error:'), proc.stderr
+    if case == 'exists':
+        assert (out / 'keep.txt').read_text() == 'mine'
+        proc = run_bag(src, out, '--model', model, '--overwrite')
+        assert proc.returncode == 0, proc.stderr
+        assert not (out / 'keep.txt').exists() and (out / 'metadata.yaml').exists()
+    else:
+        assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if '.partial-' in p.name]
+
+
+def test_label_export_round_trip_through_eval(tmp_path, model):
+    """The label export is the --images folder that eval and finetune read."""
+    src = write_bag(tmp_path / 'in', n=6)
+    labels = tmp_path / 'labels'
+    proc = run_bag(src, tmp_path / 'out', '--model', model, '--export-labels', labels,
+                   '--label-every', '2', '--label-ignore-band', '2')
+    assert proc.returncode == 0, proc.stderr
+    assert 'exported 3 label pairs' in proc.stdout
+    pairs = user_image_pairs(str(labels))
+    assert len(pairs) == 3
+    rgb, label = read_user_image_pair(*pairs[0])
+    np.testing.assert_array_equal(rgb, frame(0))
+    assert set(np.unique(label)) == {0, 1, IGNORE_INDEX}
+    assert (label[-10:] == 1).all() and (label[:28] == 0).all()   # bottom 16 rows free
+    assert (label[H - 17:H - 15] == IGNORE_INDEX).all()          # the unchecked band
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    ev = subprocess.run([sys.executable, '-m', 'freespace_seg', 'eval', '--model', model,
+                         '--images', str(labels), '--out', str(tmp_path / 'eval'),
+                         '--latency-runs', '0', '--figures', '0', '--threads', '1'],
+                        capture_output=True, text=True, timeout=300, env=env)
+    assert ev.returncode == 0, ev.stdout + ev.stderr
+    assert 'miou' in (ev.stdout + ev.stderr).lower()
+
+
+@pytest.mark.slow
+def test_own_data_loop(tmp_path, shipped_model):
+    """
+    The README's loop on tiny data: bag --export-labels -> finetune -> eval --images.
+
+    The masks are used as exported (a user would correct them first); held-out frames come
+    from a second bag.
+    """
+    pytest.importorskip('torch', reason='finetune needs torch')
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    for name, n in (('train', 4), ('held_out', 2)):
+        src = write_bag(tmp_path / f'{name}_bag', n=n)
+        proc = run_bag(src, tmp_path / f'{name}_out', '--export-labels', tmp_path / name,
+                       '--label-every', '1', '--num-threads', '1')
+        assert proc.returncode == 0, proc.stderr
+    new = tmp_path / 'mine.onnx'
+    ft = subprocess.run([sys.executable, '-m', 'freespace_seg', 'finetune', '--images',
+                         str(tmp_path / 'train'), '--out', str(new), '--steps', '2',
+                         '--batch-size', '2', '--val-fraction', '0.25', '--threads', '1',
+                         '--log-every', '0'],
+                        capture_output=True, text=True, timeout=600, env=env)
+    assert ft.returncode == 0, ft.stdout + ft.stderr
+    assert 'held-out mIoU' in ft.stdout
+    ev = subprocess.run([sys.executable, '-m', 'freespace_seg', 'eval', '--model', str(new),
+                         '--images', str(tmp_path / 'held_out'), '--out',
+                         str(tmp_path / 'eval'), '--latency-runs', '0', '--figures', '0',
+                         '--threads', '1'],
+                        capture_output=True, text=True, timeout=300, env=env)
+    assert ev.returncode == 0, ev.stdout + ev.stderr
+    assert 'miou' in (ev.stdout + ev.stderr).lower()
+
+
+def test_bag_never_imports_rclpy(tmp_path, model):
+    src = write_bag(tmp_path / 'in', n=2)
+    code = ('import sys; from freespace_seg import cli; '
+            f'rc = cli.main(["bag", {str(src)!r}, {str(tmp_path / "out")!r}, "--model", '
+            f'{model!r}]); assert rc == 0, rc; '
+            'assert not [m for m in sys.modules if m.startswith("rclpy")], "rclpy imported"')
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
