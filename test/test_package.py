@@ -3,6 +3,7 @@
 import ast
 import glob
 import os
+import re
 import xml.etree.ElementTree as ET
 
 from conftest import REPO
@@ -11,7 +12,22 @@ from freespace_seg.nodes.sim_robot import SIM_PARAMS
 from freespace_seg.nodes.synthetic_camera import CAMERA_PARAMS
 from freespace_seg.params import markdown_table, SEGMENTATION_PARAMS, validate
 import pytest
+from test_distro import DISTROS
 import yaml
+
+
+#: System keys of rosdep (base.yaml, python.yaml), the same on every distro.
+ROSDEP_SYSTEM_KEYS = {'python3-numpy', 'python3-opencv', 'python3-yaml',
+                      'python3-onnxruntime-pip', 'python3-pytest', 'python3-hypothesis'}
+_ROS_EVERYWHERE = {'rclpy', 'sensor_msgs', 'std_msgs', 'nav_msgs', 'geometry_msgs',
+                   'diagnostic_msgs', 'lifecycle_msgs', 'rosgraph_msgs', 'ament_index_python',
+                   'cv_bridge', 'ament_copyright', 'ament_flake8', 'ament_pep257', 'launch',
+                   'launch_ros', 'launch_testing', 'launch_testing_ros', 'tf2_ros',
+                   'rqt_image_view'}
+#: ROS packages released in each distro (rosdistro <distro>/distribution.yaml).
+ROS_PACKAGES = {'humble': _ROS_EVERYWHERE | {'irobot_create_msgs'},
+                'jazzy': _ROS_EVERYWHERE | {'irobot_create_msgs'},
+                'kilted': _ROS_EVERYWHERE}
 
 
 def read(*parts):
@@ -52,16 +68,13 @@ def test_package_xml_declares_runtime_and_test_dependencies():
     assert any('onnxruntime' in d for d in deps['exec_depend'])
     for key in ('ament_flake8', 'ament_pep257', 'ament_copyright', 'python3-pytest'):
         assert key in deps['test_depend'], key
-    # Every key must resolve with rosdep: checked against ros/rosdistro (rosdep/base.yaml,
-    # rosdep/python.yaml) and the ROS package names. python3-onnx, for one, is not a key.
-    known = {'rclpy', 'sensor_msgs', 'std_msgs', 'nav_msgs', 'geometry_msgs',
-             'diagnostic_msgs', 'lifecycle_msgs', 'rosgraph_msgs', 'ament_index_python',
-             'cv_bridge', 'python3-numpy', 'python3-opencv', 'python3-yaml',
-             'python3-onnxruntime-pip', 'ament_copyright', 'ament_flake8', 'ament_pep257',
-             'python3-pytest', 'python3-hypothesis', 'launch', 'launch_ros', 'launch_testing',
-             'launch_testing_ros', 'tf2_ros', 'rqt_image_view', 'irobot_create_msgs'}
-    keys = set().union(*(v for k, v in deps.items() if k.endswith('depend')))
-    assert keys <= known, sorted(keys - known)
+    # Every key must resolve with rosdep on every distro the package supports: checked
+    # against ros/rosdistro (rosdep/base.yaml, rosdep/python.yaml: the same on every distro)
+    # and each distro's released ROS packages. python3-onnx, for one, is not a key.
+    for distro in DISTROS:
+        keys = set().union(*(v for k, v in deps.items() if k.endswith('depend')))
+        missing = keys - ROSDEP_SYSTEM_KEYS - ROS_PACKAGES[distro]
+        assert not missing, f'{distro}: {sorted(missing)}'
     assert root.find('export/build_type').text == 'ament_python'
     email = root.find('maintainer').get('email')
     assert '@' in email and '.' in email.split('@')[1] and len(email.split('@')[1]) > 4
@@ -138,3 +151,53 @@ def test_launch_file_statically(path):
                 node.value.endswith(('.yaml', '.onnx', '.xml')) and '/' not in node.value:
             matches = glob.glob(os.path.join(REPO, '*', node.value))
             assert matches, f'{node.value} is referenced but not in config/ or models/'
+
+
+def _readme_section(title):
+    readme = read('README.md')
+    start = readme.index('\n## ' + title)
+    end = readme.find('\n## ', start + 1)
+    return readme[start:end if end > 0 else None]
+
+
+def test_readme_robot_install_names_the_apt_packages_of_package_xml():
+    """The robot install steps name exactly the ros-$ROS_DISTRO-* packages rosdep installs."""
+    root = ET.fromstring(read('package.xml'))
+    keys = {e.text for e in root if e.tag in ('exec_depend', 'test_depend', 'depend')}
+    ros = {'ros-$ROS_DISTRO-' + k.replace('_', '-') for k in keys if not k.startswith('python3-')}
+    apt = {k for k in keys if k.startswith('python3-') and not k.endswith('-pip')}
+    section = _readme_section('Use it on a robot')
+    named = set(re.findall(r'ros-\$ROS_DISTRO-[a-z0-9-]+', section))
+    assert named == ros
+    lines = ' '.join(ln for ln in section.splitlines() if 'apt install' in ln or
+                     ln.startswith('    ros-') or ln.startswith('    python3-'))
+    assert set(re.findall(r'python3-[a-z0-9-]+', lines)) == apt
+    assert 'pip install onnxruntime' in section
+
+
+def test_github_workflow_matches_the_readme():
+    """.github/workflows/ci.yml (untested here): the distros and actions the README names."""
+    workflow = yaml.safe_load(read('.github', 'workflows', 'ci.yml'))
+    job = workflow['jobs']['colcon']
+    matrix = job['strategy']['matrix']['include']
+    assert tuple(m['ros_distro'] for m in matrix) == DISTROS
+    ubuntu = {'humble': 'ubuntu:jammy', 'jazzy': 'ubuntu:noble', 'kilted': 'ubuntu:noble'}
+    assert {m['ros_distro']: m['docker_image'] for m in matrix} == ubuntu
+    assert job['container']['image'] == '${{ matrix.docker_image }}'
+    uses = [step['uses'].split('@')[0] for step in job['steps'] if 'uses' in step]
+    assert uses == ['ros-tooling/setup-ros', 'ros-tooling/action-ros-ci']
+    setup, ci = (step for step in job['steps'] if 'uses' in step)
+    assert setup['with']['required-ros-distributions'] == '${{ matrix.ros_distro }}'
+    assert ci['with'] == {'package-name': 'freespace_seg',
+                          'target-ros2-distro': '${{ matrix.ros_distro }}'}
+    lint = workflow['jobs']['lint']
+    assert lint['strategy']['matrix']['linter'] == ['flake8', 'pep257']
+    assert [s['uses'].split('@')[0] for s in lint['steps']][-1] == 'ros-tooling/action-ros-lint'
+    # The README says the same, and that it is untested here.
+    tests = _readme_section('Tests')
+    para = tests[tests.index('.github/workflows/ci.yml'):]
+    para = para[:para.find('\n\n')]
+    assert 'untested here' in para
+    assert 'on ' + ', '.join(DISTROS[:-1]) + ' and ' + DISTROS[-1] in ' '.join(para.split())
+    for action in uses + ['ros-tooling/action-ros-lint', 'ament_flake8', 'ament_pep257']:
+        assert action in para, action

@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# Build (or refresh) the project's virtual environment in .venv.
+# Build (or refresh) the project's virtual environment: .venv (Kilted) or .venv-jazzy.
 #
-#   tools/bootstrap.sh            runtime: ROS 2 Kilted wheels, ONNX Runtime, OpenCV, numpy
+#   tools/bootstrap.sh            runtime: ROS 2 wheels, ONNX Runtime, OpenCV, numpy
 #   tools/bootstrap.sh --test     + colcon, pytest, onnx and the ament linters
 #   tools/bootstrap.sh --train    + torch 2.13.0 (CPU build) for training
 #
+# ROS_DISTRO picks the ROS 2 wheels (requirements/ros-$ROS_DISTRO.txt): kilted (the default,
+# in .venv) or jazzy (in .venv-jazzy); the two cannot share a venv. VENV overrides the folder.
 # Idempotent: each requirement set is installed once and re-installed only when its file changes.
 # Only package registries are contacted.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-venv=${VENV:-$here/.venv}
+distro=${ROS_DISTRO:-kilted}
+case "$distro" in
+  kilted) default_venv=$here/.venv ;;
+  jazzy) default_venv=$here/.venv-jazzy ;;
+  *) echo "bootstrap: ROS_DISTRO=$distro has no PyPI wheels here; use ROS_DISTRO=kilted" \
+       "(the default) or ROS_DISTRO=jazzy, or build with colcon in a sourced ROS workspace" >&2
+     exit 2 ;;
+esac
+venv=${VENV:-$default_venv}
 python=${PYTHON:-python3.11}
-sets=(runtime)
+sets=(ros-"$distro" runtime)
 for arg in "$@"; do
   case "$arg" in
     --test) sets+=(test) ;;
@@ -44,6 +54,16 @@ if [ ! -x "$venv/bin/python" ]; then
   touch "$venv/COLCON_IGNORE"
   "$venv/bin/python" -m pip install -q --upgrade pip
 fi
+# The ROS 2 wheels of two distros cannot share a venv: refuse one that holds another's.
+for other in "$venv"/lib/python*/site-packages/ros_*_rclpy-*.dist-info; do
+  [ -e "$other" ] || continue
+  other=${other##*/ros_}; other=${other%%_rclpy-*}
+  if [ "$other" != "$distro" ]; then
+    echo "bootstrap: $venv holds the ROS 2 $other wheels, not $distro; use another VENV" \
+      "or remove $venv" >&2
+    exit 2
+  fi
+done
 
 for s in "${sets[@]}"; do
   req="$here/requirements/$s.txt"

@@ -50,12 +50,16 @@ from nav_msgs.msg import OccupancyGrid, Odometry
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.duration import Duration
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
 from rclpy.time import Time
 from std_msgs.msg import Bool, String
+
+try:  # Iron and later (Jazzy, Kilted)
+    from rclpy.event_handler import SubscriptionEventCallbacks
+except ImportError:  # Humble: the same class, in the module Iron renamed
+    from rclpy.qos_event import SubscriptionEventCallbacks
 
 try:  # the Create 3's own messages, present on a robot or a machine with its packages
     from irobot_create_msgs.msg import HazardDetectionVector
