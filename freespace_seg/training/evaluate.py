@@ -403,9 +403,10 @@ def auto_layers(model, limit=AUTO_LAYERS):
     ReLU outputs are those of ``Relu`` and ``Clip`` (ReLU6) nodes and tensors named
     ``.../Relu...`` or ``.../Clip...`` (a quantized graph fuses the ReLU into its Conv but
     keeps the name; its float copies after ``DequantizeLinear`` are then picked). In an
-    EfficientNet-Lite model (``/encoder/_blocks.N/...``) every MBConv block counts as one. Blocks are named by the first part of the tensor
-    name (``/enc2/enc2.1/...`` is in ``enc2``). Every encoder block is kept (``stem``,
-    ``enc1`` ... ``bottom``), of the decoder blocks (``dec*``, ``up*``) only the last one, at
+    EfficientNet-Lite model (``/encoder/_blocks.N/...``) every MBConv block counts as one.
+    Blocks are named by the first part of the tensor name (``/enc2/enc2.1/...`` is in
+    ``enc2``). Every encoder block is kept (``stem``, ``enc1`` ... ``bottom``), of the
+    decoder blocks (``dec*``, ``up*``) only the last one, at
     most ``limit`` layers in all. The global-context branch (1x1 maps) is left out.
     """
     last = {}

@@ -370,7 +370,7 @@ def add_arguments(parser):
         'Channel-prune a UNet model (default: the shipped UNet, models/freespace_unet.onnx): '
         'remove the output channels with the smallest BatchNorm-folded L1 norm in each '
         "convolution, keep the UNet's skip connections consistent, fine-tune the smaller "
-        "model on synthetic frames, export it with its card, its held-out mIoU and its "
+        'model on synthetic frames, export it with its card, its held-out mIoU and its '
         "latency beside the source model's, and optionally an INT8 copy.")
     pr = parser.add_argument_group('pruning')
     opt(pr, '--model', metavar='ONNX',
