@@ -185,7 +185,8 @@ def test_layers_auto_and_bad_name(model, tmp_path):
     from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
     from freespace_seg.pipeline import PACKAGED_LITE0_MODEL
     lite = tmp_path / 'lite'
-    assert _eval(packaged_model_path(PACKAGED_LITE0_MODEL), lite, *_render_args(1), '--figures', '0', '--layers', 'auto') == 0
+    assert _eval(packaged_model_path(PACKAGED_LITE0_MODEL), lite, *_render_args(1),
+                 '--figures', '0', '--layers', 'auto') == 0
     names = [e['name'] for e in _result(lite)['layers']['layers']]
     # The EfficientNet-Lite0 candidate: ReLU6 (Clip) outputs of the encoder and the decoder.
     assert 3 <= len(names) <= 7 and all(n.rsplit('/', 1)[-1].startswith(('Clip', 'Relu'))

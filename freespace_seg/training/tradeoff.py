@@ -3,8 +3,9 @@
 
 The UNet is fully convolutional, so one set of weights runs at any input size. The command
 rebuilds the torch UNet from an ONNX model (by default the shipped fp32 UNet,
-models/freespace_unet.onnx; see :func:`freespace_seg.training.finetune.rebuild_torch_model`),
-re-exports it at each of ``--sizes`` (width and height multiples of ``--size-multiple``, 16 by default), each with
+models/freespace_unet.onnx; see
+:func:`freespace_seg.training.finetune.rebuild_torch_model`), re-exports it at each of
+``--sizes`` (width and height multiples of ``--size-multiple``, 16 by default), each with
 its own model card (the card's input size drives the node's letterbox), and for each size
 measures
 
