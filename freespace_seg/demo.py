@@ -289,13 +289,14 @@ def report(args, card, camera, received, arrival, elapsed, out_dir):
     fps = (len(matched) - 1) / span if span > 0 else float('nan')
 
     saved = []
-    for stamp in sorted(matched)[::max(1, len(matched) // max(1, args.save))][:args.save]:
+    # Only frames for which every picture topic arrived (a late or dropped overlay must not
+    # cost a panel), spread evenly over the run.
+    topics = ('segmentation/colored_mask', 'segmentation/overlay', 'free_space/grid_image')
+    complete = [s for s in sorted(matched) if all(s in received[t] for t in topics)]
+    for stamp in complete[::max(1, len(complete) // max(1, args.save))][:args.save]:
         i = sent[stamp]
         frame = camera.frames[i]
-        topics = ('segmentation/colored_mask', 'segmentation/overlay', 'free_space/grid_image')
-        parts = [received[t].get(stamp) for t in topics]
-        if any(p is None for p in parts):
-            continue
+        parts = [received[t][stamp] for t in topics]
         true_grid = GroundProjector(frame.intrinsics, frame.mount, spec).project(frame.free)
         pictures = {
             'input': frame.image, 'ground_truth': colorize(frame.free.astype(np.uint8), palette),

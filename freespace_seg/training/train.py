@@ -163,8 +163,8 @@ def add_arguments(parser):
     opt(tr, '--no-augment', action='store_true', help='train without augmentation')
     opt(tr, '--augment', choices=AUGMENT_MODES, default='full',
         help='full: flip, zoom/crop, roll, colour, gamma, blur, noise; strong: full plus hue '
-             'rotation, greyscale, coloured light and brightness ramps; flip: flips only '
-             '(default: %(default)s)')
+             'rotation, greyscale, coloured light and brightness ramps; flip: flips only; '
+             'light: flips, colour jitter and gamma (default: %(default)s)')
     opt(tr, '--seed', type=int, default=0,
         help='seed of torch, numpy and random (default: %(default)s)')
     opt(tr, '--input-size', type=_size, default=(480, 272), metavar='WxH',
@@ -389,7 +389,7 @@ def _colour_shift(x, gen, p_hue=0.5, p_gray=0.1, p_tint=0.5, p_ramp=0.5):
 
 
 #: Choices of ``--augment``.
-AUGMENT_MODES = ('full', 'strong', 'flip')
+AUGMENT_MODES = ('full', 'strong', 'flip', 'light')
 
 
 def augment(x, y, gen, mode='full'):
@@ -398,7 +398,8 @@ def augment(x, y, gen, mode='full'):
 
     ``mode`` ``full``: flip, zoom/crop, roll, colour jitter, gamma, blur, noise; ``strong``:
     ``full`` plus hue rotation, greyscale, coloured light and brightness ramps
-    (:func:`_colour_shift`); ``flip``: horizontal flips only.
+    (:func:`_colour_shift`); ``flip``: horizontal flips only; ``light``: flips and colour
+    jitter and gamma, no geometry, blur or noise (the recipe of the issue's pretrained probe).
     """
     if mode not in AUGMENT_MODES:
         raise ValueError(f'unknown augmentation {mode!r}; expected one of {AUGMENT_MODES}')
@@ -407,6 +408,8 @@ def augment(x, y, gen, mode='full'):
     y = torch.where(flip.view(-1, 1, 1), y.flip(-1), y)
     if mode == 'flip':
         return x, y
+    if mode == 'light':
+        return _photometric(x, gen, p_blur=0.0, p_noise=0.0), y
     x, y = _geometric(x, y, gen)
     if mode == 'strong':
         x = _colour_shift(x, gen)
@@ -418,6 +421,7 @@ def augmentation_summary(mode):
     """Return the card's one-line description of an ``--augment`` mode (or ``'none'``)."""
     full = 'hflip, zoom-in crop 1-1.4x, roll +-3 deg, colour jitter, gamma, blur, noise'
     return {'none': 'none', 'flip': 'hflip', 'full': full,
+            'light': 'hflip, colour jitter, gamma',
             'strong': full + ', hue rotation, greyscale, coloured light, brightness ramp'}[mode]
 
 
