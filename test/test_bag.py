@@ -250,7 +250,7 @@ def test_label_export_round_trip_through_eval(tmp_path, model):
 @pytest.mark.slow
 def test_own_data_loop(tmp_path, shipped_model):
     """
-    The README's loop on tiny data: bag --export-labels -> finetune -> eval --images.
+    The loop of docs/own_data.md on tiny data: bag --export-labels -> finetune -> eval --images.
 
     The masks are used as exported (a user would correct them first); held-out frames come
     from a second bag.

@@ -45,10 +45,95 @@ def test_config_yaml_matches_the_declared_defaults():
         assert validate(specs[name], value) is None, name
 
 
-def test_readme_parameter_tables_match_the_nodes():
+#: Each node's page in docs/nodes/ and the parameters it documents.
+NODE_PAGES = {'segmentation_node': SEGMENTATION_PARAMS, 'synthetic_camera': CAMERA_PARAMS,
+              'freespace_driver': DRIVER_PARAMS, 'sim_robot': SIM_PARAMS}
+
+
+def test_docs_parameter_tables_match_the_nodes():
+    """Each node's page holds its full parameter table, generated from the node's specs."""
+    for node, specs in NODE_PAGES.items():
+        page = read('docs', 'nodes', node + '.md')
+        assert markdown_table(specs) in page, f'docs/nodes/{node}.md: parameter table is stale'
+    # One home per table: the README links to the pages instead of holding a copy.
     readme = read('README.md')
-    for specs in (SEGMENTATION_PARAMS, CAMERA_PARAMS, DRIVER_PARAMS, SIM_PARAMS):
-        assert markdown_table(specs) in readme
+    assert '| parameter | type | default |' not in readme
+    for node in NODE_PAGES:
+        assert f'(docs/nodes/{node}.md)' in readme, node
+
+
+def test_readme_is_a_contract_of_at_most_350_lines():
+    """The README stays short; everything else lives in docs/."""
+    lines = read('README.md').splitlines()
+    assert len(lines) <= 350, f'README.md has {len(lines)} lines'
+    assert os.path.isfile(os.path.join(REPO, 'docs', 'README.md'))
+
+
+_LINK = re.compile(r'!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+"[^"]*")?\)')
+_FENCE = re.compile(r'^(```|~~~).*?^\1', re.S | re.M)
+
+
+def _slug(heading):
+    """Return GitHub's anchor for a Markdown heading: lower case, punctuation out, - for space."""
+    text = re.sub(r'`|\*\*|\[|\]\([^)]*\)', '', heading.strip().lower())
+    return re.sub(r'[^\w\- ]', '', text).replace(' ', '-')
+
+
+def _anchors(text):
+    seen, anchors = {}, set()
+    for line in _FENCE.sub('', text).splitlines():
+        m = re.match(r'#{1,6}\s+(.*?)\s*#*\s*$', line)
+        if m:
+            slug = _slug(m.group(1))
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            anchors.add(slug if n == 0 else f'{slug}-{n}')
+    return anchors
+
+
+def broken_links(paths):
+    """Return 'file: link' for each relative link in the Markdown files that leads nowhere."""
+    broken = []
+    for path in paths:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+        body = re.sub(r'`[^`\n]*`', '', _FENCE.sub('', text))
+        for target in _LINK.findall(body):
+            if re.match(r'[a-z][a-z0-9+.-]*:', target):      # http:, https:, mailto:
+                continue
+            file_part, _, anchor = target.partition('#')
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
+                if file_part else path
+            if not os.path.exists(dest):
+                broken.append(f'{os.path.relpath(path, REPO)}: {target}')
+            elif anchor and dest.endswith('.md'):
+                with open(dest, encoding='utf-8') as f:
+                    if anchor not in _anchors(f.read()):
+                        broken.append(f'{os.path.relpath(path, REPO)}: {target} (no such heading)')
+    return broken
+
+
+def markdown_files():
+    return [os.path.join(REPO, 'README.md')] + sorted(
+        glob.glob(os.path.join(REPO, 'docs', '**', '*.md'), recursive=True))
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves():
+    assert len(markdown_files()) > 20
+    assert broken_links(markdown_files()) == []
+
+
+def test_the_link_check_finds_broken_links(tmp_path):
+    (tmp_path / 'sub').mkdir()
+    (tmp_path / 'sub' / 'b.md').write_text('# B page\n\n## A `code` heading: yes\n')
+    page = tmp_path / 'a.md'
+    page.write_text('[ok](sub/b.md) [ok](sub/b.md#a-code-heading-yes) [ok](#top) '
+                    '[web](https://example.com/x.md) `[not a link](nowhere.md)`\n'
+                    '# Top\n[gone](sub/c.md) ![gone](img.png) [bad anchor](sub/b.md#nope)\n'
+                    '```\n[in code](nowhere.md)\n```\n')
+    found = broken_links([str(page)])
+    assert [f.split(': ', 1)[1] for f in found] == [
+        'sub/c.md', 'img.png', 'sub/b.md#nope (no such heading)']
 
 
 def test_every_default_is_valid():
