@@ -58,7 +58,7 @@ KEY = EngineKey(model_sha256='ab' * 32, tensorrt_version='10.3.0', gpu_name='Ori
 
 def test_backend_names_order_and_engine_parameters():
     assert AUTO_ORDER == ('tensorrt', 'onnxruntime_gpu', 'onnxruntime')
-    assert BACKENDS == ('auto',) + AUTO_ORDER
+    assert BACKENDS == ('auto',) + AUTO_ORDER + ('triton',)
     assert spec_by_name(SEGMENTATION_PARAMS, 'backend').choices == BACKENDS
     assert set(ENGINE_OPTION_PARAMS) == {
         'engine_file_path', 'force_engine_update', 'enable_fp16', 'enable_int8',
