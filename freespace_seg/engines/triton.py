@@ -15,6 +15,7 @@ is kept in :attr:`TritonEngine.round_trips` for the node's diagnostics.
 """
 
 import collections
+import os
 import time
 
 from freespace_seg.engines.base import BackendUnavailable, Engine, EngineError
@@ -69,7 +70,9 @@ class TritonEngine(Engine):
     """
     A model on a V2 inference server, reached over gRPC with ``tritonclient``.
 
-    Options (node parameter names): ``triton_url`` (``host:port`` of the gRPC endpoint),
+    Options (node parameter names): ``triton_url`` (``host:port`` of the gRPC endpoint;
+    default ``$FREESPACE_SEG_TRITON_URL``, else ``localhost:8001``: how ``infer``, ``bag``,
+    ``eval`` and ``bench --backend triton`` find the server),
     ``triton_model_name`` (default: the card's ``name``), ``triton_model_version`` (empty:
     the server's choice), ``triton_timeout`` (seconds per request).
     """
@@ -86,7 +89,8 @@ class TritonEngine(Engine):
                                      "'tritonclient[grpc]'") from e
         self._grpc = grpcclient
         self._server_error = InferenceServerException
-        self.url = options.get('triton_url') or 'localhost:8001'
+        self.url = (options.get('triton_url') or os.environ.get('FREESPACE_SEG_TRITON_URL')
+                    or 'localhost:8001')
         self.model = options.get('triton_model_name') or card.name
         self.version = str(options.get('triton_model_version') or '')
         self.timeout = float(options.get('triton_timeout') or 1.0)
