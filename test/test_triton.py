@@ -230,3 +230,62 @@ def _server_child(proc):
     with open(f'/proc/{proc.pid}/task/{proc.pid}/children') as f:
         (pid,) = [int(p) for p in f.read().split()]
     return pid
+
+
+@needs_server
+def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
+    """The node on triton: local ONNX Runtime's masks; server lost: ERROR, then recovery."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from freespace_seg.image_codec import array_to_image, image_to_array
+    from freespace_seg.nodes.segmentation_node import SegmentationNode
+    from rclpy.parameter import Parameter
+    from ros_harness import Harness, unique_namespace
+    from sensor_msgs.msg import Image
+
+    srv = Server().start()
+    ns = unique_namespace()
+    params = {'model_file_path': MODEL, 'backend': 'triton', 'triton_url': srv.url,
+              'triton_timeout': 30.0}
+    node = SegmentationNode(namespace=ns, parameter_overrides=[
+        Parameter(k, value=v) for k, v in params.items()])
+    rig = Harness(ns, node)
+    srv2 = None
+    try:
+        box = rig.collect(Image, 'segmentation/mask')
+        pub = rig.publisher(Image, 'image')
+        assert rig.wait_for_subscribers(pub)
+        assert rig.wait_for(lambda: node._wanted(node._pub_mask))
+        local = SegmentationPipeline(MODEL, 'onnxruntime', num_threads=1)
+        img = frames(1)[0]
+        expected = local.segment(img)
+        local.close()
+
+        def send_until(predicate, timeout):
+            deadline = time.monotonic() + timeout
+            while not predicate():
+                assert time.monotonic() < deadline
+                pub.publish(array_to_image(img, 'rgb8'))
+                rig.wait_for(predicate, timeout=1.0)
+            return True
+
+        send_until(lambda: box, 120)
+        assert np.array_equal(image_to_array(box[-1]), expected)
+        assert node.diagnostics_status().level == DiagnosticStatus.OK
+        os.kill(_server_child(srv.proc), signal.SIGKILL)
+        srv.proc.wait(timeout=60)
+        send_until(lambda: node.bad_frames > 0, 120)
+        status = node.diagnostics_status()
+        assert status.level == DiagnosticStatus.ERROR, status.message
+        assert 'inference server failing' in status.message
+        keys = {kv.key for kv in status.values}
+        assert {'server_round_trip_p50_ms', 'server_url'} <= keys
+        assert node.lifecycle_state == 'active'
+        srv2 = Server(ports=(srv.grpc, srv.http, srv.metrics)).start()
+        before = len(box)
+        send_until(lambda: len(box) > before, 120)
+        assert np.array_equal(image_to_array(box[-1]), expected)
+        assert node.diagnostics_status().level == DiagnosticStatus.OK
+    finally:
+        rig.close()
+        if srv2 is not None:
+            assert srv2.stop() == 0
