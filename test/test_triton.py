@@ -289,3 +289,31 @@ def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
         rig.close()
         if srv2 is not None:
             assert srv2.stop() == 0
+
+
+def test_triton_repo_writes_a_batching_onnxruntime_model(tmp_path):
+    import onnxruntime as ort
+
+    out = tmp_path / 'repo'
+    done = subprocess.run([sys.executable, '-m', 'freespace_seg', 'triton-repo', str(out),
+                           '--model', MODEL, '--kind', 'cpu', '--instances', '2',
+                           '--max-queue-delay-us', '750'],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'docker run' in done.stdout and 'nvcr.io/nvidia/tritonserver' in done.stdout
+    text = (out / 'freespace_unet' / 'config.pbtxt').read_text()
+    assert 'backend: "onnxruntime"' in text and 'kind: KIND_CPU count: 2' in text
+    assert 'max_queue_delay_microseconds: 750' in text
+    # The written copy batches: two frames in one run give each frame's own answer.
+    written = ort.InferenceSession(str(out / 'freespace_unet' / '1' / 'model.onnx'),
+                                   providers=['CPUExecutionProvider'])
+    original = ort.InferenceSession(MODEL, providers=['CPUExecutionProvider'])
+    x = np.random.default_rng(1).standard_normal((2, 3, 272, 480)).astype(np.float32)
+    both = written.run(None, {'input': x})[0]
+    for i in range(2):
+        one = original.run(None, {'input': x[i:i + 1]})[0]
+        np.testing.assert_allclose(both[i:i + 1], one, atol=1e-4)
+    bad = subprocess.run([sys.executable, '-m', 'freespace_seg', 'triton-repo', str(out),
+                          '--model', MODEL, '--plan', str(tmp_path / 'missing.plan')],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and 'TensorRT plan not found' in bad.stdout
