@@ -317,3 +317,27 @@ def test_triton_repo_writes_a_batching_onnxruntime_model(tmp_path):
                           '--model', MODEL, '--plan', str(tmp_path / 'missing.plan')],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and 'TensorRT plan not found' in bad.stdout
+
+
+@needs_server
+def test_the_real_server_parses_the_written_repository(tmp_path):
+    """
+    The bundled tritonserver reads triton-repo's config.pbtxt and gets to its backend.
+
+    It has no onnxruntime backend, so loading stops there; a config it cannot parse stops
+    earlier ('failed to read text proto'), which this test would catch.
+    """
+    from freespace_seg.serve import server_command
+
+    out = tmp_path / 'repo'
+    done = subprocess.run([sys.executable, '-m', 'freespace_seg', 'triton-repo', str(out),
+                           '--model', MODEL, '--kind', 'cpu'],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    argv, env = server_command(server_layout(default_server_env()), str(out),
+                               str(tmp_path / 'no_backends'), *free_ports(3))
+    ran = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+    log = ran.stdout + ran.stderr
+    assert 'failed to read text proto' not in log
+    assert 'loading: freespace_unet:1' in log
+    assert "unable to find backend library for backend 'onnxruntime'" in log
