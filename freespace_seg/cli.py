@@ -30,6 +30,10 @@ COMMANDS = {
     'tradeoff': ('freespace_seg.training.tradeoff',
                  'input size against mIoU against latency: a table and a plot'),
     'bench': ('freespace_seg.bench', 'engine, pipeline, node and naive node: fps, latency, CPU'),
+    'serve': ('freespace_seg.serve',
+              'a local Triton (KServe V2) inference server for a model, with dynamic batching'),
+    'triton-repo': ('freespace_seg.triton_repo',
+                    'write a Triton model repository (onnxruntime or tensorrt) for a real server'),
     'real-set': ('freespace_seg.realdata',
                  'write the real-photo evaluation set (stereo ground truth)'),
 }

@@ -97,7 +97,9 @@ QOS_CHOICES = ('SENSOR_DATA', 'DEFAULT', 'SYSTEM_DEFAULT')
 
 #: names of SEGMENTATION_PARAMS passed to the engine as keyword options (backend-specific)
 ENGINE_OPTION_PARAMS = ('engine_file_path', 'force_engine_update', 'enable_fp16', 'enable_int8',
-                        'max_workspace_size', 'dla_core', 'gpu_id', 'cuda_graph')
+                        'max_workspace_size', 'dla_core', 'gpu_id', 'cuda_graph',
+                        'triton_url', 'triton_model_name', 'triton_model_version',
+                        'triton_timeout')
 
 #: parameters of ``segmentation_node``; defaults must match config/freespace_seg.yaml
 SEGMENTATION_PARAMS = (
@@ -112,8 +114,11 @@ SEGMENTATION_PARAMS = (
               '(ONNX Runtime with its TensorRT/CUDA providers), then onnxruntime (CPU), and logs '
               'why each earlier one was skipped; naming a backend that cannot run is an error, '
               'never a silent fallback to the CPU. Changing it at run time reloads the model on '
-              'the new backend (rejected, old one kept, if it cannot load).',
-              'string', choices=('auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime')),
+              'the new backend (rejected, old one kept, if it cannot load). triton sends each '
+              'frame to a KServe V2 inference server (Triton, or python -m freespace_seg '
+              'serve) at triton_url; auto never picks it.',
+              'string', choices=('auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime',
+                                 'triton')),
     # -- GPU engine options (Isaac ROS TensorRTNode names); the CPU backend ignores them --
     ParamSpec('engine_file_path', '', 'TensorRT engine file for the tensorrt backend: loaded if '
               'it matches the model and settings, else (re)built and saved there. Empty: a '
@@ -139,6 +144,23 @@ SEGMENTATION_PARAMS = (
     ParamSpec('cuda_graph', False, 'Capture the TensorRT inference as a CUDA graph once and '
               'replay it on each frame (less launch overhead; tensorrt backend).', 'bool',
               read_only=True),
+    # -- triton backend (a model on an inference server; docs/triton.md) --
+    ParamSpec('triton_url', 'localhost:8001', 'host:port of the inference server gRPC '
+              'endpoint (triton backend). Unreachable at startup: a startup error.', 'string',
+              read_only=True, check=lambda v: None if v.rpartition(':')[2].isdigit() else
+              f'triton_url must be host:port, got {v!r}'),
+    ParamSpec('triton_model_name', '', 'Model name on the server (triton backend); empty: '
+              "the card's name. The server's model must agree with the card on input and "
+              'output names, shapes and dtypes, else a startup error naming both.', 'string',
+              read_only=True),
+    ParamSpec('triton_model_version', '', 'Model version on the server (triton backend); '
+              "empty: the server's policy (the newest).", 'string', read_only=True,
+              check=lambda v: None if v == '' or v.isdigit() else
+              f'triton_model_version must be empty or a number, got {v!r}'),
+    ParamSpec('triton_timeout', 1.0, 'Seconds a request to the server may take (triton '
+              'backend); a late or failed request counts the frame as failed, and the node '
+              'retries the server with backoff (0.1 s doubling to 2 s).', 'double',
+              min_value=0.01, max_value=60.0, read_only=True),
     ParamSpec('num_threads', 0, 'CPU threads for inference (ONNX Runtime intra-op); 0 lets the '
               'runtime choose (one per core). Changing it at run time reloads the engine.',
               'int', min_value=0, max_value=64),

@@ -58,11 +58,12 @@ KEY = EngineKey(model_sha256='ab' * 32, tensorrt_version='10.3.0', gpu_name='Ori
 
 def test_backend_names_order_and_engine_parameters():
     assert AUTO_ORDER == ('tensorrt', 'onnxruntime_gpu', 'onnxruntime')
-    assert BACKENDS == ('auto',) + AUTO_ORDER
+    assert BACKENDS == ('auto',) + AUTO_ORDER + ('triton',)
     assert spec_by_name(SEGMENTATION_PARAMS, 'backend').choices == BACKENDS
     assert set(ENGINE_OPTION_PARAMS) == {
         'engine_file_path', 'force_engine_update', 'enable_fp16', 'enable_int8',
-        'max_workspace_size', 'dla_core', 'gpu_id', 'cuda_graph'}
+        'max_workspace_size', 'dla_core', 'gpu_id', 'cuda_graph',
+        'triton_url', 'triton_model_name', 'triton_model_version', 'triton_timeout'}
     names = [s.name for s in SEGMENTATION_PARAMS]
     start = names.index('backend') + 1
     assert names[start:start + len(ENGINE_OPTION_PARAMS)] == list(ENGINE_OPTION_PARAMS)

@@ -4,6 +4,8 @@
 #   tools/bootstrap.sh            runtime: ROS 2 wheels, ONNX Runtime, OpenCV, numpy
 #   tools/bootstrap.sh --test     + colcon, pytest, onnx and the ament linters
 #   tools/bootstrap.sh --train    + torch 2.13.0 (CPU build) for training
+#   tools/bootstrap.sh --serve    + .venv-serve: the local Triton server of `serve` (nvidia-pytriton,
+#                                   numpy<2, so its own venv; SERVE_VENV overrides); --test does it too
 #
 # ROS_DISTRO picks the ROS 2 wheels (requirements/ros-$ROS_DISTRO.txt): kilted (the default,
 # in .venv) or jazzy (in .venv-jazzy); the two cannot share a venv. VENV overrides the folder.
@@ -23,11 +25,13 @@ esac
 venv=${VENV:-$default_venv}
 python=${PYTHON:-python3.11}
 sets=(ros-"$distro" runtime)
+serve=0
 for arg in "$@"; do
   case "$arg" in
-    --test) sets+=(test) ;;
+    --test) sets+=(test); serve=1 ;;
     --train) sets+=(train) ;;
-    *) echo "bootstrap: unknown option $arg (use --test, --train)" >&2; exit 2 ;;
+    --serve) serve=1 ;;
+    *) echo "bootstrap: unknown option $arg (use --test, --train, --serve)" >&2; exit 2 ;;
   esac
 done
 
@@ -77,3 +81,25 @@ for s in "${sets[@]}"; do
     touch "$stamp"
   fi
 done
+
+# The server venv: the tritonserver binary of the nvidia-pytriton wheel (Linux, glibc 2.35+).
+if [ "$serve" = 1 ]; then
+  serve_venv=${SERVE_VENV:-$here/.venv-serve}
+  req="$here/requirements/serve.txt"
+  sum=$(sha256sum "$req" | cut -c1-16)
+  if [ ! -f "$serve_venv/.installed-serve-$sum" ]; then
+    if [ ! -x "$serve_venv/bin/python" ]; then
+      echo "bootstrap: creating $serve_venv (the local inference server's venv)"
+      "$python" -m venv "$serve_venv"
+      touch "$serve_venv/COLCON_IGNORE"
+    fi
+    echo "bootstrap: installing requirements/serve.txt into $serve_venv"
+    if "$serve_venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"; then
+      rm -f "$serve_venv"/.installed-serve-*
+      touch "$serve_venv/.installed-serve-$sum"
+    else
+      # Not fatal: the server tests then skip, saying why.
+      echo "bootstrap: could not install the server venv; the triton server tests will skip" >&2
+    fi
+  fi
+fi

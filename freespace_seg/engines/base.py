@@ -72,10 +72,13 @@ _BACKEND_CLASSES = {
     'tensorrt': 'freespace_seg.engines.tensorrt:TensorRTEngine',
     'onnxruntime_gpu': 'freespace_seg.engines.onnxruntime:OnnxRuntimeGpuEngine',
     'onnxruntime': 'freespace_seg.engines.onnxruntime:OnnxRuntimeEngine',
+    'triton': 'freespace_seg.engines.triton:TritonEngine',
 }
 #: order tried by ``backend: auto``: fastest first, the CPU last
 AUTO_ORDER = ('tensorrt', 'onnxruntime_gpu', 'onnxruntime')
-BACKENDS = ('auto',) + AUTO_ORDER
+#: backends that run off this machine: only ever used when named, never by ``auto``
+REMOTE_BACKENDS = ('triton',)
+BACKENDS = ('auto',) + AUTO_ORDER + REMOTE_BACKENDS
 
 
 def _engine_class(name):

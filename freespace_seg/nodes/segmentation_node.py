@@ -529,6 +529,10 @@ class SegmentationNode(LifecycleNode):
         elif self._info_error and self._wanted(self._pub_grid):
             st.level, st.message = DiagnosticStatus.WARN, \
                 f'grid not published: {self._info_error}'
+        elif getattr(pipeline.engine if pipeline else None, 'server_error', ''):
+            st.level, st.message = DiagnosticStatus.ERROR, \
+                f'inference server failing ({bad} frames failed): ' \
+                f'{pipeline.engine.server_error}'
         elif bad and processed == 0:
             st.level, st.message = DiagnosticStatus.ERROR, f'every frame failed: {err}'
         elif bad:
@@ -556,6 +560,13 @@ class SegmentationNode(LifecycleNode):
                 'ok' if self._infos else f'none yet on {self.info_topic}'),
             'camera_pose': self._pose_source.status,
         }
+        trips = getattr(pipeline.engine if pipeline else None, 'round_trips', None)
+        if trips is not None:
+            # Remote backends: the server round trip, apart from the local processing.
+            rtt = np.array(trips) if trips else None
+            values['server_round_trip_p50_ms'] = ms(rtt, 50)
+            values['server_round_trip_p95_ms'] = ms(rtt, 95)
+            values['server_url'] = pipeline.engine.url
         st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         return st
 

@@ -1,0 +1,343 @@
+"""
+The ``triton`` backend against a real local server (``python -m freespace_seg serve``).
+
+The server is the ``tritonserver`` binary of the nvidia-pytriton wheel, in its own venv
+(``.venv-serve``, made by ``tools/bootstrap.sh --test``), its model running ONNX Runtime in
+Triton's Python backend. Tests skip, saying why, only where that server or the client
+(``tritonclient[grpc]``) is not installed.
+"""
+
+import dataclasses
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from freespace_seg.engines import create_engine, EngineError
+from freespace_seg.engines.triton import TritonEngine
+from freespace_seg.model_card import card_path_for_model, load_card
+from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
+from freespace_seg.serve import default_server_env, ServeError, server_layout
+from freespace_seg.triton_repo import config_pbtxt, onnx_tensors
+import numpy as np
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODEL = packaged_model_path('freespace_unet.onnx')
+#: a server start takes tens of seconds on a small, busy CPU
+START_TIMEOUT = 300.0
+
+pytest.importorskip('tritonclient.grpc', reason="the triton backend's client is not "
+                    "installed: pip install 'tritonclient[grpc]' (requirements/runtime.txt)")
+
+
+def _server_missing():
+    try:
+        server_layout(default_server_env())
+    except ServeError as e:
+        return str(e)
+    return ''
+
+
+needs_server = pytest.mark.skipif(bool(_server_missing()), reason=_server_missing() or 'ok')
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(('127.0.0.1', 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Server:
+    """A ``serve`` subprocess; ``start`` waits for its 'serving' line."""
+
+    def __init__(self, model=MODEL, ports=None):
+        self.model = model
+        self.grpc, self.http, self.metrics = ports or free_ports(3)
+        self.proc = None
+        self.lines = []
+
+    @property
+    def url(self):
+        return f'localhost:{self.grpc}'
+
+    def start(self):
+        cmd = [sys.executable, '-m', 'freespace_seg', 'serve', '--model', self.model,
+               '--grpc-port', str(self.grpc), '--http-port', str(self.http),
+               '--metrics-port', str(self.metrics), '--threads', '1']
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        ready = threading.Event()
+
+        def read():
+            for line in self.proc.stdout:
+                self.lines.append(line)
+                if line.startswith('serving'):
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        ready.wait(START_TIMEOUT)
+        assert self.proc.poll() is None and any(line.startswith('serving') for line in
+                                                self.lines), f'serve did not start: {self.lines}'
+        return self
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            return self.proc.wait(timeout=60)
+        return None if self.proc is None else self.proc.returncode
+
+
+@pytest.fixture(scope='module')
+def server():
+    s = Server().start()
+    yield s
+    assert s.stop() == 0, s.lines
+    assert any('stopped by signal' in line for line in s.lines), s.lines
+
+
+def frames(n=3, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        img = np.zeros((240, 320, 3), np.uint8)
+        img[120:] = rng.integers(90, 140, size=3)           # a floor-ish band
+        img[:120] = rng.integers(0, 255, size=(120, 320, 3))  # clutter
+        out.append(img)
+    return out
+
+
+def test_config_text_batches_without_the_batch_dimension():
+    inputs, outputs = onnx_tensors(MODEL)
+    text = config_pbtxt('m', 'onnxruntime', inputs, outputs, max_batch_size=8,
+                        max_queue_delay_us=500)
+    assert 'max_batch_size: 8' in text and 'max_queue_delay_microseconds: 500' in text
+    assert 'dims: [ 3, 272, 480 ]' in text and 'dims: [ 2, 272, 480 ]' in text
+    text = config_pbtxt('m', 'onnxruntime', inputs, outputs, max_batch_size=0)
+    assert 'dims: [ 1, 3, 272, 480 ]' in text and 'dynamic_batching' not in text
+
+
+def test_auto_never_picks_triton(tiny_model):
+    card = load_card(card_path_for_model(tiny_model))
+    engine, notes = create_engine(card, 'auto')
+    assert engine.backend != 'triton' and not any(n.startswith('triton') for n in notes)
+    engine.close()
+
+
+@needs_server
+def test_masks_match_local_onnxruntime_bit_for_bit(server):
+    remote = SegmentationPipeline(MODEL, 'triton', engine_options={'triton_url': server.url,
+                                                                   'triton_timeout': 30.0})
+    local = SegmentationPipeline(MODEL, 'onnxruntime', num_threads=1)
+    assert remote.engine.backend == 'triton'
+    for img in frames():
+        a, b = remote.segment(img), local.segment(img)
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a, b)
+        assert remote.engine.round_trips, 'the round trip is measured'
+    remote.close()
+    local.close()
+
+
+@needs_server
+def test_wrong_model_name_names_the_server_models(server):
+    card = load_card(card_path_for_model(MODEL))
+    with pytest.raises(EngineError, match=r"'nope'.*not ready.*freespace_unet"):
+        TritonEngine(card, triton_url=server.url, triton_model_name='nope',
+                     triton_timeout=30.0)
+
+
+def test_unreachable_server_is_a_clear_error():
+    card = load_card(card_path_for_model(MODEL))
+    (port,) = free_ports(1)
+    with pytest.raises(EngineError, match=f'localhost:{port} is unreachable'):
+        create_engine(card, 'triton', triton_url=f'localhost:{port}', triton_timeout=2.0)
+
+
+@needs_server
+def test_card_that_disagrees_with_the_server_names_both_sides(server, tmp_path):
+    card_path = card_path_for_model(MODEL)
+    with open(card_path) as f:
+        raw = yaml.safe_load(f)
+    raw['input']['shape'] = [1, 3, 256, 480]
+    bad = tmp_path / 'bad.yaml'
+    with open(bad, 'w') as f:
+        yaml.safe_dump(raw, f)
+    card = dataclasses.replace(load_card(str(bad)), model_file=MODEL)
+    with pytest.raises(EngineError, match=r'shape \[-1, 3, 272, 480\].*says \[1, 3, 256, 480\]'):
+        TritonEngine(card, triton_url=server.url, triton_timeout=30.0)
+    raw['input']['shape'] = [1, 3, 272, 480]
+    raw['output']['name'] = 'scores'
+    with open(bad, 'w') as f:
+        yaml.safe_dump(raw, f)
+    card = dataclasses.replace(load_card(str(bad)), model_file=MODEL)
+    with pytest.raises(EngineError, match=r"no output 'scores'.*outputs \['logits'\]"):
+        TritonEngine(card, triton_url=server.url, triton_timeout=30.0)
+
+
+@needs_server
+def test_busy_port_is_refused(server):
+    out = subprocess.run([sys.executable, '-m', 'freespace_seg', 'serve', '--grpc-port',
+                          str(server.grpc), '--http-port', str(free_ports(1)[0]),
+                          '--metrics-port', str(free_ports(1)[0])],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert f'gRPC port {server.grpc}' in out.stdout and 'in use' in out.stdout
+
+
+@needs_server
+def test_server_killed_and_restarted_recovers_without_a_new_engine():
+    srv = Server().start()
+    card = load_card(card_path_for_model(MODEL))
+    engine, _ = create_engine(dataclasses.replace(card, model_file=MODEL), 'triton',
+                              triton_url=srv.url, triton_timeout=30.0)
+    x = np.zeros(card.input_shape, np.float32)
+    first = engine.run(x)
+    os.kill(_server_child(srv.proc), signal.SIGKILL)   # dies mid-stream, no goodbye
+    assert srv.proc.wait(timeout=60) != 0
+    with pytest.raises(EngineError, match='inference server at'):
+        engine.run(x)
+    assert engine.server_error and engine.failed_requests == 1
+    with pytest.raises(EngineError, match='retrying in'):
+        engine.run(x)          # within the backoff window: no request sent
+    srv2 = Server(ports=(srv.grpc, srv.http, srv.metrics)).start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                again = engine.run(x)
+                break
+            except EngineError:
+                assert time.monotonic() < deadline, 'no recovery after the server returned'
+                time.sleep(0.5)
+        assert np.array_equal(again, first) and engine.server_error == ''
+    finally:
+        engine.close()
+        assert srv2.stop() == 0
+
+
+def _server_child(proc):
+    """Return the pid of the tritonserver process that ``serve`` (``proc``) runs."""
+    with open(f'/proc/{proc.pid}/task/{proc.pid}/children') as f:
+        (pid,) = [int(p) for p in f.read().split()]
+    return pid
+
+
+@needs_server
+def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
+    """The node on triton: local ONNX Runtime's masks; server lost: ERROR, then recovery."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from freespace_seg.image_codec import array_to_image, image_to_array
+    from freespace_seg.nodes.segmentation_node import SegmentationNode
+    from rclpy.parameter import Parameter
+    from ros_harness import Harness, unique_namespace
+    from sensor_msgs.msg import Image
+
+    srv = Server().start()
+    ns = unique_namespace()
+    params = {'model_file_path': MODEL, 'backend': 'triton', 'triton_url': srv.url,
+              'triton_timeout': 30.0}
+    node = SegmentationNode(namespace=ns, parameter_overrides=[
+        Parameter(k, value=v) for k, v in params.items()])
+    rig = Harness(ns, node)
+    srv2 = None
+    try:
+        box = rig.collect(Image, 'segmentation/mask')
+        pub = rig.publisher(Image, 'image')
+        assert rig.wait_for_subscribers(pub)
+        assert rig.wait_for(lambda: node._wanted(node._pub_mask))
+        local = SegmentationPipeline(MODEL, 'onnxruntime', num_threads=1)
+        img = frames(1)[0]
+        expected = local.segment(img)
+        local.close()
+
+        def send_until(predicate, timeout):
+            deadline = time.monotonic() + timeout
+            while not predicate():
+                assert time.monotonic() < deadline
+                pub.publish(array_to_image(img, 'rgb8'))
+                rig.wait_for(predicate, timeout=1.0)
+            return True
+
+        send_until(lambda: box, 120)
+        assert np.array_equal(image_to_array(box[-1]), expected)
+        assert node.diagnostics_status().level == DiagnosticStatus.OK
+        os.kill(_server_child(srv.proc), signal.SIGKILL)
+        srv.proc.wait(timeout=60)
+        send_until(lambda: node.bad_frames > 0, 120)
+        status = node.diagnostics_status()
+        assert status.level == DiagnosticStatus.ERROR, status.message
+        assert 'inference server failing' in status.message
+        keys = {kv.key for kv in status.values}
+        assert {'server_round_trip_p50_ms', 'server_url'} <= keys
+        assert node.lifecycle_state == 'active'
+        srv2 = Server(ports=(srv.grpc, srv.http, srv.metrics)).start()
+        before = len(box)
+        send_until(lambda: len(box) > before, 120)
+        assert np.array_equal(image_to_array(box[-1]), expected)
+        assert node.diagnostics_status().level == DiagnosticStatus.OK
+    finally:
+        rig.close()
+        if srv2 is not None:
+            assert srv2.stop() == 0
+
+
+def test_triton_repo_writes_a_batching_onnxruntime_model(tmp_path):
+    import onnxruntime as ort
+
+    out = tmp_path / 'repo'
+    done = subprocess.run([sys.executable, '-m', 'freespace_seg', 'triton-repo', str(out),
+                           '--model', MODEL, '--kind', 'cpu', '--instances', '2',
+                           '--max-queue-delay-us', '750'],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'docker run' in done.stdout and 'nvcr.io/nvidia/tritonserver' in done.stdout
+    text = (out / 'freespace_unet' / 'config.pbtxt').read_text()
+    assert 'backend: "onnxruntime"' in text and 'kind: KIND_CPU count: 2' in text
+    assert 'max_queue_delay_microseconds: 750' in text
+    # The written copy batches: two frames in one run give each frame's own answer.
+    written = ort.InferenceSession(str(out / 'freespace_unet' / '1' / 'model.onnx'),
+                                   providers=['CPUExecutionProvider'])
+    original = ort.InferenceSession(MODEL, providers=['CPUExecutionProvider'])
+    x = np.random.default_rng(1).standard_normal((2, 3, 272, 480)).astype(np.float32)
+    both = written.run(None, {'input': x})[0]
+    for i in range(2):
+        one = original.run(None, {'input': x[i:i + 1]})[0]
+        np.testing.assert_allclose(both[i:i + 1], one, atol=1e-4)
+    bad = subprocess.run([sys.executable, '-m', 'freespace_seg', 'triton-repo', str(out),
+                          '--model', MODEL, '--plan', str(tmp_path / 'missing.plan')],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and 'TensorRT plan not found' in bad.stdout
+
+
+@needs_server
+def test_the_real_server_parses_the_written_repository(tmp_path):
+    """
+    The bundled tritonserver reads triton-repo's config.pbtxt and gets to its backend.
+
+    It has no onnxruntime backend, so loading stops there; a config it cannot parse stops
+    earlier ('failed to read text proto'), which this test would catch.
+    """
+    from freespace_seg.serve import server_command
+
+    out = tmp_path / 'repo'
+    done = subprocess.run([sys.executable, '-m', 'freespace_seg', 'triton-repo', str(out),
+                           '--model', MODEL, '--kind', 'cpu'],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    argv, env = server_command(server_layout(default_server_env()), str(out),
+                               str(tmp_path / 'no_backends'), *free_ports(3))
+    ran = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+    log = ran.stdout + ran.stderr
+    assert 'failed to read text proto' not in log
+    assert 'loading: freespace_unet:1' in log
+    assert "unable to find backend library for backend 'onnxruntime'" in log
