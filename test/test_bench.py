@@ -66,15 +66,16 @@ def markdown_rows(text):
     return [line for line in text.splitlines() if line.startswith('| ')]
 
 
-def test_naive_node_is_reachable_as_a_module_flag():
-    from freespace_seg import bench
+def test_naive_node_is_reachable_as_a_command():
+    from freespace_seg import cli
+    from freespace_seg.tools.bench import naive
 
-    assert callable(bench.naive_node_main)
-    assert bench.main.__doc__ and '--naive-node' in bench.main.__doc__
+    assert cli.COMMANDS['bench-naive-node'][0] == naive.__name__
+    assert callable(naive.main) and not hasattr(naive, 'run')  # it takes --ros-args as is
 
 
 def test_memory_summary_and_ratios():
-    from freespace_seg import bench
+    from freespace_seg.tools.bench import run as bench
 
     row = {'rss_series': [(0.0, 100.0), (30.0, 110.0), (60.0, 112.0), (240.0, 113.0)]}
     mem = bench.memory_summary(row)

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from conftest import REPO
-from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.perception.pipeline import packaged_model_path
 import pytest
 
 

@@ -37,11 +37,12 @@ import zlib
 from conftest import green_red_image, write_tiny_model
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
-from freespace_seg.demo import node_environment, NodeProcess
-from freespace_seg.image_codec import (array_to_compressed, array_to_image, image_to_array,
-                                       ImageCodecError, msg_to_rgb, SUPPORTED_ENCODINGS)
+from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
 from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, SegmentationNode
 from freespace_seg.nodes.stderr_capture import DECODER_LINE
+from freespace_seg.perception.image_codec import (image_to_array, ImageCodecError, msg_to_rgb,
+                                                  SUPPORTED_ENCODINGS)
+from freespace_seg.tools.demo import node_environment, NodeProcess
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter

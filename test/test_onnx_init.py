@@ -4,7 +4,7 @@ import importlib
 
 from conftest import trained_looking
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 import pytest
 
 torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
@@ -85,7 +85,7 @@ def test_onnx_init_state_measures_on_training_frames(exported):
 
 
 def test_train_init_from_the_shipped_onnx_model_widens(tmp_path, capsys):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     shipped = 'models/freespace_unet.onnx'
     base = load_card(shipped).raw['training']
     argv = ['train', '--render', '4', '--render-val', '2', '--render-size', '120x68',
@@ -118,7 +118,7 @@ def test_train_init_from_the_shipped_onnx_model_widens(tmp_path, capsys):
 
 
 def test_train_init_refuses_an_onnx_model_that_is_not_the_unet(tmp_path):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     bad = tmp_path / 'bad.onnx'
     bad.write_bytes(b'not an onnx file')
     argv = ['train', '--render', '2', '--render-val', '1', '--render-size', '64x36',

@@ -4,9 +4,9 @@ import importlib
 import os
 
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
-from freespace_seg.pipeline import (packaged_model_path, PACKAGED_UNET_MODEL,
-                                    SegmentationPipeline)
+from freespace_seg.perception.model_card import load_card
+from freespace_seg.perception.pipeline import (packaged_model_path, PACKAGED_UNET_MODEL,
+                                               SegmentationPipeline)
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest
@@ -177,7 +177,7 @@ def test_prune_command_end_to_end(tmp_path, capsys, tiny_source):
     assert training['data']['renderer_source_hash'] == datasets.renderer_fingerprint()
     # Fine-tuned on the default camera ranges: the node checks its mount against them.
     assert card.camera_ranges == {'camera_height': (0.1, 0.5), 'camera_pitch': (0.0, 0.6)}
-    assert any('freespace_seg.synthetic' in s for s in card.raw['data_sources'])
+    assert any('freespace_seg.sim' in s for s in card.raw['data_sources'])
     assert pruning['ratio'] == 0.5 and pruning['scope'] == 'all'
     half = unet.count_parameters(unet.build_model(widths=(4, 4, 8, 8, 8)))
     assert training['params'] == pruning['params']['pruned'] == half

@@ -8,9 +8,9 @@ import sys
 import time
 
 from conftest import REPO
+from freespace_seg.nodes.msgs import camera_info_from_intrinsics
 from freespace_seg.nodes.sim_robot import Coverage, integrate, SimRobot
-from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
-from freespace_seg.synthetic import Cylinder, Scene
+from freespace_seg.sim import Cylinder, Scene
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import numpy as np

@@ -11,22 +11,21 @@ import os
 
 import cv2
 from freespace_seg.cli import main as cli_main
-from freespace_seg.geometry import CameraIntrinsics, CameraMount
-from freespace_seg.progress import Progress, progress
-from freespace_seg.synthetic import (Box, Cylinder, default_intrinsics, default_mount, Frame,
-                                     jitter_camera, make_scene, random_sample,
-                                     RandomizationConfig, render, Scene, WallDecal)
-from freespace_seg.synthetic.generate import sample_rng
-from freespace_seg.synthetic.randomization import lens_is_valid
-from freespace_seg.synthetic.scene import (Appearance, DEFAULT_FLOOR, DEFAULT_GLASS,
-                                           DEFAULT_OBJECT, DEFAULT_WALL, GLASS_LABEL,
-                                           glass_partition, Material, STEP_LABEL,
-                                           WALL_CLUTTER_LABEL)
+from freespace_seg.common.progress import Progress, progress
+from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount
+from freespace_seg.sim import (Box, Cylinder, default_intrinsics, default_mount, Frame,
+                               jitter_camera, make_scene, random_sample, RandomizationConfig,
+                               render, Scene, WallDecal)
+from freespace_seg.sim.generate import sample_rng
+from freespace_seg.sim.randomization import lens_is_valid
+from freespace_seg.sim.scene import (Appearance, DEFAULT_FLOOR, DEFAULT_GLASS, DEFAULT_OBJECT,
+                                     DEFAULT_WALL, GLASS_LABEL, glass_partition, Material,
+                                     STEP_LABEL, WALL_CLUTTER_LABEL)
 import numpy as np
 import pytest
 
 SMALL = default_intrinsics(160, 90)
-render_module = importlib.import_module('freespace_seg.synthetic.render')
+render_module = importlib.import_module('freespace_seg.sim.render')
 
 
 def _rng(seed):
@@ -736,7 +735,7 @@ def test_random_step_frames_are_blocked_where_the_steps_are(seed):
 
 
 def test_steps_keep_passages():
-    from freespace_seg.synthetic.scene import keeps_passages
+    from freespace_seg.sim.scene import keeps_passages
     rooms = 0
     for seed in range(60):
         scene = make_scene(_rng(seed))
@@ -1236,7 +1235,7 @@ def test_floor_photos_change_the_image_not_the_labels():
 
 
 def test_photo_material_samples_the_texture_bank():
-    from freespace_seg.synthetic.photos import load_texture, texture_names
+    from freespace_seg.sim.photos import load_texture, texture_names
     u, v = np.meshgrid(np.linspace(0.0, 2.0, 64), np.linspace(0.0, 2.0, 64))
     for index in range(len(texture_names())):
         mat = Material('photo', (1.0, 1.0, 1.0), scale=1.0, seed=index)
@@ -1262,7 +1261,7 @@ TEXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 
 def test_texture_bank_files_and_sources():
-    from freespace_seg.synthetic import photos
+    from freespace_seg.sim import photos
     names = sorted(f for f in os.listdir(TEXTURE_DIR) if f.endswith('.jpg'))
     assert 8 <= len(names) <= 16
     assert photos.texture_names() == tuple(names)
@@ -1290,7 +1289,7 @@ def test_texture_bank_is_installed():
     text = open(os.path.join(os.path.dirname(TEXTURE_DIR), '..', '..', 'setup.py')).read()
     assert "'textures/*.jpg'" in text and "'textures/*.md'" in text
     import importlib.resources
-    bank = importlib.resources.files('freespace_seg.synthetic') / 'textures'
+    bank = importlib.resources.files('freespace_seg.sim') / 'textures'
     assert (bank / 'SOURCES.md').is_file()
     assert sorted(p.name for p in bank.iterdir() if p.name.endswith('.jpg')) == \
         sorted(f for f in os.listdir(TEXTURE_DIR) if f.endswith('.jpg'))

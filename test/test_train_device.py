@@ -100,7 +100,7 @@ def test_training_on_cuda_follows_the_cpu_run():
 
 @pytest.mark.slow
 def test_rendered_frames_from_worker_processes_are_the_same_frames():
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     one = list(datasets.rendered_frames(5, 21, 96, 54))
     two = list(datasets.rendered_frames(5, 21, 96, 54, jobs=2))
     assert len(two) == 5

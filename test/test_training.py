@@ -7,7 +7,7 @@ import os
 import shlex
 
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 from freespace_seg.training import data as datasets
 from freespace_seg.training import evaluate
 import numpy as np
@@ -164,7 +164,7 @@ def test_strong_augment_keeps_labels_of_full_and_rejects_unknown_modes():
 
 
 def test_synthetic_data_sources_name_the_photo_textures():
-    from freespace_seg.synthetic import photos
+    from freespace_seg.sim import photos
 
     with_photos = datasets.synthetic_data_sources(7)
     assert len(with_photos) == 2 and 'seed 7' in with_photos[0]
@@ -258,8 +258,8 @@ def test_reproduce_command_parses_back():
 
 @pytest.mark.slow
 def test_train_and_eval_commands_on_rendered_frames(tmp_path):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
-    pytest.importorskip('freespace_seg.progress', reason='needs the progress bar module')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.common.progress', reason='needs the progress bar module')
     out = str(tmp_path / 'm.onnx')
     rc = cli.main(['train', '--render', '4', '--render-val', '2', '--render-size', '64x36',
                    '--steps', '4', '--batch-size', '2', '--input-size', '64x48',
@@ -281,7 +281,7 @@ def test_train_and_eval_commands_on_rendered_frames(tmp_path):
     assert 'synthetic_val' in card.raw['evaluation']
     # Rendered frames carry photo textures: the card must say where they come from.
     sources = card.raw['data_sources']
-    assert any('seed 0' in s and 'freespace_seg.synthetic' in s for s in sources)
+    assert any('seed 0' in s and 'freespace_seg.sim' in s for s in sources)
     assert any('scikit-image' in s and 'SOURCES.md' in s for s in sources)
 
     report = tmp_path / 'report'
@@ -358,7 +358,7 @@ def test_channels_last_step_computes_what_the_contiguous_one_does():
 
 @pytest.mark.slow
 def test_train_time_limit_and_resume_commands(tmp_path):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     ort = pytest.importorskip('onnxruntime')
     common = ['--render', '4', '--render-val', '2', '--render-size', '64x36', '--steps', '5',
               '--batch-size', '2', '--input-size', '64x48', '--widths', '8,8,16,16,32',

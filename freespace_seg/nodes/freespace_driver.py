@@ -4,7 +4,7 @@
 Subscribes ``free_space/grid`` (nav_msgs/OccupancyGrid in ``base_frame``, from
 ``segmentation_node``) and ``odom`` (nav_msgs/Odometry, optional) and publishes ``cmd_vel``
 (geometry_msgs/Twist, or TwistStamped with ``use_stamped``) at ``control_rate`` Hz, steering
-with :class:`freespace_seg.driver_logic.DriverLogic` (the algorithm is described there).
+with :class:`freespace_seg.driving.driver_logic.DriverLogic` (the algorithm is described there).
 With odometry (matched to each grid's stamp within 0.2 s) the driver remembers obstacles that
 left the camera's view for ``memory_time`` seconds and measures how far the robot moved since
 the image; without it, it estimates that motion from its own commands and remembers nothing.
@@ -42,12 +42,12 @@ from dataclasses import fields
 import math
 import time
 
-from freespace_seg.driver_logic import DriverConfig, DriverLogic, GridLayout
+from freespace_seg.driving.driver_logic import DriverConfig, DriverLogic
+from freespace_seg.nodes.msgs import grid_from_msg
+from freespace_seg.nodes.params import ParamSpec, validate
 from freespace_seg.nodes.ros_util import declare_and_validate, spin_node, StartupError
-from freespace_seg.params import ParamSpec, validate
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
-import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.duration import Duration
 from rclpy.node import Node
@@ -169,27 +169,6 @@ _GRID_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
 def config_from_params(values):
     """Build a :class:`DriverConfig` from parameter values; ValueError if inconsistent."""
     return DriverConfig(**{k: v for k, v in values.items() if k in _CONFIG_FIELDS})
-
-
-def grid_from_msg(msg):
-    """Return (int8 (height, width) array, :class:`GridLayout`) of an OccupancyGrid."""
-    info = msg.info
-    w, h = int(info.width), int(info.height)
-    if w <= 0 or h <= 0:
-        raise ValueError(f'empty grid {w}x{h}')
-    data = np.frombuffer(memoryview(msg.data).cast('B'), dtype=np.int8) \
-        if not isinstance(msg.data, (list, tuple)) else np.asarray(msg.data, dtype=np.int8)
-    if data.size != w * h:
-        raise ValueError(f'grid data has {data.size} cells, {w}x{h} = {w * h} expected')
-    if not math.isfinite(info.resolution) or info.resolution <= 0:
-        raise ValueError(f'grid resolution {info.resolution} is not positive')
-    q = info.origin.orientation
-    if abs(q.x) > 1e-6 or abs(q.y) > 1e-6:
-        raise ValueError('grid origin is tilted out of the floor plane')
-    yaw = 2.0 * math.atan2(q.z, q.w) if (q.z or q.w) else 0.0
-    layout = GridLayout(float(info.resolution), float(info.origin.position.x),
-                        float(info.origin.position.y), yaw)
-    return data.reshape(h, w), layout
 
 
 class FreespaceDriver(Node):

@@ -3,8 +3,8 @@
 import signal
 import threading
 
+from freespace_seg.nodes.params import validate
 from freespace_seg.nodes.stderr_capture import enable_faulthandler
-from freespace_seg.params import validate
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
 import rclpy

@@ -8,7 +8,7 @@ equal to its input's: ``segmentation/mask`` (mono8 class ids), ``segmentation/co
 mask, once CameraInfo has arrived, it projects the free floor onto the ground and publishes
 in ``base_frame`` with the image's stamp: ``free_space/grid`` (nav_msgs/OccupancyGrid),
 ``free_space/obstacles`` (sensor_msgs/PointCloud2) and ``free_space/grid_image`` (rgb8).
-Plus ``/diagnostics``. Parameters: :data:`freespace_seg.params.SEGMENTATION_PARAMS`.
+Plus ``/diagnostics``. Parameters: :data:`freespace_seg.nodes.params.SEGMENTATION_PARAMS`.
 """
 
 import collections
@@ -18,19 +18,19 @@ import time
 
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from freespace_seg.engines import EngineError
-from freespace_seg.image_codec import array_to_image, ImageCodecError, make_decoder
-from freespace_seg.model_card import ModelCardError, mount_outside_training
+from freespace_seg.ground.projection import mount_and_grid, projector_for_camera_info
 from freespace_seg.nodes.camera_pose import CameraPoseSource
-from freespace_seg.nodes.grid_msgs import grid_to_msg, points_to_cloud
+from freespace_seg.nodes.msgs import array_to_image, grid_to_msg, make_decoder, points_to_cloud
+from freespace_seg.nodes.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
 from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_from_name,
                                           refused_change, spin_node, StartupError)
 from freespace_seg.nodes.stderr_capture import decode_capturing, summarize
-from freespace_seg.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
-from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
-from freespace_seg.postprocess import colorize, palette_lut
-from freespace_seg.profiling import profile_from_environment
-from freespace_seg.projection import mount_and_grid, projector_for_camera_info
+from freespace_seg.perception.engines import EngineError
+from freespace_seg.perception.image_codec import ImageCodecError
+from freespace_seg.perception.model_card import ModelCardError, mount_outside_training
+from freespace_seg.perception.pipeline import packaged_model_path, SegmentationPipeline
+from freespace_seg.perception.postprocess import colorize, palette_lut
+from freespace_seg.tools.profiling import profile_from_environment
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult

@@ -1,7 +1,7 @@
 """
 ``sim_robot``: a light simulated Create 3 with a forward camera, in a seeded synthetic room.
 
-The room is ``make_scene(np.random.default_rng(seed))`` (see :mod:`freespace_seg.synthetic`)
+The room is ``make_scene(np.random.default_rng(seed))`` (see :mod:`freespace_seg.sim`)
 and the start pose is drawn from the same generator with ``Scene.sample_free_pose``. The
 robot is a disc of ``robot_radius`` with unicycle kinematics:
 
@@ -39,12 +39,11 @@ the summary is logged when the node is destroyed. Parameters: :data:`SIM_PARAMS`
 import math
 import threading
 
-from freespace_seg.geometry import CameraMount
-from freespace_seg.image_codec import array_to_image
+from freespace_seg.ground.geometry import CameraMount
+from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
+from freespace_seg.nodes.params import ParamSpec, validate
 from freespace_seg.nodes.ros_util import declare_and_validate, spin_node, StartupError
-from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
-from freespace_seg.params import ParamSpec, validate
-from freespace_seg.synthetic import default_intrinsics, make_scene, render
+from freespace_seg.sim import default_intrinsics, make_scene, render
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 import numpy as np

@@ -1,7 +1,7 @@
 """
 ``python -m freespace_seg eval``: IoU, mIoU, F1 and pixel accuracy of an ONNX model.
 
-Inference goes through :class:`freespace_seg.pipeline.SegmentationPipeline` on ONNX
+Inference goes through :class:`freespace_seg.perception.pipeline.SegmentationPipeline` on ONNX
 Runtime (CPU), reading the model card beside the ``.onnx``, so the scores are those of what
 the robot runs: the same letterbox, normalization and mapping of the mask back to camera
 pixels. No torch is needed.
@@ -40,8 +40,8 @@ import sys
 import time
 
 import cv2
-from freespace_seg import metrics
-from freespace_seg.synthetic.generate import add_camera_arguments, camera_overrides
+from freespace_seg.perception import metrics
+from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.training import data as datasets
 import numpy as np
 import yaml
@@ -197,15 +197,15 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     Segment (rgb, mask) frames with the ONNX pipeline and score them.
 
     Returns ``(summary, seconds_per_image)`` where ``summary`` is
-    :func:`freespace_seg.metrics.summarize` of the accumulated confusion matrix plus
+    :func:`freespace_seg.perception.metrics.summarize` of the accumulated confusion matrix plus
     ``images``. With a :class:`CaseCollector` as ``cases``, every image's own mIoU is
     offered to it (the timing covers the pipeline only). With a
     :class:`~freespace_seg.training.surfaces.SurfaceErrors` as ``surfaces``, the frames are
     (rgb, mask, (codes, names)) triples (see :func:`surface_frames`) and every prediction
     is added to it as well.
     """
-    from freespace_seg.pipeline import SegmentationPipeline
-    from freespace_seg.progress import progress
+    from freespace_seg.common.progress import progress
+    from freespace_seg.perception.pipeline import SegmentationPipeline
 
     pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
     names = list(pipe.card.class_names)
@@ -313,7 +313,7 @@ AUTO_LAYERS = 7
 
 def error_map(pred, label, free_ids, ignore_index=datasets.IGNORE_INDEX):
     """Return an (H, W, 3) uint8 RGB picture of where a prediction is right or wrong."""
-    from freespace_seg.postprocess import class_lut
+    from freespace_seg.perception.postprocess import class_lut
 
     is_free = class_lut(free_ids, true_value=1).astype(bool)
     pred_free = is_free[pred]
@@ -350,7 +350,7 @@ def case_figure(rgb, label, pred, card, title, miou, alpha=0.5):
 
     The overlay paints the prediction in the model card's palette, as the node does.
     """
-    from freespace_seg.postprocess import colorize, overlay, palette_lut
+    from freespace_seg.perception.postprocess import colorize, overlay, palette_lut
 
     colored = colorize(np.ascontiguousarray(pred, np.uint8), palette_lut(card.palette))
     panels = [(rgb, f'{title}, mIoU {miou:.3f}'),
@@ -548,7 +548,7 @@ def layers_figure(network_rgb, outputs, names, title, channels=LAYER_CHANNELS, t
 
 def write_layers(model_path, rgb, names, out_dir, title, threads=2):
     """Run the model on one image, write ``layers.png``; return its entry for the reports."""
-    from freespace_seg.pipeline import SegmentationPipeline
+    from freespace_seg.perception.pipeline import SegmentationPipeline
 
     pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
     pre = pipe.preprocessor(rgb.shape[1], rgb.shape[0])
@@ -713,7 +713,7 @@ def dump_card(card, path):
 
 def update_card(card_path, evaluation=None, latency=None):
     """Merge evaluation entries and/or a latency figure into an existing card file."""
-    from freespace_seg.model_card import card_from_dict
+    from freespace_seg.perception.model_card import card_from_dict
 
     with open(card_path, 'r', encoding='utf-8') as f:
         card = yaml.safe_load(f)
@@ -814,7 +814,7 @@ def _source(args, card=None):
     n = args.render if args.limit is None else min(args.render, args.limit)
     style = getattr(args, 'style', None) or 'default'
     without = [w.strip() for w in (getattr(args, 'without', '') or '').split(',') if w.strip()]
-    from freespace_seg.synthetic import RandomizationConfig
+    from freespace_seg.sim import RandomizationConfig
     try:
         RandomizationConfig().without(*without)   # unknown names: a clear error, now
     except ValueError as e:
@@ -826,7 +826,7 @@ def _source(args, card=None):
     else:
         frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style,
                                           without=without, camera=camera)
-    desc = (f'{n} frames rendered on the fly by freespace_seg.synthetic at '
+    desc = (f'{n} frames rendered on the fly by freespace_seg.sim at '
             f'{args.width}x{args.height}, seed {args.seed}, renderer source '
             f'{datasets.renderer_fingerprint()}')
     short = f'render {n} seed {args.seed}'
@@ -855,7 +855,7 @@ def _source(args, card=None):
 
 def run(args):
     """Score a model and write the reports; returns the process exit code."""
-    from freespace_seg.model_card import card_path_for_model, load_card
+    from freespace_seg.perception.model_card import card_path_for_model, load_card
 
     if not os.path.isfile(args.model):
         print(f'eval: model not found: {args.model}', file=sys.stderr)

@@ -38,9 +38,9 @@ import shlex
 import sys
 import time
 
-from freespace_seg import metrics
-from freespace_seg.model_card import load_card, ModelCardError
-from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.perception import metrics
+from freespace_seg.perception.model_card import load_card, ModelCardError
+from freespace_seg.perception.pipeline import packaged_model_path
 from freespace_seg.training import data as datasets
 from freespace_seg.training import train as base_train
 from freespace_seg.training.backbone import LiteUNet, VARIANTS
@@ -342,8 +342,8 @@ def unfold_batchnorm(model, inputs, batch_size=16):
 
 def score_model(model_path, frames, threads=2, desc='val'):
     """Segment (rgb, label) frames with the ONNX pipeline; return metrics.summarize(...)."""
-    from freespace_seg.pipeline import SegmentationPipeline
-    from freespace_seg.progress import progress
+    from freespace_seg.common.progress import progress
+    from freespace_seg.perception.pipeline import SegmentationPipeline
 
     pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
     try:

@@ -63,17 +63,16 @@ import sys
 import time
 import zipfile
 
-from freespace_seg import metrics
-from freespace_seg.engines.engine_cache import file_sha256
-from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
-from freespace_seg.synthetic.randomization import RandomizationConfig
+from freespace_seg.perception import metrics
+from freespace_seg.perception.engines.engine_cache import file_sha256
+from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
+from freespace_seg.sim.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
 from freespace_seg.training import train as base_train
-from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames,
-                                             latency_key, measure_latency, update_card)
+from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
+                                             measure_latency, update_card)
 from freespace_seg.training.export import export_and_verify
-from freespace_seg.training.finetune import (FinetuneError, freeze_batchnorm,
-                                             rebuild_checked)
+from freespace_seg.training.finetune import FinetuneError, freeze_batchnorm, rebuild_checked
 from freespace_seg.training.model import BLOCKS, count_parameters, INPUTS
 import numpy as np
 import torch
@@ -307,7 +306,7 @@ def _load_data(args, width, height):
     if args.frames_npz is not None:
         print(f'prune: loading {args.frames_npz}', flush=True)
         tx, ty = load_frames_npz(args.frames_npz, width, height, args.limit_train)
-        record = dict(_cache_record(args.frames_npz), generator='freespace_seg.synthetic')
+        record = dict(_cache_record(args.frames_npz), generator='freespace_seg.sim')
     else:
         tx, ty = datasets.rendered_letterboxed(
             args.render, args.data_seed, rw, rh, width, height, base_train.PAD_VALUE,
@@ -315,7 +314,7 @@ def _load_data(args, width, height):
         if args.limit_train is not None:
             tx, ty = tx[:args.limit_train], ty[:args.limit_train]
         defaults = RandomizationConfig()
-        record = {'generator': 'freespace_seg.synthetic', 'seed': args.data_seed,
+        record = {'generator': 'freespace_seg.sim', 'seed': args.data_seed,
                   'image_size': [rw, rh], 'renderer_source_hash': datasets.renderer_fingerprint(),
                   'camera_height': [float(v) for v in defaults.camera_height],
                   'camera_pitch': [float(v) for v in defaults.camera_pitch]}
@@ -514,7 +513,7 @@ def compare_latency(paths, runs, rounds, threads=(1, 2), log=None):
     Each round times every model once per thread count (``measure_latency``), so a change
     of machine load during the measurement hits all models alike.
     """
-    from freespace_seg.progress import progress
+    from freespace_seg.common.progress import progress
 
     medians = {p: {t: [] for t in threads} for p in paths}
     jobs = [(r, t, p) for r in range(rounds) for t in threads for p in paths]
@@ -535,7 +534,7 @@ def _latency_entry(per_threads, shape):
 
 def _quantize(fp32_path, args):
     """Run the ``quantize`` command on the pruned model; return the INT8 path."""
-    from freespace_seg import quantize
+    from freespace_seg.training import quantize
 
     int8 = quantize.int8_path_for(fp32_path)
     ns = argparse.Namespace(model=fp32_path, out=int8, frames=args.int8_frames,
@@ -550,8 +549,8 @@ def _quantize(fp32_path, args):
 
 def prune(args):
     """Run the pruning described by parsed ``args``; return the card dict."""
-    from freespace_seg.progress import progress
-    from freespace_seg.quantize import int8_path_for
+    from freespace_seg.common.progress import progress
+    from freespace_seg.training.quantize import int8_path_for
 
     t_begin = time.perf_counter()
     _check_args(args)
@@ -716,7 +715,7 @@ def prune(args):
         frames = list(progress(
             datasets.rendered_frames(args.eval_frames, args.eval_seed, rw, rh),
             total=args.eval_frames, desc='render eval'))
-        desc = (f'{args.eval_frames} frames rendered on the fly by freespace_seg.synthetic at '
+        desc = (f'{args.eval_frames} frames rendered on the fly by freespace_seg.sim at '
                 f'{rw}x{rh}, seed {args.eval_seed}, renderer source hash {renderer}')
         for key, path in models.items():
             summary, _ = evaluate_frames(path, frames, len(frames), threads=args.threads,

@@ -2,13 +2,13 @@
 Where a model's errors lie on rendered frames: each pixel named by the surface it shows.
 
 The renderer knows what every camera ray hits first. :func:`surface_map` casts the rays of a
-rendered :class:`~freespace_seg.synthetic.Frame` again and names each pixel: ``floor``,
+rendered :class:`~freespace_seg.sim.Frame` again and names each pixel: ``floor``,
 ``wall``, ``ceiling``, ``none`` (nothing: open sky over an endless floor), or an obstacle's
 label and face, ``'<label> top'`` for a hit on its horizontal top, ``'<label> side'`` for
 anything else (labels: ``box``, ``bin``, ``pole``, ``table``, ``chair``, ``low``, ``cable``,
 ``step``, ``glass``, ``wall_clutter``; ``object`` for an unlabelled one). A floor pixel is
 wrong when called blocked, any other pixel when called free (the ground-truth rule of
-:mod:`freespace_seg.synthetic.scene`).
+:mod:`freespace_seg.sim.scene`).
 
 :class:`SurfaceErrors` adds these up over many frames: per surface, its share of the pixels,
 the share of its pixels called wrong, and its share of all wrong pixels, plus the mIoU the
@@ -16,7 +16,7 @@ model would reach if the pixels of one kind of surface were all right
 (:meth:`SurfaceErrors.miou`; only kinds with wrong pixels are listed).
 ``python -m freespace_seg eval --render N --by-surface`` writes that table into its report.
 
-This lives outside :mod:`freespace_seg.synthetic` on purpose: the render caches are keyed by
+This lives outside :mod:`freespace_seg.sim` on purpose: the render caches are keyed by
 a hash of that package's source.
 """
 
@@ -44,7 +44,7 @@ def surface_map(frame):
     mismatch (a frame not made by this renderer) raises :class:`SurfaceError`.
     """
     # The package exports a function named render: import the module itself.
-    render = importlib.import_module('freespace_seg.synthetic.render')
+    render = importlib.import_module('freespace_seg.sim.render')
     scene = frame.scene
     origin, r_wo = render.camera_in_world(frame.mount, frame.robot_pose)
     _, dx, dy, dz = render.world_rays(frame.intrinsics, frame.mount, frame.robot_pose)

@@ -45,15 +45,15 @@ import random
 import shlex
 import time
 
-from freespace_seg import metrics
-from freespace_seg.synthetic.generate import add_camera_arguments, camera_overrides
-from freespace_seg.synthetic.randomization import RandomizationConfig
+from freespace_seg.perception import metrics
+from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
+from freespace_seg.sim.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
-from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames,
-                                             latency_key, measure_latency)
+from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
+                                             measure_latency)
 from freespace_seg.training.export import export_and_verify
-from freespace_seg.training.model import (
-    ARCHS, build_model, count_parameters, DEFAULT_WIDTHS, load_weights, widen_weights)
+from freespace_seg.training.model import (ARCHS, build_model, count_parameters, DEFAULT_WIDTHS,
+                                          load_weights, widen_weights)
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -611,7 +611,7 @@ def onnx_init_state(path, train_x, train_y, threads=2, frames=ONNX_INIT_FRAMES):
     is checked against ONNX Runtime (:data:`finetune.REBUILD_TOLERANCE`). ``command`` and
     ``miou`` come from the model's card when it has one.
     """
-    from freespace_seg.model_card import load_card, ModelCardError
+    from freespace_seg.perception.model_card import load_card, ModelCardError
     from freespace_seg.training.export import compare_with_torch
     from freespace_seg.training.finetune import (FinetuneError, REBUILD_TOLERANCE,
                                                  rebuild_torch_model, unfold_batchnorm)
@@ -754,7 +754,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
 
     steps_iter = range(first, steps + 1)
     if progress_bar:
-        from freespace_seg.progress import progress
+        from freespace_seg.common.progress import progress
         steps_iter = progress(steps_iter, total=len(steps_iter), desc='train')
     model.train()
     for step in steps_iter:
@@ -886,7 +886,7 @@ def _load_data(args, width, height):
             datasets.dataset_frames(args.data, 'val', args.limit_val), n_val,
             width, height, PAD_VALUE, desc='load val')
         randomization = meta.get('randomization')
-        record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
+        record = {'generator': 'freespace_seg.sim', 'num_train': int(tx.shape[0]),
                   'num_val': int(vx.shape[0]), 'seed': meta.get('seed'),
                   # Datasets written before the factor existed had no photos.
                   'photo_textures': bool(isinstance(randomization, dict) and any(
@@ -913,7 +913,7 @@ def _load_data(args, width, height):
     vx, vy = datasets.rendered_letterboxed(n_val, args.data_seed + 1, rw, rh, width, height,
                                            PAD_VALUE, args.render_cache, desc='render val',
                                            camera=camera, jobs=jobs)
-    record = {'generator': 'freespace_seg.synthetic', 'num_train': int(tx.shape[0]),
+    record = {'generator': 'freespace_seg.sim', 'num_train': int(tx.shape[0]),
               'num_val': int(vx.shape[0]), 'seed': args.data_seed, 'val_seed': args.data_seed + 1,
               'randomization': 'default', 'photo_textures': True, 'image_size': [rw, rh],
               'renderer_source_hash': datasets.renderer_fingerprint()}
@@ -949,7 +949,7 @@ def describe_network(arch, context=False):
 
 def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed,
                photo_textures=True, arch='unet'):
-    """Return the model card dict (schema of :mod:`freespace_seg.model_card`)."""
+    """Return the model card dict (schema of :mod:`freespace_seg.perception.model_card`)."""
     sources = datasets.synthetic_data_sources(data_seed, photo_textures)
     pretrained = pretrained_record(arch)
     if pretrained:
@@ -963,7 +963,7 @@ def build_card(name, onnx_name, width, height, training, evaluation, latency, da
             describe_network(arch, training.get('context_branch')) + ' that labels every '
             'pixel of an RGB camera image as free floor or blocked, for a small indoor robot. '
             'Trained with torch on procedurally rendered, domain-randomized synthetic '
-            'images (freespace_seg.synthetic, with CC0 / public-domain photos as textures on '
+            'images (freespace_seg.sim, with CC0 / public-domain photos as textures on '
             'walls and obstacles); never trained on real camera images of floors. evaluation '
             'lists every set it was scored on.'),
         'model_file': onnx_name,
