@@ -25,7 +25,10 @@ import numpy as np
 import pytest
 
 SMALL = default_intrinsics(160, 90)
+# The package exports a function named render: import the modules themselves.
 render_module = importlib.import_module('freespace_seg.sim.render')
+rays_module = importlib.import_module('freespace_seg.sim.render.rays')
+glass_module = importlib.import_module('freespace_seg.sim.render.glass')
 
 
 def _rng(seed):
@@ -914,7 +917,7 @@ def test_lens_distortion_moves_pixels_as_the_intrinsics_say():
     uv = lens.project(np.stack([xn.ravel(), yn.ravel(), np.ones(xn.size)], axis=1))
     v, u = np.mgrid[0:lens.height, 0:lens.width]
     assert np.abs(uv - np.stack([u.ravel(), v.ravel()], axis=1)).max() < 1e-6
-    rx, ry = render_module._normalized_rays(lens)
+    rx, ry = rays_module._normalized_rays(lens)
     np.testing.assert_allclose(rx, xn, atol=1e-6)
     np.testing.assert_allclose(ry, yn, atol=1e-6)
 
@@ -936,8 +939,9 @@ def test_lens_distortion_on_and_off_in_random_frames(seed, monkeypatch):
     # The screen rectangles through the lens miss nothing: casting every object over the
     # whole image gives the same frame.
     k = on.intrinsics
-    monkeypatch.setattr(render_module, '_screen_rects',
-                        lambda points, *rest: [(0, k.width, 0, k.height)] * len(points))
+    for module in (render_module, glass_module):  # the direct view and the reflections
+        monkeypatch.setattr(module, '_screen_rects',
+                            lambda points, *rest: [(0, k.width, 0, k.height)] * len(points))
     full = render(on.scene, k, on.mount, on.robot_pose)
     np.testing.assert_array_equal(full.free, on.free)
     np.testing.assert_array_equal(full.depth, on.depth)
@@ -1257,7 +1261,7 @@ def material_albedo_of(mat, u, v, fp):
 
 
 TEXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           'freespace_seg', 'synthetic', 'textures')
+                           'freespace_seg', 'sim', 'textures')
 
 
 def test_texture_bank_files_and_sources():
@@ -1296,7 +1300,7 @@ def test_texture_bank_is_installed():
     installed = []
     for prefix in filter(None, os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
         installed += glob_module.glob(os.path.join(
-            prefix, 'lib', 'python3*', 'site-packages', 'freespace_seg', 'synthetic'))
+            prefix, 'lib', 'python3*', 'site-packages', 'freespace_seg', 'sim'))
     if not installed:
         pytest.skip('freespace_seg is not installed (AMENT_PREFIX_PATH)')
     for path in installed:

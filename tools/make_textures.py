@@ -21,7 +21,7 @@ import numpy as np
 import skimage.data
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'freespace_seg',
-                   'synthetic', 'textures')
+                   'sim', 'textures')
 SIZE = 256
 QUALITY = 90
 

@@ -43,23 +43,24 @@ def surface_map(frame):
     renderer's own intersection code, so the map matches ``frame.free`` pixel for pixel; a
     mismatch (a frame not made by this renderer) raises :class:`SurfaceError`.
     """
-    # The package exports a function named render: import the module itself.
-    render = importlib.import_module('freespace_seg.sim.render')
+    # The renderer's own modules (the sim package exports a function named render).
+    rays = importlib.import_module('freespace_seg.sim.render.rays')
+    cast = importlib.import_module('freespace_seg.sim.render.cast')
     scene = frame.scene
-    origin, r_wo = render.camera_in_world(frame.mount, frame.robot_pose)
-    _, dx, dy, dz = render.world_rays(frame.intrinsics, frame.mount, frame.robot_pose)
-    rects = render._screen_rects(render._object_points(scene), origin, r_wo, frame.intrinsics)
-    t, ids = render._cast(scene, origin, dx, dy, dz, rects)
-    if not np.array_equal(ids == render.ID_FLOOR, np.asarray(frame.free) == 1):
+    origin, r_wo = rays.camera_in_world(frame.mount, frame.robot_pose)
+    _, dx, dy, dz = rays.world_rays(frame.intrinsics, frame.mount, frame.robot_pose)
+    rects = rays._screen_rects(cast._object_points(scene), origin, r_wo, frame.intrinsics)
+    t, ids = cast._cast(scene, origin, dx, dy, dz, rects)
+    if not np.array_equal(ids == cast.ID_FLOOR, np.asarray(frame.free) == 1):
         raise SurfaceError("the recast rays do not reproduce the frame's free mask: not a "
                            'frame of this renderer')
     names = ['none', 'floor', 'ceiling', 'wall']
     codes = np.zeros(ids.shape, np.int32)
-    codes[ids == render.ID_FLOOR] = 1
-    codes[ids == render.ID_CEILING] = 2
+    codes[ids == cast.ID_FLOOR] = 1
+    codes[ids == cast.ID_CEILING] = 2
     walls = len(scene.walls()[0])
-    codes[(ids >= render.ID_WALL0) & (ids < render.ID_WALL0 + walls)] = 3
-    base = render.ID_WALL0 + walls
+    codes[(ids >= cast.ID_WALL0) & (ids < cast.ID_WALL0 + walls)] = 3
+    base = cast.ID_WALL0 + walls
     with np.errstate(invalid='ignore'):
         z = np.float32(origin[2]) + t * dz
     index = {n: i for i, n in enumerate(names)}
