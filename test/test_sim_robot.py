@@ -9,8 +9,9 @@ import time
 
 from conftest import REPO
 from freespace_seg.nodes.msgs import camera_info_from_intrinsics
-from freespace_seg.nodes.sim_robot import Coverage, integrate, SimRobot
+from freespace_seg.nodes.sim_robot import SimRobot
 from freespace_seg.sim import Cylinder, Scene
+from freespace_seg.sim.robot import Coverage, integrate
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import numpy as np
