@@ -173,7 +173,7 @@ def test_train_arch_refuses_unet_options(tmp_path):
 
 
 def test_encoder_trains_at_a_lower_learning_rate():
-    from freespace_seg.training import train
+    from freespace_seg.training import loop
 
     model = backbone.LiteUNet('lite0', pretrained=False)
     x = torch.zeros(2, 3, 32, 48, dtype=torch.uint8)
@@ -189,9 +189,9 @@ def test_encoder_trains_at_a_lower_learning_rate():
 
     try:
         torch.optim.lr_scheduler.OneCycleLR = Spy
-        train.train_model(model, x, y, steps=1, batch_size=2, lr=1e-3, augment_data=False,
-                          log_every=0, progress_bar=False, log=lambda m: None,
-                          encoder_lr_scale=0.25)
+        loop.train_model(model, x, y, steps=1, batch_size=2, lr=1e-3, augment_data=False,
+                         log_every=0, progress_bar=False, log=lambda m: None,
+                         encoder_lr_scale=0.25)
     finally:
         torch.optim.lr_scheduler.OneCycleLR = real
     assert sorted(set(seen[0])) == [2.5e-4, 1e-3]

@@ -13,7 +13,7 @@ pytest.importorskip('onnxruntime', reason='the rebuild is checked with onnxrunti
 unet = importlib.import_module('freespace_seg.training.model')
 export = importlib.import_module('freespace_seg.training.export')
 finetune = importlib.import_module('freespace_seg.training.finetune')
-train = importlib.import_module('freespace_seg.training.train')
+loop = importlib.import_module('freespace_seg.training.loop')
 
 pytestmark = pytest.mark.usefixtures('torch_one_thread')
 
@@ -73,7 +73,7 @@ def test_onnx_init_state_measures_on_training_frames(exported):
     torch.manual_seed(4)
     x = torch.randint(0, 256, (10, 3, 64, 96), dtype=torch.uint8)
     y = torch.randint(0, 2, (10, 64, 96), dtype=torch.uint8)
-    state = train.onnx_init_state(path, x, y, frames=4)
+    state = loop.onnx_init_state(path, x, y, frames=4)
     assert state['widths'] == list(WIDTHS) and state['context'] is True
     assert state['batchnorm_frames'] == 4
     assert state['rebuild_max_abs_diff_vs_onnx'] < 1e-3
@@ -81,7 +81,7 @@ def test_onnx_init_state_measures_on_training_frames(exported):
     assert unet.load_weights(model, state['model']) == []
     assert export.compare_with_torch(model, path) < 1e-3
     with pytest.raises(SystemExit, match='no such file'):
-        train.onnx_init_state(path + '.missing.onnx', x, y)
+        loop.onnx_init_state(path + '.missing.onnx', x, y)
 
 
 def test_train_init_from_the_shipped_onnx_model_widens(tmp_path, capsys):

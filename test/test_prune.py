@@ -18,7 +18,8 @@ pytest.importorskip('onnxruntime', reason='the checks need onnxruntime')
 export = importlib.import_module('freespace_seg.training.export')
 finetune = importlib.import_module('freespace_seg.training.finetune')
 prune = importlib.import_module('freespace_seg.training.prune')
-train = importlib.import_module('freespace_seg.training.train')
+card_mod = importlib.import_module('freespace_seg.training.card')
+evaluate = importlib.import_module('freespace_seg.training.evaluate')
 unet = importlib.import_module('freespace_seg.training.model')
 
 W, H = 64, 48          # network input (not a multiple of 32: odd skip sizes)
@@ -140,10 +141,10 @@ def tiny_source(tmp_path_factory):
     model = randomized_model((8, 8, 16, 16, 16), seed=3)
     path = str(folder / 'tiny_unet.onnx')
     export.export_and_verify(model, path, W, H)
-    card = train.build_card('tiny_unet', 'tiny_unet.onnx', W, H,
-                            {'command': 'python -m freespace_seg train --widths 8,8,16,16,16'},
-                            {}, {}, 0)
-    train.dump_card(card, str(folder / 'tiny_unet.yaml'))
+    card = card_mod.build_card('tiny_unet', 'tiny_unet.onnx', W, H,
+                               {'command': 'python -m freespace_seg train --widths 8,8,16,16,16'},
+                               {}, {}, 0)
+    evaluate.dump_card(card, str(folder / 'tiny_unet.yaml'))
     cache = str(folder / 'cache')
     datasets.rendered_letterboxed(6, 0, CAM_W, CAM_H, W, H, 0, cache_dir=cache)
     datasets.rendered_letterboxed(2, 1, CAM_W, CAM_H, W, H, 0, cache_dir=cache)

@@ -67,7 +67,10 @@ from freespace_seg.perception import metrics
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 from freespace_seg.sim.randomization import RandomizationConfig
+from freespace_seg.training import augment as augment_mod
 from freespace_seg.training import data as datasets
+from freespace_seg.training import loop
+from freespace_seg.training import tensors as tensors_mod
 from freespace_seg.training import train as base_train
 from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
                                              measure_latency, update_card)
@@ -309,7 +312,7 @@ def _load_data(args, width, height):
         record = dict(_cache_record(args.frames_npz), generator='freespace_seg.sim')
     else:
         tx, ty = datasets.rendered_letterboxed(
-            args.render, args.data_seed, rw, rh, width, height, base_train.PAD_VALUE,
+            args.render, args.data_seed, rw, rh, width, height, tensors_mod.PAD_VALUE,
             args.render_cache, desc='render train')
         if args.limit_train is not None:
             tx, ty = tx[:args.limit_train], ty[:args.limit_train]
@@ -331,7 +334,7 @@ def _load_data(args, width, height):
             n_val = min(n_val, args.limit_val)
         if n_val > 0:
             vx, vy = datasets.rendered_letterboxed(
-                n_val, args.data_seed + 1, rw, rh, width, height, base_train.PAD_VALUE,
+                n_val, args.data_seed + 1, rw, rh, width, height, tensors_mod.PAD_VALUE,
                 args.render_cache, desc='render val')
             record['val'] = {'seed': args.data_seed + 1, 'image_size': [rw, rh],
                              'renderer_source_hash': datasets.renderer_fingerprint()}
@@ -339,8 +342,8 @@ def _load_data(args, width, height):
             vx = np.empty((0, height, width, 3), np.uint8)
             vy = np.empty((0, height, width), np.uint8)
     record['num_val'] = int(vx.shape[0])
-    train_x, train_y = base_train.to_tensors(tx, ty)
-    val_x, val_y = base_train.to_tensors(vx, vy)
+    train_x, train_y = tensors_mod.to_tensors(tx, ty)
+    val_x, val_y = tensors_mod.to_tensors(vx, vy)
     return train_x, train_y, val_x, val_y, record
 
 
@@ -414,7 +417,7 @@ def add_arguments(parser):
     opt(tr, '--lr', type=float, default=5e-3,
         help='peak learning rate of the one-cycle schedule; the rebuilt kernels have unit '
              'RMS, so this is about the relative size of a step (default: %(default)s)')
-    opt(tr, '--augment', choices=base_train.AUGMENT_MODES + ('none',), default='full',
+    opt(tr, '--augment', choices=augment_mod.AUGMENT_MODES + ('none',), default='full',
         help='augmentation as in `train` (default: %(default)s)')
     opt(tr, '--seed', type=int, default=0,
         help='seed of torch, numpy and random (default: %(default)s)')
@@ -555,7 +558,7 @@ def prune(args):
     t_begin = time.perf_counter()
     _check_args(args)
     torch.set_num_threads(args.threads)
-    base_train.seed_everything(args.seed)
+    loop.seed_everything(args.seed)
     command = reproduce_command(args)
     print(f'prune: {command}', flush=True)
 
@@ -581,7 +584,7 @@ def prune(args):
     # The pruned model before fine-tuning: it runs, and how much the cut cost.
     sample_y = (val_y if val_y.shape[0] else train_y)[:1].long()
     sample_x = (val_x if val_x.shape[0] else train_x)[:1].float() / 255.0
-    sample = base_train.normalize(sample_x, sample_y)
+    sample = tensors_mod.normalize(sample_x, sample_y)
     with torch.no_grad():
         cut_logits = model.eval()(sample)
         full_logits = source.eval()(sample)
@@ -594,7 +597,7 @@ def prune(args):
     if val_x.shape[0]:
         for key, net in (('source_val_miou', source), ('pruned_val_miou', model)):
             before[key] = round(float(metrics.mean_iou(
-                base_train.validate(net, val_x, val_y))), 4)
+                loop.validate(net, val_x, val_y))), 4)
         print(f'prune: before fine-tuning on {val_x.shape[0]} validation frames (torch): '
               f'source mIoU {before["source_val_miou"]:.4f}, pruned mIoU '
               f'{before["pruned_val_miou"]:.4f}', flush=True)
@@ -604,7 +607,7 @@ def prune(args):
     t_train = time.perf_counter()
     history = {'steps': 0, 'best_step': None, 'best_miou': None}
     if args.steps > 0:
-        history = base_train.train_model(
+        history = loop.train_model(
             model, train_x, train_y, val_x, val_y, steps=args.steps,
             batch_size=args.batch_size, lr=args.lr, weight_decay=0.0, dice_weight=1.0,
             seed=args.seed, augment_data=False if args.augment == 'none' else args.augment,
