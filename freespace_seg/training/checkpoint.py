@@ -7,11 +7,6 @@ import os
 import numpy as np
 import torch
 
-
-# Their defaults: ``--resume`` refuses any of them given with another value.
-_DEFAULTS = {}
-
-
 # Options that may differ between the first invocation of a run and its ``--resume``.
 _RESUME_MAY_CHANGE = ('threads', 'log_every', 'latency_runs')
 
@@ -41,21 +36,22 @@ def data_fingerprint(*tensors):
     return h.hexdigest()[:16]
 
 
-def resume_checkpoint(args):
+def resume_checkpoint(args, defaults):
     """
     Return ``(args, checkpoint)`` for ``--resume``.
 
     ``args`` are the first invocation's options from the checkpoint, with this one's
     ``--time-limit``, ``--device`` and ``--render-jobs`` and, where given, ``--threads``,
     ``--log-every`` and ``--latency-runs``; ``checkpoint``
-    is the loaded ``last.pt``. Exits with a message when it cannot resume.
+    is the loaded ``last.pt``. ``defaults`` are the options' defaults (``train.OPTIONS``): an
+    option given with another value is refused. Exits with a message when it cannot resume.
     """
     path = args.resume
     if os.path.isdir(path):
         path = os.path.join(path, 'last.pt')
     if not os.path.isfile(path):
         raise SystemExit(f'train: --resume {args.resume}: no checkpoint at {path}')
-    given = sorted('--' + dest.replace('_', '-') for dest, default in _DEFAULTS.items()
+    given = sorted('--' + dest.replace('_', '-') for dest, default in defaults.items()
                    if dest not in _RESUME_MAY_CHANGE and getattr(args, dest, default) != default)
     if given:
         raise SystemExit('train: --resume takes every option from the checkpoint; drop '
@@ -67,7 +63,7 @@ def resume_checkpoint(args):
                          f'with --init {path} instead')
     restored = argparse.Namespace(**state['args'])
     for dest in _RESUME_MAY_CHANGE:
-        if getattr(args, dest, None) != _DEFAULTS[dest]:
+        if getattr(args, dest, None) != defaults[dest]:
             setattr(restored, dest, getattr(args, dest))
     for dest in _PER_INVOCATION:
         setattr(restored, dest, getattr(args, dest, None))

@@ -34,10 +34,10 @@ Example::
 
 import copy
 import os
-import shlex
 import sys
 import time
 
+from freespace_seg.common.reproduce import OptionRecorder
 from freespace_seg.perception import metrics
 from freespace_seg.perception.model_card import load_card, ModelCardError
 from freespace_seg.perception.pipeline import packaged_model_path
@@ -371,16 +371,16 @@ def _rounded(summary):
 # ---------------------------------------------------------------------------------------------
 # Command
 
-_RECORDED = []
+#: the options, in the order the card's reproducing command line spells them out
+OPTIONS = OptionRecorder('finetune')
 
 
 def add_arguments(parser):
     """Add the ``finetune`` options to ``parser``."""
-    del _RECORDED[:]
+    OPTIONS.reset()
 
     def opt(flag, **kw):
-        action = parser.add_argument(flag, **kw)
-        _RECORDED.append((flag, action.dest))
+        return OPTIONS.add(parser, flag, **kw)
 
     parser.description = (
         'Fine-tune a model (default: the shipped one) on your own images with masks, e.g. a '
@@ -410,13 +410,8 @@ def add_arguments(parser):
 
 def reproduce_command(args):
     """Return the command line of this run with every option spelled out."""
-    parts = ['python', '-m', 'freespace_seg', 'finetune']
-    for flag, dest in _RECORDED:
-        value = getattr(args, dest, None)
-        if value is None or (dest == 'model' and value == packaged_model_path()):
-            continue
-        parts += [flag, str(value)]
-    return shlex.join(parts)
+    return OPTIONS.command_line(
+        args, skip=lambda dest, value: dest == 'model' and value == packaged_model_path())
 
 
 def _display_path(path):

@@ -58,11 +58,11 @@ import argparse
 import copy
 import os
 import re
-import shlex
 import sys
 import time
 import zipfile
 
+from freespace_seg.common.reproduce import OptionRecorder
 from freespace_seg.perception import metrics
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
@@ -350,7 +350,8 @@ def _load_data(args, width, height):
 # ---------------------------------------------------------------------------------------------
 # Command
 
-_RECORDED = []
+#: the options, in the order the card's reproducing command line spells them out
+OPTIONS = OptionRecorder('prune')
 
 
 def _size(text):
@@ -362,11 +363,8 @@ def _size(text):
 
 def add_arguments(parser):
     """Add the ``prune`` options to ``parser``."""
-    del _RECORDED[:]
-
-    def opt(group, flag, **kw):
-        action = group.add_argument(flag, **kw)
-        _RECORDED.append((flag, action.dest, kw.get('action') == 'store_true'))
+    OPTIONS.reset()
+    opt = OPTIONS.add
 
     parser.description = (
         'Channel-prune a UNet model (default: the shipped UNet, models/freespace_unet.onnx): '
@@ -450,22 +448,15 @@ def add_arguments(parser):
 
 def reproduce_command(args):
     """Return the command line of this run with every option spelled out."""
-    parts = ['python', '-m', 'freespace_seg', 'prune']
-    for flag, dest, is_flag in _RECORDED:
-        value = getattr(args, dest, None)
-        if is_flag:
-            if value:
-                parts.append(flag)
-            continue
-        if value is None or (dest == 'model'
-                             and value == packaged_model_path(PACKAGED_UNET_MODEL)):
-            continue
-        if args.render is None and dest in ('data_seed', 'render_cache', 'render_val'):
-            continue
-        if dest == 'render_size':
-            value = f'{value[0]}x{value[1]}'
-        parts += [flag, str(value)]
-    return shlex.join(parts)
+    def skip(dest, value):
+        if dest == 'model' and value == packaged_model_path(PACKAGED_UNET_MODEL):
+            return True
+        return args.render is None and dest in ('data_seed', 'render_cache', 'render_val')
+
+    def show(dest, value):
+        return f'{value[0]}x{value[1]}' if dest == 'render_size' else value
+
+    return OPTIONS.command_line(args, skip, show)
 
 
 def default_out(model_path, ratio):

@@ -39,16 +39,15 @@ Example::
 import argparse
 import math
 import os
-import shlex
 import time
 
+from freespace_seg.common.reproduce import OptionRecorder
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.sim.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
 from freespace_seg.training.augment import AUGMENT_MODES, augmentation_summary
 from freespace_seg.training.card import build_card, pretrained_record
-from freespace_seg.training.checkpoint import (_DEFAULTS, _saved_args, data_fingerprint,
-                                               resume_checkpoint)
+from freespace_seg.training.checkpoint import _saved_args, data_fingerprint, resume_checkpoint
 from freespace_seg.training.device import device_record, DEVICES, resolve_device
 from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
                                              measure_latency)
@@ -60,8 +59,8 @@ from freespace_seg.training.tensors import CLASS_NAMES, normalize, PAD_VALUE, to
 import torch
 
 
-# Options in the order they are written into the card's reproducing command line.
-_RECORDED = []
+#: the options, in the order the card's reproducing command line spells them out
+OPTIONS = OptionRecorder('train')
 
 
 # Exit status of ``train`` when ``--time-limit`` stopped it before its last step.
@@ -101,13 +100,8 @@ def _fraction(text):
 
 def add_arguments(parser):
     """Add the ``train`` options to ``parser``."""
-    del _RECORDED[:]
-    _DEFAULTS.clear()
-
-    def opt(group, flag, **kw):
-        action = group.add_argument(flag, **kw)
-        _RECORDED.append((flag, action.dest, kw.get('action') == 'store_true'))
-        _DEFAULTS[action.dest] = action.default
+    OPTIONS.reset()
+    opt = OPTIONS.add
 
     src = parser.add_argument_group('data (one of --data or --render)')
     opt(src, '--data', metavar='DIR',
@@ -214,26 +208,20 @@ def add_arguments(parser):
 
 def reproduce_command(args):
     """Every recorded option with its value: the command line that reproduces this run."""
-    parts = ['python', '-m', 'freespace_seg', 'train']
-    for flag, dest, is_flag in _RECORDED:
-        value = getattr(args, dest, None)
-        if is_flag:
-            if value:
-                parts.append(flag)
-            continue
-        if value is None:
-            continue
-        if args.render is None and dest in ('data_seed', 'render_size', 'render_val',
-                                            'render_cache', 'camera_height', 'camera_pitch'):
-            continue
+    def skip(dest, value):
+        return args.render is None and dest in ('data_seed', 'render_size', 'render_val',
+                                                'render_cache', 'camera_height', 'camera_pitch')
+
+    def show(dest, value):
         if dest in ('render_size', 'input_size'):
-            value = f'{value[0]}x{value[1]}'
-        elif dest in ('camera_height', 'camera_pitch'):
-            value = f'{value[0]:g},{value[1]:g}'
-        elif dest == 'widths':
-            value = ','.join(str(v) for v in value)
-        parts += [flag, str(value)]
-    return shlex.join(parts)
+            return f'{value[0]}x{value[1]}'
+        if dest in ('camera_height', 'camera_pitch'):
+            return f'{value[0]:g},{value[1]:g}'
+        if dest == 'widths':
+            return ','.join(str(v) for v in value)
+        return value
+
+    return OPTIONS.command_line(args, skip, show)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,7 +294,7 @@ def run(args):
     t_begin = time.perf_counter()
     checkpoint = None
     if getattr(args, 'resume', None):
-        args, checkpoint = resume_checkpoint(args)
+        args, checkpoint = resume_checkpoint(args, OPTIONS.defaults)
     if args.init and checkpoint is None and not os.path.isfile(args.init):
         # Before minutes of rendering, not after.
         raise SystemExit(f'train: --init {args.init}: no such file')
