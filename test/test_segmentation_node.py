@@ -16,7 +16,7 @@ from freespace_seg.nodes.segmentation_node import SegmentationNode
 from freespace_seg.perception.engines.onnxruntime import GPU_PROVIDERS
 from freespace_seg.perception.engines.tensorrt import tensorrt_unavailable_reason
 from freespace_seg.perception.image_codec import image_to_array
-from freespace_seg.tools.demo import node_environment
+from freespace_seg.tools.child import node_environment
 import numpy as np
 import onnxruntime as ort
 import pytest

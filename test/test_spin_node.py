@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from conftest import REPO
-from freespace_seg.tools.demo import node_environment
+from freespace_seg.tools.child import node_environment
 
 # A node whose timer raises RuntimeError, as rclpy's take_message does when a signal's
 # KeyboardInterrupt fires while pybind11 converts a message. SIGNALLED: record a signal first.

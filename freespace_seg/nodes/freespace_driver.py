@@ -44,11 +44,11 @@ import time
 
 from freespace_seg.driving.driver_logic import DriverConfig, DriverLogic
 from freespace_seg.nodes.msgs import grid_from_msg
-from freespace_seg.nodes.params import ParamSpec, validate
-from freespace_seg.nodes.ros_util import declare_and_validate, spin_node, StartupError
+from freespace_seg.nodes.params import ParamSpec
+from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, on_parameter_changes,
+                                          spin_node, StartupError)
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
@@ -157,8 +157,6 @@ DRIVER_PARAMS = (
 _CONFIG_FIELDS = {f.name for f in fields(DriverConfig)}
 
 #: e_stop publishers that latch (transient_local) and those that do not
-_LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 _ANY_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.VOLATILE)
 #: the grid: newest only, and never a stale latched one (volatile); best effort matches any
@@ -188,7 +186,7 @@ class FreespaceDriver(Node):
         self._stale_timeout = p['stale_timeout']
         self._hazard_hold = p['hazard_hold_time']
         self._hazard_types = set(p['hazard_types'])
-        self.add_on_set_parameters_callback(self._on_parameters_set)
+        on_parameter_changes(self, DRIVER_PARAMS, self._apply_parameters)
 
         #: counters for tests and the closed-loop summary
         self.grids_received = 0
@@ -210,7 +208,7 @@ class FreespaceDriver(Node):
             self._pub = self.create_publisher(TwistStamped, 'cmd_vel', 10)
         else:
             self._pub = self.create_publisher(Twist, 'cmd_vel', 10)
-        self._pub_state = self.create_publisher(String, '~/state', _LATCHED_QOS)
+        self._pub_state = self.create_publisher(String, '~/state', LATCHED_QOS)
         self._grid_sub = self.create_subscription(OccupancyGrid, 'free_space/grid',
                                                   self._on_grid, _GRID_QOS)
         #: recent odometry: (stamp ns, x, y, yaw), and when the newest arrived
@@ -223,7 +221,7 @@ class FreespaceDriver(Node):
         # (the other one takes it), so it is not worth the default warning.
         quiet = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_e_stop)
         self._estop_subs = [
-            self.create_subscription(Bool, 'e_stop', self._on_e_stop, _LATCHED_QOS,
+            self.create_subscription(Bool, 'e_stop', self._on_e_stop, LATCHED_QOS,
                                      event_callbacks=quiet),
             self.create_subscription(Bool, 'e_stop', self._on_e_stop, _ANY_QOS)]
         self._hazard_sub = self.create_subscription(Bool, 'hazard', self._on_hazard_bool,
@@ -247,26 +245,13 @@ class FreespaceDriver(Node):
             f'{hazard_text}; drive={self._drive}')
 
     # -- parameters ---------------------------------------------------------------------------
-    def _on_parameters_set(self, params):
-        specs = {s.name: s for s in DRIVER_PARAMS}
+    def _apply_parameters(self, changes):
         merged = dict(self.params)
-        for prm in params:
-            spec = specs.get(prm.name)
-            if spec is None:
-                continue
-            value = prm.value
-            if spec.kind == 'int_array' and value is not None:
-                value = list(value)
-            if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            err = validate(spec, value)
-            if err:
-                return SetParametersResult(successful=False, reason=err)
-            merged[prm.name] = value
+        merged.update(changes)
         try:
             config = config_from_params(merged)
         except ValueError as e:
-            return SetParametersResult(successful=False, reason=str(e))
+            return str(e)
         self.params = merged
         self.logic.set_config(config)
         drive = merged['drive']
@@ -276,7 +261,7 @@ class FreespaceDriver(Node):
         self._stale_timeout = merged['stale_timeout']
         self._hazard_hold = merged['hazard_hold_time']
         self._hazard_types = set(merged['hazard_types'])
-        return SetParametersResult(successful=True)
+        return None
 
     # -- inputs -------------------------------------------------------------------------------
     def _on_grid(self, msg):

@@ -35,16 +35,15 @@ import threading
 
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
-from freespace_seg.nodes.params import ParamSpec, validate
-from freespace_seg.nodes.ros_util import declare_and_validate, spin_node, StartupError
+from freespace_seg.nodes.params import ParamSpec
+from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, on_parameter_changes,
+                                          spin_node, StartupError)
 from freespace_seg.sim import default_intrinsics, make_scene, render
 from freespace_seg.sim.robot import RobotBody, start_pose as pick_start_pose
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
@@ -155,14 +154,12 @@ class SimRobot(Node):
         self._pub_info = self.create_publisher(CameraInfo, 'camera_info', 2)
         self._pub_truth = self.create_publisher(Image, 'ground_truth/free_mask', 2)
         self._pub_hazard = self.create_publisher(Bool, 'hazard', 10)
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._pub_collisions = self.create_publisher(UInt32, 'collisions', latched)
+        self._pub_collisions = self.create_publisher(UInt32, 'collisions', LATCHED_QOS)
         self._pub_collisions.publish(UInt32(data=0))
         self._pub_tf = self.create_publisher(TFMessage, '/tf', 10) if TFMessage else None
         self._pub_clock = self.create_publisher(Clock, '/clock', 10) \
             if p['publish_clock'] else None
-        self.add_on_set_parameters_callback(self._on_parameters_set)
+        on_parameter_changes(self, SIM_PARAMS, self._apply_parameters)
         self._timer = self.create_timer(self.dt, self.step) if autostep else None
         x, y, yaw = self.start_pose
         self.get_logger().info(
@@ -187,23 +184,9 @@ class SimRobot(Node):
     coverage = property(lambda self: self.body.coverage, doc='the swept floor')
 
     # -- inputs -------------------------------------------------------------------------------
-    def _on_parameters_set(self, params):
-        specs = {spec.name: spec for spec in SIM_PARAMS}
-        changes = {}
-        for prm in params:
-            spec = specs.get(prm.name)
-            if spec is None:
-                continue
-            value = prm.value
-            if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            err = validate(spec, value)
-            if err:
-                return SetParametersResult(successful=False, reason=err)
-            changes[prm.name] = value
+    def _apply_parameters(self, changes):
         with self._lock:
             self.params.update(changes)
-        return SetParametersResult(successful=True)
 
     def _on_cmd(self, msg):
         twist = msg.twist if isinstance(msg, TwistStamped) else msg

@@ -49,7 +49,7 @@ from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.projection import GridSpec, GroundProjector
 from freespace_seg.nodes.freespace_driver import FreespaceDriver
 from freespace_seg.nodes.msgs import grid_to_msg
-from freespace_seg.nodes.ros_util import stop_spin_thread
+from freespace_seg.nodes.ros_util import LATCHED_QOS, stop_spin_thread
 from freespace_seg.nodes.sim_robot import SimRobot
 from freespace_seg.perception.image_codec import image_to_array
 from freespace_seg.perception.pipeline import packaged_model_path
@@ -64,8 +64,7 @@ from sensor_msgs.msg import CameraInfo, Image
 
 PERCEPTIONS = ('model', 'truth')
 #: the grid QoS of the perception nodes (reliable, latched newest)
-_GRID_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+_GRID_QOS = LATCHED_QOS
 #: lockstep: the driver listens here; :class:`GridRelay` forwards the perception's grids
 RELAY_TOPIC = 'lockstep/grid'
 
@@ -128,9 +127,7 @@ class TruthGridNode(Node):
         self._projector = None
         self._info = None
         self.published = 0
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._pub = self.create_publisher(OccupancyGrid, 'free_space/grid', qos)
+        self._pub = self.create_publisher(OccupancyGrid, 'free_space/grid', LATCHED_QOS)
         self.create_subscription(CameraInfo, 'camera_info', self._on_info, 2)
         self.create_subscription(Image, 'ground_truth/free_mask', self._on_mask, 2)
 

@@ -16,8 +16,6 @@
 """
 
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -29,9 +27,9 @@ from freespace_seg.perception.image_codec import image_to_array
 from freespace_seg.perception.metrics import ConfusionAccumulator, summarize
 from freespace_seg.perception.model_card import load_card
 from freespace_seg.perception.postprocess import colorize, palette_lut
+from freespace_seg.tools.child import node_environment, NodeProcess, segmentation_node_command
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUTPUT_TOPICS = ('segmentation/mask', 'segmentation/colored_mask', 'segmentation/overlay',
                  'free_space/mask', 'free_space/grid_image')
 
@@ -54,62 +52,6 @@ def add_arguments(parser):
                         'with the model in the loop (20; 0: skip)')
     parser.add_argument('--drive-room', type=int, default=1,
                         help='seed of the room for --drive (1)')
-
-
-def config_path(name):
-    """Path of a file in config/: installed share directory first, then the source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        path = os.path.join(get_package_share_directory('freespace_seg'), 'config', name)
-        if os.path.isfile(path):
-            return path
-    except (ImportError, LookupError, ValueError, OSError):
-        pass
-    return os.path.join(REPO, 'config', name)
-
-
-def node_environment():
-    """Environment for a node process: large-image Fast DDS profile, localhost discovery."""
-    env = dict(os.environ)
-    profile = config_path('fastdds_large_images.xml')
-    env.setdefault('FASTDDS_DEFAULT_PROFILES_FILE', profile)
-    env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    env['PYTHONPATH'] = REPO + os.pathsep + env.get('PYTHONPATH', '')
-    env['PYTHONUNBUFFERED'] = '1'
-    return env
-
-
-class NodeProcess:
-    """``segmentation_node`` in a child process, its log forwarded with a prefix."""
-
-    def __init__(self, ros_args, env):
-        cmd = [sys.executable, '-m', 'freespace_seg.nodes.segmentation_node', '--ros-args',
-               *ros_args]
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        self.ready = threading.Event()
-        self.lines = []
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            if 'listening on' in line:
-                self.ready.set()
-            print('  [node] ' + line.rstrip(), file=sys.stderr)
-
-    def stop(self):
-        """SIGINT, as Ctrl-C would; return the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._thread.join(timeout=2)
-        return self.proc.returncode
 
 
 def wait_for_connection(camera, listener, namespace, timeout=30.0):
@@ -189,9 +131,10 @@ def run(args):
     frames = render_frames(args.scenes, args.width, args.height, args.seed, show_progress=True)
 
     namespace = f'/freespace_demo_{os.getpid()}'
-    node = NodeProcess(['-r', f'__ns:={namespace}', '-p', f'model_file_path:={model}',
-                        '-p', f'backend:={args.backend}', '-p',
-                        f'num_threads:={args.num_threads}'], env)
+    node = NodeProcess(segmentation_node_command(
+        ['-r', f'__ns:={namespace}', '-p', f'model_file_path:={model}',
+         '-p', f'backend:={args.backend}', '-p', f'num_threads:={args.num_threads}']), env,
+        echo='  [node] ')
     rclpy.init()
     camera = SyntheticCameraNode(
         frames=frames, namespace=namespace,

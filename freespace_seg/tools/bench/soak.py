@@ -5,8 +5,8 @@ Soak benchmark: ``segmentation_node`` at camera rate for a long time; memory, dr
 
 1. Renders a few synthetic rooms ahead of time (``--scenes``) and starts the node in its own
    process, as ``ros2 run`` would, with the Fast DDS large-image profile
-   (:func:`freespace_seg.tools.demo.node_environment`,
-   :class:`freespace_seg.tools.demo.NodeProcess`).
+   (:func:`freespace_seg.tools.child.node_environment`,
+   :class:`freespace_seg.tools.child.NodeProcess`).
 2. Publishes the frames (rgb8 ``image`` + ``camera_info``) at ``--rate`` Hz for ``--minutes``
    (fractional minutes are fine) and subscribes to ``segmentation/mask`` (``--all-outputs``:
    to every image output and the grid, which makes the node compute all of them).
@@ -29,7 +29,8 @@ import threading
 import time
 
 from freespace_seg.perception.engines import BACKENDS
-from freespace_seg.tools.demo import node_environment, NodeProcess, wait_for_connection
+from freespace_seg.tools.child import node_environment, NodeProcess, segmentation_node_command
+from freespace_seg.tools.demo import wait_for_connection
 import numpy as np
 
 MIB = 1024.0
@@ -279,9 +280,10 @@ def run(args):
     node_name = f'soak_segmentation_{os.getpid()}'
     print(f'bench_soak: model {model}; {total} frames {args.width}x{args.height} at '
           f'{args.rate:g} Hz ({args.minutes:g} min)', file=sys.stderr)
-    node = NodeProcess(['-r', f'__ns:={namespace}', '-r', f'__node:={node_name}',
-                        '-p', f'model_file_path:={model}', '-p', f'backend:={args.backend}',
-                        '-p', f'num_threads:={args.num_threads}'], env)
+    node = NodeProcess(segmentation_node_command(
+        ['-r', f'__ns:={namespace}', '-r', f'__node:={node_name}',
+         '-p', f'model_file_path:={model}', '-p', f'backend:={args.backend}',
+         '-p', f'num_threads:={args.num_threads}']), env, echo='  [node] ')
     rclpy.init()
     camera = SyntheticCameraNode(
         frames=frames, namespace=namespace,

@@ -1,15 +1,14 @@
 """Conditions (c) and (d): segmentation_node and the naive node over real topics."""
 
 import os
-import signal
 import struct
-import subprocess
 import sys
 import threading
 import time
 
 from freespace_seg.tools.bench.procstat import (_ms_list, proc_cpu_seconds, proc_minor_faults,
                                                 proc_rss_mb, stats_ms, system_busy_seconds)
+from freespace_seg.tools.child import NodeProcess
 
 
 #: frames in flight in the closed-loop (saturation) condition
@@ -24,45 +23,6 @@ def _stamp_ns_from_cdr(data):
 
 # ---------------------------------------------------------------------------------------------
 # (c) node and (d) naive node, in their own processes, over real topics
-
-
-class Child:
-    """A node in a child process; its output kept (and echoed on failure)."""
-
-    def __init__(self, cmd, env, ready_text):
-        self.cmd = cmd
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        self.ready = threading.Event()
-        self.lines = []
-        self._ready_text = ready_text
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip())
-            if self._ready_text in line:
-                self.ready.set()
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def stop(self):
-        """SIGINT, as Ctrl-C would; return the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._thread.join(timeout=2)
-        return self.proc.returncode
-
-    def log_tail(self, n=15):
-        return '\n'.join('    ' + line for line in self.lines[-n:])
 
 
 class Condition:
@@ -95,7 +55,7 @@ class TopicBench:
     def __init__(self, frames, warmup, duration, log):
         import rclpy
 
-        from freespace_seg.tools.demo import node_environment
+        from freespace_seg.tools.child import node_environment
 
         self.env = node_environment()
         for key in ('FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
@@ -155,7 +115,7 @@ class TopicBench:
         if self.profile_dir and cond.kind == 'node':
             profile = os.path.join(self.profile_dir, f'profile_{self.index}.md')
             env = dict(env, FREESPACE_SEG_PROFILE=profile)
-        child = Child(cmd, env, ready_text)
+        child = NodeProcess(cmd, env, ready_text)
         bench = Node(f'bench_camera_{self.index}', namespace=ns)
         qos = QoSProfile(depth=10)  # reliable, like a driver with the default QoS
         compressed = cond.transport == 'compressed'
