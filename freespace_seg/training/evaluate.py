@@ -41,6 +41,7 @@ import time
 
 import cv2
 from freespace_seg.perception import metrics
+from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.training import data as datasets
 import numpy as np
@@ -232,59 +233,6 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     summary = metrics.summarize(acc.matrix, names, positive_class=positive)
     summary['images'] = acc.images
     return summary, seconds / max(acc.images, 1)
-
-
-def timing_session(model_path, threads):
-    """
-    Return an ONNX Runtime CPU session of a model and a fixed random feed for it.
-
-    ``threads`` intra-op threads, one inter-op thread, full graph optimization. The feed has
-    the model's input shape (dynamic dimensions as 1) and type (float32, float16 or uint8).
-    """
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = int(threads)
-    opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    session = ort.InferenceSession(model_path, sess_options=opts,
-                                   providers=['CPUExecutionProvider'])
-    inp = session.get_inputs()[0]
-    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
-    rng = np.random.default_rng(0)
-    if 'uint8' in inp.type:
-        x = rng.integers(0, 256, size=shape).astype(np.uint8)
-    else:
-        dtype = np.float16 if 'float16' in inp.type else np.float32
-        x = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
-    return session, {inp.name: x}
-
-
-def measure_latency(model_path, threads=2, runs=50, warmup=10):
-    """
-    Median, mean and 90th percentile wall time (ms) of one bare ONNX Runtime run.
-
-    The input is a fixed random tensor of the model's static input shape
-    (:func:`timing_session`); preprocessing and postprocessing are not included.
-    """
-    session, feed = timing_session(model_path, threads)
-    for _ in range(int(warmup)):
-        session.run(None, feed)
-    times = []
-    for _ in range(max(int(runs), 1)):
-        t0 = time.perf_counter()
-        session.run(None, feed)
-        times.append((time.perf_counter() - t0) * 1000.0)
-    times.sort()
-    return {
-        'median': round(statistics.median(times), 2),
-        'mean': round(statistics.fmean(times), 2),
-        'p90': round(times[min(len(times) - 1, int(0.9 * len(times)))], 2),
-        'runs': len(times),
-        'threads': int(threads),
-        'shape': [int(d) for d in next(iter(feed.values())).shape],
-    }
 
 
 def latency_key(threads, shape):

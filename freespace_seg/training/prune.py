@@ -66,6 +66,7 @@ from freespace_seg.common.reproduce import OptionRecorder
 from freespace_seg.perception import metrics
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
+from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.randomization import RandomizationConfig
 from freespace_seg.training import augment as augment_mod
 from freespace_seg.training import data as datasets
@@ -73,7 +74,7 @@ from freespace_seg.training import loop
 from freespace_seg.training import tensors as tensors_mod
 from freespace_seg.training import train as base_train
 from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
-                                             measure_latency, update_card)
+                                             update_card)
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.finetune import FinetuneError, freeze_batchnorm, rebuild_checked
 from freespace_seg.training.model import BLOCKS, count_parameters, INPUTS

@@ -56,12 +56,12 @@ import os
 import re
 import shlex
 import sys
-import time
 
 import cv2
 from freespace_seg.common.progress import progress
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.model_card import card_from_dict, load_card, ModelCardError
+from freespace_seg.perception.timing import timed_runs, timing_session
 import numpy as np
 
 DEFAULT_SIZES = '256x144,320x176,384x224,480x272,512x288,640x368,960x544'
@@ -408,12 +408,9 @@ def time_models(model_paths, threads=1, runs=100, warmup=10, rounds=1, labels=No
     machine a burst of load then touches every model alike, instead of the few timed during
     it, so the ratios between rows stay fair. Returns one :func:`latency_stats` per model.
     """
-    from freespace_seg.training.evaluate import timing_session
-
     sessions = [timing_session(path, threads) for path in model_paths]
     for session, feed in sessions:
-        for _ in range(int(warmup)):
-            session.run(None, feed)
+        timed_runs(session, feed, warmup)
     rounds = max(int(rounds), 1)
     per_round = max(1, -(-max(int(runs), 1) // rounds))
     samples = [[] for _ in sessions]
@@ -422,12 +419,8 @@ def time_models(model_paths, threads=1, runs=100, warmup=10, rounds=1, labels=No
     bar = progress(turns, total=len(turns), desc='tradeoff: timing')
     for _, i in bar:
         session, feed = sessions[i]
-        for _ in range(2):
-            session.run(None, feed)
-        for _ in range(per_round):
-            t0 = time.perf_counter()
-            session.run(None, feed)
-            samples[i].append((time.perf_counter() - t0) * 1000.0)
+        timed_runs(session, feed, 2)
+        samples[i] += timed_runs(session, feed, per_round)
     return [latency_stats(s, threads, rounds) for s in samples]
 
 

@@ -42,6 +42,7 @@ import os
 import time
 
 from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.sim.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
@@ -49,8 +50,7 @@ from freespace_seg.training.augment import AUGMENT_MODES, augmentation_summary
 from freespace_seg.training.card import build_card, pretrained_record
 from freespace_seg.training.checkpoint import _saved_args, data_fingerprint, resume_checkpoint
 from freespace_seg.training.device import device_record, DEVICES, resolve_device
-from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
-                                             measure_latency)
+from freespace_seg.training.evaluate import card_scores, dump_card, evaluate_frames, latency_key
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.loop import onnx_init_state, seed_everything, train_model
 from freespace_seg.training.model import (ARCHS, build_model, count_parameters, DEFAULT_WIDTHS,
