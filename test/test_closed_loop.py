@@ -17,6 +17,8 @@ from freespace_seg.tools.closed_loop import (ClosedLoopResult, draw_path_png, ma
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 #: simulated seconds per room (lockstep runs at about 1.5x real time on 2 quiet cores)
 ROOM_SECONDS = 15.0
 #: a robot that drives less than this in a room has failed (0.3 m/s caps it at 4.5 m)

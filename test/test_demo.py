@@ -8,6 +8,8 @@ from conftest import REPO
 from freespace_seg.perception.pipeline import packaged_model_path
 import pytest
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 
 @pytest.mark.slow
 def test_demo_runs_and_reports(tmp_path):

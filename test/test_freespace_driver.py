@@ -24,7 +24,7 @@ from std_msgs.msg import Bool, String
 
 # Real topics and wall-clock control loops: a loaded CI machine can starve them once;
 # a failure must repeat on a rerun to count.
-pytestmark = pytest.mark.flaky(reruns=2)
+pytestmark = [pytest.mark.ros, pytest.mark.flaky(reruns=2)]
 
 SPEC = GridSpec()
 

@@ -50,6 +50,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 BATCH = 50
 BATCHES = int(os.environ.get('FREESPACE_FUZZ_BATCHES', '100'))
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'

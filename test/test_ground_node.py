@@ -18,6 +18,8 @@ from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 W, H = 640, 360
 
 

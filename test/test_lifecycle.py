@@ -15,6 +15,8 @@ from rclpy.parameter import Parameter
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import Image
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 
 def _node(ns, model, **params):
     overrides = [Parameter('model_file_path', value=model), Parameter('num_threads', value=1)]

@@ -24,6 +24,8 @@ from rclpy.parameter import Parameter
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 # Camera-sized frames between processes need the large-image Fast DDS profile at both ends:
 # without it in this process too, no 1280x720 frame it publishes reaches a node process.
 # Set before rclpy makes this process's participant; a profile chosen by the caller is kept.

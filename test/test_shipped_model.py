@@ -12,6 +12,8 @@ from rclpy.parameter import Parameter
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 OUTPUTS = {
     'segmentation/mask': ('mono8', 1),
     'segmentation/colored_mask': ('rgb8', 3),

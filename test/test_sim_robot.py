@@ -24,6 +24,8 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Bool, UInt32
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 ROOM = Scene.empty(size=(4.0, 4.0))           # walls at x, y = +-2
 
 

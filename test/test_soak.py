@@ -13,6 +13,8 @@ import sys
 from conftest import REPO, write_tiny_model
 import pytest
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 MINUTES, RATE = 0.25, 10
 
 
