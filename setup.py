@@ -17,7 +17,7 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
     # The photo texture bank of the synthetic renderer (non-Python files).
-    package_data={'freespace_seg.synthetic': ['textures/*.jpg', 'textures/*.md']},
+    package_data={'freespace_seg.sim': ['textures/*.jpg', 'textures/*.md']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -9,32 +9,45 @@ import argparse
 import importlib
 import sys
 
-# name -> (module, one-line help). Each module offers add_arguments(parser) and run(args) -> int.
+# name -> (module, one-line help). Each module offers add_arguments(parser) and run(args) -> int,
+# or main(argv) -> int when it takes its arguments as they are (a node's --ros-args).
 COMMANDS = {
-    'demo': ('freespace_seg.demo', 'run the node on a synthetic camera and write pictures'),
-    'generate': ('freespace_seg.synthetic.generate', 'render a synthetic dataset to disk'),
+    'demo': ('freespace_seg.tools.demo', 'run the node on a synthetic camera and write pictures'),
+    'generate': ('freespace_seg.sim.generate', 'render a synthetic dataset to disk'),
     'train': ('freespace_seg.training.train', 'train the UNet on synthetic data (torch, CPU)'),
     'seeds': ('freespace_seg.training.seeds',
               'train one recipe with several seeds and report the spread (torch, CPU)'),
     'finetune': ('freespace_seg.training.finetune',
                  'fine-tune a model on your own images with masks (torch, CPU)'),
     'eval': ('freespace_seg.training.evaluate', 'IoU, mIoU, F1 and accuracy of a model'),
-    'infer': ('freespace_seg.infer',
+    'infer': ('freespace_seg.tools.infer',
               'segment images, folders, globs or videos without ROS'),
-    'bag': ('freespace_seg.bag',
+    'bag': ('freespace_seg.tools.bag',
             'segment the images of a rosbag2 (mcap or sqlite3) into a new bag, without ROS'),
-    'build-engine': ('freespace_seg.build_engine', 'build, cache and time a TensorRT engine'),
-    'quantize': ('freespace_seg.quantize', 'static INT8 (QDQ) copy of a model, with its card'),
+    'build-engine': ('freespace_seg.tools.build_engine',
+                     'build, cache and time a TensorRT engine'),
+    'quantize': ('freespace_seg.training.quantize',
+                 'static INT8 (QDQ) copy of a model, with its card'),
     'prune': ('freespace_seg.training.prune',
               'channel-prune a model and fine-tune it on synthetic frames (torch, CPU)'),
     'tradeoff': ('freespace_seg.training.tradeoff',
                  'input size against mIoU against latency: a table and a plot'),
-    'bench': ('freespace_seg.bench', 'engine, pipeline, node and naive node: fps, latency, CPU'),
-    'serve': ('freespace_seg.serve',
+    'bench': ('freespace_seg.tools.bench.run',
+              'engine, pipeline, node and naive node: fps, latency, CPU'),
+    'bench-soak': ('freespace_seg.tools.bench.soak',
+                   'segmentation_node at camera rate for a long time: memory, drops, latency'),
+    'bench-projection': ('freespace_seg.tools.bench.projection',
+                         'the ground projection: lookup-table build and per-frame cost'),
+    'bench-closed-loop': ('freespace_seg.tools.bench.closed_loop',
+                          'drive the simulated Create 3 through seeded rooms: collisions, '
+                          'coverage'),
+    'bench-naive-node': ('freespace_seg.tools.bench.naive',
+                         "the bench's naive baseline node (takes --ros-args)"),
+    'serve': ('freespace_seg.tools.serve',
               'a local Triton (KServe V2) inference server for a model, with dynamic batching'),
-    'triton-repo': ('freespace_seg.triton_repo',
+    'triton-repo': ('freespace_seg.tools.triton_repo',
                     'write a Triton model repository (onnxruntime or tensorrt) for a real server'),
-    'real-set': ('freespace_seg.realdata',
+    'real-set': ('freespace_seg.training.real_set',
                  'write the real-photo evaluation set (stereo ground truth)'),
 }
 
@@ -56,6 +69,8 @@ def main(argv=None):
     parser, sub = build_parser()
     if argv and argv[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[argv[0]][0])
+        if not hasattr(module, 'run'):
+            return int(module.main(argv[1:]) or 0)
         cmd_parser = sub.choices[argv[0]]
         module.add_arguments(cmd_parser)
     args = parser.parse_args(argv)

@@ -8,7 +8,7 @@ publishes ``image``/``camera_info``; ``segmentation_node`` turns the images into
 ``free_space/grid``; ``freespace_driver`` drives the robot through the free floor
 (``cmd_vel``) and stops on the sim's ``hazard`` (bumper). The sim logs its collisions and a
 summary (distance, coverage) when it shuts down. The same graph runs in one process in
-``python -m freespace_seg.bench_closed_loop``.
+``python -m freespace_seg bench-closed-loop``.
 
 Every argument is described (``ros2 launch freespace_seg sim_demo.launch.py -s``).
 """

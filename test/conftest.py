@@ -119,7 +119,7 @@ def write_tiny_model(directory, width=64, height=48, name='tiny', card_overrides
 @pytest.fixture(scope='session')
 def shipped_model():
     """Path to the shipped fp32 model; skips when it or onnxruntime is missing."""
-    from freespace_seg.pipeline import packaged_model_path
+    from freespace_seg.perception.pipeline import packaged_model_path
 
     path = packaged_model_path()
     if not os.path.isfile(path):

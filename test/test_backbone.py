@@ -5,7 +5,7 @@ import os
 
 from conftest import randomize_batchnorm
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 import numpy as np
 import pytest
 
@@ -113,10 +113,10 @@ def test_export_is_static_agrees_with_torch_and_uses_tensorrt_ops(tmp_path):
 
 
 def test_static_int8_qdq(tmp_path):
-    import onnx
-    from freespace_seg import quantize
+    from freespace_seg.training import quantize
     from freespace_seg.training.evaluate import dump_card
     from freespace_seg.training.train import build_card
+    import onnx
 
     _, path = _export(tmp_path, 128, 96)
     dump_card(build_card('lite', 'lite.onnx', 128, 96, {'arch': 'efficientnet-lite0'}, {}, {},
@@ -134,7 +134,7 @@ def test_static_int8_qdq(tmp_path):
 @pytest.fixture(scope='module')
 def tiny_lite_run(tmp_path_factory):
     """Train --arch efficientnet-lite0 for 4 steps on 4 tiny rendered frames."""
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     root = tmp_path_factory.mktemp('lite_run')
     out = str(root / 'lite.onnx')
     base = ['train', '--arch', 'efficientnet-lite0', '--render', '4', '--render-val', '2',
@@ -173,7 +173,7 @@ def test_train_arch_refuses_unet_options(tmp_path):
 
 
 def test_encoder_trains_at_a_lower_learning_rate():
-    from freespace_seg.training import train
+    from freespace_seg.training import loop
 
     model = backbone.LiteUNet('lite0', pretrained=False)
     x = torch.zeros(2, 3, 32, 48, dtype=torch.uint8)
@@ -189,9 +189,9 @@ def test_encoder_trains_at_a_lower_learning_rate():
 
     try:
         torch.optim.lr_scheduler.OneCycleLR = Spy
-        train.train_model(model, x, y, steps=1, batch_size=2, lr=1e-3, augment_data=False,
-                          log_every=0, progress_bar=False, log=lambda m: None,
-                          encoder_lr_scale=0.25)
+        loop.train_model(model, x, y, steps=1, batch_size=2, lr=1e-3, augment_data=False,
+                         log_every=0, progress_bar=False, log=lambda m: None,
+                         encoder_lr_scale=0.25)
     finally:
         torch.optim.lr_scheduler.OneCycleLR = real
     assert sorted(set(seen[0])) == [2.5e-4, 1e-3]

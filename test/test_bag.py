@@ -102,7 +102,7 @@ def model(tmp_path_factory):
 
 
 def _pipeline(model):
-    from freespace_seg.pipeline import SegmentationPipeline
+    from freespace_seg.perception.pipeline import SegmentationPipeline
     return SegmentationPipeline(model, 'onnxruntime', 1)
 
 

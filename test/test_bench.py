@@ -66,18 +66,19 @@ def markdown_rows(text):
     return [line for line in text.splitlines() if line.startswith('| ')]
 
 
-def test_naive_node_is_reachable_as_a_module_flag():
-    from freespace_seg import bench
+def test_naive_node_is_reachable_as_a_command():
+    from freespace_seg import cli
+    from freespace_seg.tools.bench import naive
 
-    assert callable(bench.naive_node_main)
-    assert bench.main.__doc__ and '--naive-node' in bench.main.__doc__
+    assert cli.COMMANDS['bench-naive-node'][0] == naive.__name__
+    assert callable(naive.main) and not hasattr(naive, 'run')  # it takes --ros-args as is
 
 
 def test_memory_summary_and_ratios():
-    from freespace_seg import bench
+    from freespace_seg.tools.bench import report
 
     row = {'rss_series': [(0.0, 100.0), (30.0, 110.0), (60.0, 112.0), (240.0, 113.0)]}
-    mem = bench.memory_summary(row)
+    mem = report.memory_summary(row)
     assert mem['rss_after_settle_mb'] == 112.0 and mem['growth_mb'] == pytest.approx(1.0)
     assert mem['growth_mb_per_min'] == pytest.approx(1.0 / 3.0)
 
@@ -92,8 +93,8 @@ def test_memory_summary_and_ratios():
         {'kind': 'naive', 'model': 'fp32', 'threads': 2, 'rate_hz': 30.0, 'fps': 8.0,
          'input': 'rgb8 1280x720', 'p95_ms': 900.0},
     ]
-    assert bench.saturated(rows, 'fp32', 2) is rows[2]  # the camera outpaced the node
-    ratios, goals = bench.ratios_and_goals(rows, [2], [30.0], ['fp32'])
+    assert report.saturated(rows, 'fp32', 2) is rows[2]  # the camera outpaced the node
+    ratios, goals = report.ratios_and_goals(rows, [2], [30.0], ['fp32'])
     met = {g['goal']: g['met'] for g in goals}
     assert met['node >= 0.95x engine throughput at saturation (fp32, 2t)']
     assert met['p95 at 30 Hz <= 1.3x engine + 3 ms (fp32, 2t)']

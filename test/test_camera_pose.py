@@ -19,7 +19,7 @@ import types
 
 from builtin_interfaces.msg import Time as TimeMsg
 from conftest import write_tiny_model
-from freespace_seg.geometry import CameraMount
+from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.segmentation_node import SegmentationNode
 from geometry_msgs.msg import TransformStamped

@@ -8,9 +8,9 @@ import shlex
 import shutil
 
 from freespace_seg import cli
-from freespace_seg.synthetic import default_intrinsics, random_sample, RandomizationConfig
-from freespace_seg.synthetic.generate import add_arguments, camera_range, config_from_args
-from freespace_seg.synthetic.randomization import CAMERA_HEIGHT_LIMITS, CAMERA_PITCH_LIMITS
+from freespace_seg.sim import default_intrinsics, random_sample, RandomizationConfig
+from freespace_seg.sim.generate import add_arguments, camera_range, config_from_args
+from freespace_seg.sim.randomization import CAMERA_HEIGHT_LIMITS, CAMERA_PITCH_LIMITS
 from freespace_seg.training import data as datasets
 from freespace_seg.training import train
 import numpy as np
@@ -131,7 +131,7 @@ def test_train_refuses_ranges_with_a_generated_dataset(tmp_path):
 
 @pytest.mark.slow
 def test_train_with_ranges_renders_them_and_writes_them_to_the_card(tmp_path):
-    from freespace_seg.model_card import load_card
+    from freespace_seg.perception.model_card import load_card
 
     out = str(tmp_path / 'm.onnx')
     rc = cli.main(['train', '--render', '4', '--render-val', '2', '--render-size', '64x36',
@@ -174,7 +174,7 @@ def test_eval_ranges_need_render(shipped_model, tmp_path):
 
 @pytest.mark.slow
 def test_generated_dataset_carries_its_ranges_into_the_card(tmp_path):
-    from freespace_seg.model_card import load_card
+    from freespace_seg.perception.model_card import load_card
 
     data = str(tmp_path / 'set')
     assert cli.main(['generate', '--out', data, '--num', '10', '--width', '64', '--height',

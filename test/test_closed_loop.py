@@ -11,11 +11,13 @@ simulator are covered without a model.
 import os
 import threading
 
-from freespace_seg.closed_loop import (ClosedLoopResult, draw_path_png, markdown_table,
-                                       run_room)
-from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.perception.pipeline import packaged_model_path
+from freespace_seg.tools.closed_loop import (ClosedLoopResult, draw_path_png, markdown_table,
+                                             run_room)
 import numpy as np
 import pytest
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 #: simulated seconds per room (lockstep runs at about 1.5x real time on 2 quiet cores)
 ROOM_SECONDS = 15.0
@@ -125,36 +127,46 @@ def test_model_rooms_cover_ground(model_rooms):
     assert total >= MIN_TOTAL_DISTANCE, markdown_table(list(model_rooms.values()))
 
 
+def parse_bench_args(argv):
+    import argparse
+
+    from freespace_seg.tools.bench import closed_loop as bench_closed_loop
+    parser = argparse.ArgumentParser()
+    bench_closed_loop.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
 def test_benchmark_script_prints_a_table_and_merges_json(tmp_path, capsys):
-    from freespace_seg import bench_closed_loop
+    from freespace_seg import cli
     a, b = tmp_path / 'a.json', tmp_path / 'b.json'
     for seed, out in ((3, a), (4, b)):
-        code = bench_closed_loop.main(['--rooms', '1', '--first-seed', str(seed), '--minutes',
-                                       '0.05', '--perception', 'truth', '--json', str(out)])
+        code = cli.main(['bench-closed-loop', '--rooms', '1', '--first-seed', str(seed),
+                         '--minutes', '0.05', '--perception', 'truth', '--json', str(out)])
         assert code == 0
     printed = capsys.readouterr().out
     assert 'lockstep, 100 ms latency' in printed and '| 3 | 3 | 0 |' in printed
-    assert bench_closed_loop.main(['--from-json', str(b), str(a)]) == 0
+    assert cli.main(['bench-closed-loop', '--from-json', str(b), str(a)]) == 0
     table = capsys.readouterr().out.splitlines()
     assert [line.split('|')[1].strip() for line in table[2:]] == ['3', '4',
                                                                   '**total (2 rooms)**']
-    assert bench_closed_loop.main(['--rooms', '1', '--latency', '0.5',
-                                   '--perception', 'truth']) == 2
+    assert cli.main(['bench-closed-loop', '--rooms', '1', '--latency', '0.5',
+                     '--perception', 'truth']) == 2
 
 
 def test_benchmark_camera_mount_options(tmp_path, capsys):
-    from freespace_seg import bench_closed_loop
-    args = bench_closed_loop.build_parser().parse_args(['--camera-height', '1.0',
-                                                        '--camera-pitch', '0.5'])
+    from freespace_seg import cli
+    from freespace_seg.tools.bench import closed_loop as bench_closed_loop
+    args = parse_bench_args(['--camera-height', '1.0', '--camera-pitch', '0.5'])
     params = bench_closed_loop.sim_parameters(args)
     assert params['camera_height'] == 1.0 and params['camera_pitch'] == 0.5
-    defaults = bench_closed_loop.sim_parameters(bench_closed_loop.build_parser().parse_args([]))
+    defaults = bench_closed_loop.sim_parameters(parse_bench_args([]))
     assert (defaults['camera_height'], defaults['camera_pitch']) == (0.25, 0.3)
     for bad in (['--camera-height', '3'], ['--camera-pitch', '-1']):
-        assert bench_closed_loop.main(['--rooms', '1', '--perception', 'truth', *bad]) == 2
+        assert cli.main(['bench-closed-loop', '--rooms', '1', '--perception', 'truth',
+                         *bad]) == 2
         assert bad[0] in capsys.readouterr().err
     out = tmp_path / 'high.json'
-    assert bench_closed_loop.main(['--rooms', '1', '--first-seed', '3', '--minutes', '0.05',
-                                   '--perception', 'truth', '--camera-height', '1.0',
-                                   '--json', str(out)]) == 0
+    assert cli.main(['bench-closed-loop', '--rooms', '1', '--first-seed', '3',
+                     '--minutes', '0.05', '--perception', 'truth', '--camera-height', '1.0',
+                     '--json', str(out)]) == 0
     assert '1 m up, pitched 0.3 rad' in capsys.readouterr().out

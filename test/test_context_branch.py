@@ -4,7 +4,7 @@ import importlib
 
 from conftest import randomize_batchnorm
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 import numpy as np
 import pytest
 
@@ -112,7 +112,7 @@ def test_pruning_the_bottom_block_cuts_the_branch_alike():
 
 @pytest.mark.slow
 def test_train_context_starts_from_a_plain_checkpoint(tmp_path, capsys):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     plain = tmp_path / 'plain.pt'
     torch.save({'model': small(False).state_dict(), 'step': 7}, str(plain))
     out = str(tmp_path / 'ctx.onnx')

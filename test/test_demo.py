@@ -5,8 +5,10 @@ import subprocess
 import sys
 
 from conftest import REPO
-from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.perception.pipeline import packaged_model_path
 import pytest
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 
 @pytest.mark.slow

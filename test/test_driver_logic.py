@@ -2,9 +2,10 @@
 
 import math
 
-from freespace_seg.driver_logic import (arc_points, ClearanceMap, DriverConfig, DriverLogic,
-                                        FREE, GridLayout, OCCUPIED, pose_after, UNKNOWN)
-from freespace_seg.projection import GridSpec
+from freespace_seg.driving.driver_logic import (arc_points, ClearanceMap, DriverConfig,
+                                                DriverLogic, FREE, GridLayout, OCCUPIED,
+                                                pose_after, UNKNOWN)
+from freespace_seg.ground.projection import GridSpec
 import numpy as np
 import pytest
 

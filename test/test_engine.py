@@ -3,12 +3,12 @@
 import os
 
 from conftest import green_red_image, write_tiny_model
-from freespace_seg.engines import create_engine, EngineError
-from freespace_seg.engines.base import BackendUnavailable
-from freespace_seg.engines.onnxruntime import available_providers, GPU_PROVIDERS
-from freespace_seg.engines.tensorrt import tensorrt_unavailable_reason
-from freespace_seg.model_card import load_card
-from freespace_seg.pipeline import SegmentationPipeline
+from freespace_seg.perception.engines import create_engine, EngineError
+from freespace_seg.perception.engines.base import BackendUnavailable
+from freespace_seg.perception.engines.onnxruntime import available_providers, GPU_PROVIDERS
+from freespace_seg.perception.engines.tensorrt import tensorrt_unavailable_reason
+from freespace_seg.perception.model_card import load_card
+from freespace_seg.perception.pipeline import SegmentationPipeline
 import numpy as np
 import pytest
 

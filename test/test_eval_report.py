@@ -182,8 +182,8 @@ def test_images_folder_errors(model, tmp_path):
 
 def test_layers_auto_and_bad_name(model, tmp_path):
     pytest.importorskip('onnx')
-    from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
-    from freespace_seg.pipeline import PACKAGED_LITE0_MODEL
+    from freespace_seg.perception.pipeline import PACKAGED_LITE0_MODEL
+    from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
     lite = tmp_path / 'lite'
     assert _eval(packaged_model_path(PACKAGED_LITE0_MODEL), lite, *_render_args(1),
                  '--figures', '0', '--layers', 'auto') == 0

@@ -5,9 +5,9 @@ import os
 
 import cv2
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
-from freespace_seg.pipeline import (packaged_model_path, PACKAGED_UNET_MODEL,
-                                    SegmentationPipeline)
+from freespace_seg.perception.model_card import load_card
+from freespace_seg.perception.pipeline import (packaged_model_path, PACKAGED_UNET_MODEL,
+                                               SegmentationPipeline)
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest

@@ -8,11 +8,11 @@ import time
 
 from builtin_interfaces.msg import Time as BuiltinTime
 from conftest import REPO
-from freespace_seg.driver_logic import OCCUPIED
-from freespace_seg.nodes.freespace_driver import FreespaceDriver, grid_from_msg
-from freespace_seg.nodes.grid_msgs import grid_to_msg
+from freespace_seg.driving.driver_logic import OCCUPIED
+from freespace_seg.ground.projection import GridSpec
+from freespace_seg.nodes.freespace_driver import FreespaceDriver
+from freespace_seg.nodes.msgs import grid_from_msg, grid_to_msg
 from freespace_seg.nodes.ros_util import StartupError
-from freespace_seg.projection import GridSpec
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 import numpy as np
@@ -24,7 +24,7 @@ from std_msgs.msg import Bool, String
 
 # Real topics and wall-clock control loops: a loaded CI machine can starve them once;
 # a failure must repeat on a rerun to count.
-pytestmark = pytest.mark.flaky(reruns=2)
+pytestmark = [pytest.mark.ros, pytest.mark.flaky(reruns=2)]
 
 SPEC = GridSpec()
 

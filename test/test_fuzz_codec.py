@@ -26,9 +26,10 @@ import zlib
 
 from conftest import REPO
 import cv2
-from freespace_seg.image_codec import (array_to_compressed, array_to_image, compressed_to_rgb,
-                                       image_to_array, image_to_rgb, ImageCodecError,
-                                       msg_to_rgb, SUPPORTED_ENCODINGS)
+from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
+from freespace_seg.perception.image_codec import (compressed_to_rgb, image_to_array, image_to_rgb,
+                                                  ImageCodecError, msg_to_rgb,
+                                                  SUPPORTED_ENCODINGS)
 import numpy as np
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
@@ -540,7 +541,7 @@ def test_jpeg_round_trip_keeps_size_and_colour(height, width, colour, quality):
 CHUNK_LENGTH_PROBE = """
 import resource, struct
 import cv2, numpy as np
-from freespace_seg.image_codec import compressed_to_rgb, ImageCodecError
+from freespace_seg.perception.image_codec import compressed_to_rgb, ImageCodecError
 from sensor_msgs.msg import CompressedImage
 png = bytearray(cv2.imencode('.png', np.zeros((8, 8, 3), np.uint8))[1].tobytes())
 at = png.index(b'IDAT') - 4

@@ -37,17 +37,20 @@ import zlib
 from conftest import green_red_image, write_tiny_model
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
-from freespace_seg.demo import node_environment, NodeProcess
-from freespace_seg.image_codec import (array_to_compressed, array_to_image, image_to_array,
-                                       ImageCodecError, msg_to_rgb, SUPPORTED_ENCODINGS)
+from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
 from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, SegmentationNode
 from freespace_seg.nodes.stderr_capture import DECODER_LINE
+from freespace_seg.perception.image_codec import (image_to_array, ImageCodecError, msg_to_rgb,
+                                                  SUPPORTED_ENCODINGS)
+from freespace_seg.tools.child import node_environment, NodeProcess
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 BATCH = 50
 BATCHES = int(os.environ.get('FREESPACE_FUZZ_BATCHES', '100'))
@@ -382,7 +385,7 @@ def test_error_log_is_throttled_in_the_node_process(ros_init, tmp_path, transpor
                         f'image_transport:={transport}', '-p', 'diagnostics_period:=0.2'], env)
     h = Harness(ns)
     try:
-        assert proc.ready.wait(timeout=60), ''.join(proc.lines)
+        assert proc.ready.wait(timeout=60), '\n'.join(proc.lines)
         compressed = transport == 'compressed'
         masks = {}
         h.client.create_subscription(Image, 'segmentation/mask',
@@ -420,7 +423,7 @@ def test_error_log_is_throttled_in_the_node_process(ros_init, tmp_path, transpor
     finally:
         h.close()
         rc = proc.stop()
-    assert rc == 0, ''.join(proc.lines[-20:])
+    assert rc == 0, '\n'.join(proc.lines[-20:])
     burst_log = proc.lines[log_start:]
     node_errors = [line for line in burst_log if line.startswith('[ERROR]') and name in line]
     assert 1 <= len(node_errors) <= 2, (bad, node_errors)

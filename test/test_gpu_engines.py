@@ -19,19 +19,21 @@ import time
 
 from conftest import REPO, write_tiny_model
 from freespace_seg import cli
-from freespace_seg.build_engine import latency_summary, parse_size
-from freespace_seg.engines import BACKENDS, create_engine
-from freespace_seg.engines.base import AUTO_ORDER, BackendUnavailable, DEFAULT_WORKSPACE
-from freespace_seg.engines.engine_cache import (atomic_write, default_cache_root,
-                                                default_engine_dir, default_engine_path,
-                                                EngineCache, EngineCacheError, EngineKey,
-                                                file_sha256, temp_prefix)
-from freespace_seg.engines.onnxruntime import (check_session_providers, gpu_provider_options,
-                                               GPU_PROVIDERS)
-from freespace_seg.engines.tensorrt import (check_io_against_card, format_io, host_array,
-                                            TensorInfo, tensorrt_unavailable_reason)
-from freespace_seg.model_card import load_card
-from freespace_seg.params import ENGINE_OPTION_PARAMS, SEGMENTATION_PARAMS, spec_by_name
+from freespace_seg.nodes.params import ENGINE_OPTION_PARAMS, SEGMENTATION_PARAMS, spec_by_name
+from freespace_seg.perception.engines import BACKENDS, create_engine
+from freespace_seg.perception.engines.base import AUTO_ORDER, BackendUnavailable, DEFAULT_WORKSPACE
+from freespace_seg.perception.engines.engine_cache import (atomic_write, default_cache_root,
+                                                           default_engine_dir,
+                                                           default_engine_path, EngineCache,
+                                                           EngineCacheError, EngineKey,
+                                                           file_sha256, temp_prefix)
+from freespace_seg.perception.engines.onnxruntime import (check_session_providers,
+                                                          gpu_provider_options, GPU_PROVIDERS)
+from freespace_seg.perception.engines.tensorrt import (check_io_against_card, format_io,
+                                                       host_array, TensorInfo,
+                                                       tensorrt_unavailable_reason)
+from freespace_seg.perception.model_card import load_card
+from freespace_seg.tools.build_engine import latency_summary, parse_size
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -395,7 +397,7 @@ def test_readers_never_see_a_partial_file(tmp_path):
 CRASHING_WRITER = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from freespace_seg.engines.engine_cache import atomic_write
+from freespace_seg.perception.engines.engine_cache import atomic_write
 
 def chunks():
     yield b'N' * 4096
@@ -421,7 +423,7 @@ def test_a_crash_mid_write_leaves_the_old_engine_intact(tmp_path):
 CONCURRENT_BUILDER = """
 import hashlib, json, os, sys, time
 sys.path.insert(0, sys.argv[1])
-from freespace_seg.engines.engine_cache import EngineCache, EngineKey
+from freespace_seg.perception.engines.engine_cache import EngineCache, EngineKey
 
 path, counter, go = sys.argv[2], sys.argv[3], sys.argv[4]
 key = EngineKey.from_dict(json.loads(sys.argv[5]))
@@ -530,7 +532,7 @@ def test_build_engine_argument_helpers():
 @pytest.mark.gpu
 @needs_tensorrt
 def test_tensorrt_engine_matches_onnxruntime_and_is_cached(tmp_path):
-    from freespace_seg.engines.tensorrt import TensorRTEngine
+    from freespace_seg.perception.engines.tensorrt import TensorRTEngine
     model = write_tiny_model(tmp_path)
     card = load_card(model)
     x = np.random.default_rng(1).standard_normal((1, 3, 48, 64)).astype(np.float32)

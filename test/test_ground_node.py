@@ -4,12 +4,11 @@ import array
 import dataclasses
 
 from conftest import write_tiny_model
-from freespace_seg.image_codec import array_to_image, image_to_array
+from freespace_seg.ground.projection import GridSpec, GroundProjector, render_grid
+from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
 from freespace_seg.nodes.segmentation_node import SegmentationNode
-from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
-from freespace_seg.projection import GridSpec, GroundProjector, render_grid
-from freespace_seg.synthetic import (Box, Cylinder, default_intrinsics, default_mount, render,
-                                     Scene)
+from freespace_seg.perception.image_codec import image_to_array
+from freespace_seg.sim import Box, Cylinder, default_intrinsics, default_mount, render, Scene
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 import pytest
@@ -18,6 +17,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 W, H = 640, 360
 

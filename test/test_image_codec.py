@@ -1,11 +1,12 @@
-"""Tests for freespace_seg.image_codec: raw and compressed image conversions."""
+"""Tests for freespace_seg.perception.image_codec: raw and compressed image conversions."""
 
 import array
 import sys
 import types
 
 import cv2
-from freespace_seg import image_codec as ic
+from freespace_seg.nodes import msgs
+from freespace_seg.perception import image_codec as ic
 import numpy as np
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
@@ -117,7 +118,7 @@ def test_supported_encodings_are_exactly_the_documented_ones():
 @pytest.mark.parametrize('encoding', ALL_ENCODINGS)
 def test_round_trip_array_image_array(encoding):
     native = _native_array(encoding)
-    msg = ic.array_to_image(native, encoding)
+    msg = msgs.array_to_image(native, encoding)
     assert isinstance(msg, Image)
     bpp = CHANNELS[encoding] * native.dtype.itemsize
     assert (msg.height, msg.width, msg.encoding) == (6, 8, encoding)
@@ -133,7 +134,7 @@ def test_round_trip_array_image_array(encoding):
 @pytest.mark.parametrize('encoding', [e for e in ALL_ENCODINGS if e not in YUV_ENCODINGS])
 def test_image_to_rgb_matches_numpy_reference(encoding):
     native = _native_array(encoding, seed=3)
-    rgb = ic.image_to_rgb(ic.array_to_image(native, encoding))
+    rgb = ic.image_to_rgb(msgs.array_to_image(native, encoding))
     assert rgb.shape == (6, 8, 3) and rgb.dtype == np.uint8
     np.testing.assert_array_equal(rgb, _reference_rgb(encoding, native))
 
@@ -215,7 +216,7 @@ def test_sixteen_bit_padded_big_endian(encoding):
 @pytest.mark.parametrize('order', ['>u2', '<u2'])
 def test_array_to_image_keeps_the_arrays_byte_order(order):
     native = _native_array('mono16', seed=11).astype(order)
-    msg = ic.array_to_image(native, 'mono16')
+    msg = msgs.array_to_image(native, 'mono16')
     assert msg.is_bigendian == int(order == '>u2')
     assert bytes(msg.data) == native.tobytes()
     np.testing.assert_array_equal(ic.image_to_array(msg), native)
@@ -223,13 +224,13 @@ def test_array_to_image_keeps_the_arrays_byte_order(order):
 
 def test_sixteen_bit_scaling_endpoints():
     native = np.array([[0, 255, 256, 65535]], np.uint16)
-    rgb = ic.image_to_rgb(ic.array_to_image(native, 'mono16'))
+    rgb = ic.image_to_rgb(msgs.array_to_image(native, 'mono16'))
     assert rgb[0, :, 0].tolist() == [0, 0, 1, 255]
 
 
 def test_rgb8_is_a_zero_copy_read_only_view():
     native = _native_array('rgb8', seed=12)
-    msg = ic.array_to_image(native, 'rgb8')
+    msg = msgs.array_to_image(native, 'rgb8')
     rgb = ic.image_to_rgb(msg)
     buffer = np.frombuffer(msg.data, np.uint8)
     assert np.shares_memory(rgb, buffer)
@@ -251,7 +252,7 @@ def test_image_to_array_is_a_view_but_swapped_sixteen_bit_is_a_copy():
 
 @pytest.mark.parametrize('encoding', ['bgr8', 'rgba8', 'mono8', 'yuv422', 'rgb16'])
 def test_converted_rgb_is_an_independent_writeable_copy(encoding):
-    msg = ic.array_to_image(_native_array(encoding, seed=14), encoding)
+    msg = msgs.array_to_image(_native_array(encoding, seed=14), encoding)
     rgb = ic.image_to_rgb(msg)
     assert rgb.flags.writeable and rgb.flags.c_contiguous
     assert not np.shares_memory(rgb, np.frombuffer(msg.data, np.uint8))
@@ -259,8 +260,8 @@ def test_converted_rgb_is_an_independent_writeable_copy(encoding):
 
 def test_header_is_copied_by_value():
     header = _stamped_header()
-    msg = ic.array_to_image(_native_array('rgb8'), 'rgb8', header=header)
-    comp = ic.array_to_compressed(_native_array('rgb8'), 'png', header=header)
+    msg = msgs.array_to_image(_native_array('rgb8'), 'rgb8', header=header)
+    comp = msgs.array_to_compressed(_native_array('rgb8'), 'png', header=header)
     for out in (msg, comp):
         assert (out.header.stamp.sec, out.header.stamp.nanosec) == (1234, 5678)
         assert out.header.frame_id == 'camera_optical'
@@ -268,21 +269,21 @@ def test_header_is_copied_by_value():
     header.frame_id = 'changed'
     header.stamp.sec = 1
     assert msg.header.frame_id == 'camera_optical' and msg.header.stamp.sec == 1234
-    assert ic.array_to_image(_native_array('rgb8'), 'rgb8').header.frame_id == ''
+    assert msgs.array_to_image(_native_array('rgb8'), 'rgb8').header.frame_id == ''
 
 
 def test_out_message_is_reused_and_written_in_place():
     first = _native_array('rgb8', seed=15)
     second = _native_array('rgb8', seed=16)
-    msg = ic.array_to_image(first, 'rgb8')
+    msg = msgs.array_to_image(first, 'rgb8')
     buffer = msg.data
-    same = ic.array_to_image(second, 'rgb8', header=_stamped_header(sec=7), out=msg)
+    same = msgs.array_to_image(second, 'rgb8', header=_stamped_header(sec=7), out=msg)
     assert same is msg
     assert msg.data is buffer  # same size: no new buffer
     assert msg.header.stamp.sec == 7
     np.testing.assert_array_equal(ic.image_to_array(msg), second)
     smaller = _native_array('mono8', height=3, width=4, seed=17)
-    ic.array_to_image(smaller, 'mono8', out=msg)
+    msgs.array_to_image(smaller, 'mono8', out=msg)
     assert (msg.height, msg.width, msg.step, msg.encoding) == (3, 4, 4, 'mono8')
     np.testing.assert_array_equal(ic.image_to_array(msg), smaller)
 
@@ -290,16 +291,16 @@ def test_out_message_is_reused_and_written_in_place():
 def test_strided_and_single_channel_arrays_are_accepted():
     native = _native_array('rgb8', height=6, width=16, seed=18)
     strided = native[:, ::2]
-    msg = ic.array_to_image(strided, 'rgb8')
+    msg = msgs.array_to_image(strided, 'rgb8')
     np.testing.assert_array_equal(ic.image_to_array(msg), strided)
     mono = _native_array('mono8', seed=19)
-    msg = ic.array_to_image(mono[:, :, None], 'mono8')
+    msg = msgs.array_to_image(mono[:, :, None], 'mono8')
     np.testing.assert_array_equal(ic.image_to_array(msg), mono)
 
 
 def test_large_frame_round_trip():
     native = _native_array('bgr8', height=720, width=1280, seed=20)
-    msg = ic.array_to_image(native, 'bgr8')
+    msg = msgs.array_to_image(native, 'bgr8')
     assert len(msg.data) == 720 * 1280 * 3
     np.testing.assert_array_equal(ic.image_to_rgb(msg), native[:, :, ::-1])
 
@@ -311,7 +312,7 @@ def _uint8_ndarray(raw):
 @pytest.mark.parametrize('data_type', [bytes, bytearray, memoryview, list, _uint8_ndarray])
 def test_duck_typed_messages(data_type):
     native = _native_array('bgr8', seed=21)
-    real = ic.array_to_image(native, 'bgr8')
+    real = msgs.array_to_image(native, 'bgr8')
     fake = types.SimpleNamespace(height=6, width=8, encoding='bgr8', is_bigendian=0,
                                  step=24, data=data_type(bytes(real.data)))
     np.testing.assert_array_equal(ic.image_to_rgb(fake), native[:, :, ::-1])
@@ -320,7 +321,7 @@ def test_duck_typed_messages(data_type):
 
 def test_duck_typed_out_message():
     fake = types.SimpleNamespace(header=Header(), data=b'')
-    out = ic.array_to_image(_native_array('mono8'), 'mono8', header=_stamped_header(), out=fake)
+    out = msgs.array_to_image(_native_array('mono8'), 'mono8', header=_stamped_header(), out=fake)
     assert out is fake and fake.header.frame_id == 'camera_optical'
     np.testing.assert_array_equal(ic.image_to_array(fake), _native_array('mono8'))
 
@@ -331,7 +332,7 @@ def test_duck_typed_out_message():
 
 def test_jpeg_round_trip_within_tolerance():
     rgb = _smooth_rgb()
-    msg = ic.array_to_compressed(rgb, 'jpeg', quality=95)
+    msg = msgs.array_to_compressed(rgb, 'jpeg', quality=95)
     assert isinstance(msg, CompressedImage)
     assert msg.format == 'rgb8; jpeg compressed bgr8'
     assert bytes(msg.data[:3]) == b'\xff\xd8\xff'
@@ -343,7 +344,7 @@ def test_jpeg_round_trip_within_tolerance():
 
 def test_png_round_trip_is_exact():
     rgb = _native_array('rgb8', height=20, width=30, seed=22)
-    msg = ic.array_to_compressed(rgb, 'png')
+    msg = msgs.array_to_compressed(rgb, 'png')
     assert msg.format == 'rgb8; png compressed bgr8'
     np.testing.assert_array_equal(ic.compressed_to_rgb(msg), rgb)
     np.testing.assert_array_equal(ic.msg_to_rgb(msg), rgb)
@@ -351,14 +352,14 @@ def test_png_round_trip_is_exact():
 
 def test_jpeg_quality_changes_the_size():
     rgb = _native_array('rgb8', height=32, width=32, seed=23)
-    small = ic.array_to_compressed(rgb, 'jpg', quality=10)
-    large = ic.array_to_compressed(rgb, 'jpeg', quality=100)
+    small = msgs.array_to_compressed(rgb, 'jpg', quality=10)
+    large = msgs.array_to_compressed(rgb, 'jpeg', quality=100)
     assert len(small.data) < len(large.data)
 
 
 def test_grey_compressed_round_trip():
     grey = _native_array('mono8', height=10, width=12, seed=24)
-    msg = ic.array_to_compressed(grey, 'png')
+    msg = msgs.array_to_compressed(grey, 'png')
     assert msg.format == 'mono8; png compressed mono8'
     rgb = ic.compressed_to_rgb(msg)
     assert rgb.shape == (10, 12, 3)
@@ -401,8 +402,8 @@ def test_compressed_sixteen_bit_png_is_reduced_to_eight_bits():
 
 def test_msg_to_rgb_dispatches_on_type():
     native = _native_array('bgr8', seed=25)
-    raw = ic.array_to_image(native, 'bgr8')
-    comp = ic.array_to_compressed(native[:, :, ::-1], 'png')
+    raw = msgs.array_to_image(native, 'bgr8')
+    comp = msgs.array_to_compressed(native[:, :, ::-1], 'png')
     np.testing.assert_array_equal(ic.msg_to_rgb(raw), native[:, :, ::-1])
     np.testing.assert_array_equal(ic.msg_to_rgb(comp), native[:, :, ::-1])
     fake_comp = types.SimpleNamespace(format='png', data=bytes(comp.data))
@@ -553,7 +554,7 @@ BAD_ARRAYS = [
                          ids=[c[0] for c in BAD_ARRAYS])
 def test_bad_arrays_for_array_to_image(array_in, encoding, fragments):
     with pytest.raises(ic.ImageCodecError) as info:
-        ic.array_to_image(array_in, encoding)
+        msgs.array_to_image(array_in, encoding)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
 
@@ -576,19 +577,19 @@ BAD_COMPRESS_ARGS = [
                          ids=[c[0] for c in BAD_COMPRESS_ARGS])
 def test_bad_arguments_for_array_to_compressed(array_in, kwargs, fragments):
     with pytest.raises(ic.ImageCodecError) as info:
-        ic.array_to_compressed(array_in, **kwargs)
+        msgs.array_to_compressed(array_in, **kwargs)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
 
 
 def test_unusable_out_object_raises():
     with pytest.raises(ic.ImageCodecError, match='AttributeError'):
-        ic.array_to_image(_native_array('mono8'), 'mono8', out=object())
+        msgs.array_to_image(_native_array('mono8'), 'mono8', out=object())
 
 
 def test_bad_header_raises():
     with pytest.raises(ic.ImageCodecError, match='header'):
-        ic.array_to_image(_native_array('mono8'), 'mono8', header=object())
+        msgs.array_to_image(_native_array('mono8'), 'mono8', header=object())
 
 
 # ------------------------------------------------------------------------------------------
@@ -602,7 +603,7 @@ def test_agrees_with_cv_bridge(encoding):
         'the comparison with the reference ROS implementation cannot run')
     bridge = cv_bridge.CvBridge()
     native = _native_array(encoding, seed=27)
-    ours = ic.array_to_image(native, encoding)
+    ours = msgs.array_to_image(native, encoding)
     try:
         theirs = bridge.cv2_to_imgmsg(native, encoding=encoding)
         passthrough = bridge.imgmsg_to_cv2(ours)
@@ -643,11 +644,11 @@ def test_compressed_headers_are_checked_before_decoding():
 # ------------------------------------------------------------------------------------------
 
 def test_builtin_decoder_is_the_codec():
-    decode = ic.make_decoder('builtin')
+    decode = msgs.make_decoder('builtin')
     native = _native_array('bgr8', seed=3)
-    np.testing.assert_array_equal(decode(ic.array_to_image(native, 'bgr8')), native[:, :, ::-1])
+    np.testing.assert_array_equal(decode(msgs.array_to_image(native, 'bgr8')), native[:, :, ::-1])
     with pytest.raises(ic.ImageCodecError, match='unknown image decoder'):
-        ic.make_decoder('pillow')
+        msgs.make_decoder('pillow')
 
 
 def test_cv_bridge_decoder_without_cv_bridge_is_a_clear_error():
@@ -658,15 +659,15 @@ def test_cv_bridge_decoder_without_cv_bridge_is_a_clear_error():
     else:
         pytest.skip('cv_bridge is installed here: test_cv_bridge_decoder_matches_builtin runs')
     with pytest.raises(ic.ImageCodecError, match='cv_bridge is not importable.*builtin'):
-        ic.make_decoder('cv_bridge')
+        msgs.make_decoder('cv_bridge')
     # auto: cv_bridge where importable, else the built-in decoder, saying why.
-    auto = ic.make_decoder('auto')
+    auto = msgs.make_decoder('auto')
     assert auto.decoder_name == 'builtin' and 'cv_bridge is not importable' in \
         auto.fallback_reason
     native = _native_array('bgr8', seed=4)
-    np.testing.assert_array_equal(auto(ic.array_to_image(native, 'bgr8')), native[:, :, ::-1])
+    np.testing.assert_array_equal(auto(msgs.array_to_image(native, 'bgr8')), native[:, :, ::-1])
     with pytest.raises(ic.ImageCodecError, match='expected height'):
-        msg = ic.array_to_image(native, 'bgr8')
+        msg = msgs.array_to_image(native, 'bgr8')
         msg.data = bytes(msg.data)[:-1]
         auto(msg)
 
@@ -676,9 +677,9 @@ def test_cv_bridge_decoder_matches_builtin(encoding):
     pytest.importorskip(
         'cv_bridge', reason='cv_bridge is not installed here (no PyPI build of it exists), so '
         'the cv_bridge decoder cannot run')
-    decode = ic.make_decoder('cv_bridge')
-    assert ic.make_decoder('auto').decoder_name == 'cv_bridge'
-    msg = ic.array_to_image(_native_array(encoding, seed=5), encoding)
+    decode = msgs.make_decoder('cv_bridge')
+    assert msgs.make_decoder('auto').decoder_name == 'cv_bridge'
+    msg = msgs.array_to_image(_native_array(encoding, seed=5), encoding)
     ours = ic.msg_to_rgb(msg).astype(int)
     assert np.abs(decode(msg).astype(int) - ours).max() <= 1
     ok, jpg = cv2.imencode('.jpg', np.zeros((16, 24, 3), np.uint8))

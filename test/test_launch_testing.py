@@ -15,6 +15,8 @@ from geometry_msgs.msg import Twist
 import pytest
 import rclpy
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 _WHY = 'ROS 2 {} is not installed here (not on PyPI); this test runs under colcon test'
 # launch_testing first: this repository's launch/ folder is importable as a namespace
 # package called launch, so only a real launch package can be trusted after it.

@@ -4,8 +4,9 @@ import os
 
 from conftest import green_red_image, write_tiny_model
 from diagnostic_msgs.msg import DiagnosticStatus
-from freespace_seg.image_codec import array_to_image, image_to_array
+from freespace_seg.nodes.msgs import array_to_image
 from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.perception.image_codec import image_to_array
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import numpy as np
@@ -13,6 +14,8 @@ import pytest
 from rclpy.parameter import Parameter
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import Image
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 
 def _node(ns, model, **params):

@@ -2,7 +2,7 @@
 
 import math
 
-from freespace_seg import metrics
+from freespace_seg.perception import metrics
 import numpy as np
 import pytest
 

@@ -5,8 +5,8 @@ import os
 import re
 
 from conftest import tiny_card
-from freespace_seg.model_card import (card_from_dict, card_path_for_model, load_card,
-                                      ModelCardError, mount_outside_training)
+from freespace_seg.perception.model_card import (card_from_dict, card_path_for_model, load_card,
+                                                 ModelCardError, mount_outside_training)
 import pytest
 import yaml
 
@@ -78,7 +78,7 @@ def test_missing_and_unparsable_card(tmp_path):
 
 def test_shipped_card_is_valid():
     import os
-    from freespace_seg.pipeline import packaged_model_path
+    from freespace_seg.perception.pipeline import packaged_model_path
     path = packaged_model_path()
     if not os.path.isfile(card_path_for_model(path)):
         pytest.fail(f'the packaged model card is missing: {card_path_for_model(path)}')

@@ -4,7 +4,7 @@ import importlib
 
 from conftest import trained_looking
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 import pytest
 
 torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
@@ -13,7 +13,7 @@ pytest.importorskip('onnxruntime', reason='the rebuild is checked with onnxrunti
 unet = importlib.import_module('freespace_seg.training.model')
 export = importlib.import_module('freespace_seg.training.export')
 finetune = importlib.import_module('freespace_seg.training.finetune')
-train = importlib.import_module('freespace_seg.training.train')
+loop = importlib.import_module('freespace_seg.training.loop')
 
 pytestmark = pytest.mark.usefixtures('torch_one_thread')
 
@@ -73,7 +73,7 @@ def test_onnx_init_state_measures_on_training_frames(exported):
     torch.manual_seed(4)
     x = torch.randint(0, 256, (10, 3, 64, 96), dtype=torch.uint8)
     y = torch.randint(0, 2, (10, 64, 96), dtype=torch.uint8)
-    state = train.onnx_init_state(path, x, y, frames=4)
+    state = loop.onnx_init_state(path, x, y, frames=4)
     assert state['widths'] == list(WIDTHS) and state['context'] is True
     assert state['batchnorm_frames'] == 4
     assert state['rebuild_max_abs_diff_vs_onnx'] < 1e-3
@@ -81,11 +81,11 @@ def test_onnx_init_state_measures_on_training_frames(exported):
     assert unet.load_weights(model, state['model']) == []
     assert export.compare_with_torch(model, path) < 1e-3
     with pytest.raises(SystemExit, match='no such file'):
-        train.onnx_init_state(path + '.missing.onnx', x, y)
+        loop.onnx_init_state(path + '.missing.onnx', x, y)
 
 
 def test_train_init_from_the_shipped_onnx_model_widens(tmp_path, capsys):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     shipped = 'models/freespace_unet.onnx'
     base = load_card(shipped).raw['training']
     argv = ['train', '--render', '4', '--render-val', '2', '--render-size', '120x68',
@@ -118,7 +118,7 @@ def test_train_init_from_the_shipped_onnx_model_widens(tmp_path, capsys):
 
 
 def test_train_init_refuses_an_onnx_model_that_is_not_the_unet(tmp_path):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     bad = tmp_path / 'bad.onnx'
     bad.write_bytes(b'not an onnx file')
     argv = ['train', '--render', '2', '--render-val', '1', '--render-size', '64x36',

@@ -1,10 +1,10 @@
 """Letterbox geometry, normalization and the mask's way back to camera resolution."""
 
 from conftest import tiny_card
-from freespace_seg.model_card import card_from_dict
-from freespace_seg.postprocess import (class_lut, colorize, decode_classes, free_space_mask,
-                                       overlay, palette_lut)
-from freespace_seg.preprocess import Letterbox, Preprocessor
+from freespace_seg.perception.model_card import card_from_dict
+from freespace_seg.perception.postprocess import (class_lut, colorize, decode_classes,
+                                                  free_space_mask, overlay, palette_lut)
+from freespace_seg.perception.preprocess import Letterbox, Preprocessor
 import numpy as np
 import pytest
 

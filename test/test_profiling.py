@@ -1,9 +1,9 @@
-"""freespace_seg.profiling: the stack sampler sees worker threads and tells busy from idle."""
+"""tools.profiling: the stack sampler sees worker threads and tells busy from idle."""
 
 import threading
 import time
 
-from freespace_seg.profiling import profile_from_environment, StackSampler
+from freespace_seg.tools.profiling import profile_from_environment, StackSampler
 import pytest
 
 

@@ -2,10 +2,10 @@
 
 import math
 
-from freespace_seg.geometry import CameraIntrinsics, CameraMount, pixel_rays_in_base
-from freespace_seg.projection import (
-    grid_iou, GridSpec, GroundProjector, intrinsics_from_camera_info,
-    intrinsics_from_camera_info_msg, render_grid)
+from freespace_seg.ground.camera_info import (intrinsics_from_camera_info,
+                                              intrinsics_from_camera_info_msg)
+from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount, pixel_rays_in_base
+from freespace_seg.ground.projection import grid_iou, GridSpec, GroundProjector, render_grid
 import numpy as np
 import pytest
 
@@ -656,7 +656,7 @@ SYNTHETIC_CAMERAS = {
 
 @pytest.mark.parametrize('camera', sorted(SYNTHETIC_CAMERAS))
 def test_free_space_matches_exact_truth_on_synthetic_rooms(camera):
-    synthetic = pytest.importorskip('freespace_seg.synthetic')
+    synthetic = pytest.importorskip('freespace_seg.sim')
     if SYNTHETIC_CAMERAS[camera] is None:
         intr, mount = synthetic.default_intrinsics(), synthetic.default_mount()
     else:
@@ -693,7 +693,7 @@ def test_free_space_matches_exact_truth_on_synthetic_rooms(camera):
 
 
 def test_hand_built_scene_obstacles_and_shadows():
-    synthetic = pytest.importorskip('freespace_seg.synthetic')
+    synthetic = pytest.importorskip('freespace_seg.sim')
     box = synthetic.Box(1.6, 0.3, 0.4, 0.6, 0.5)
     low = synthetic.Box(1.2, -0.7, 0.3, 0.3, 0.06)
     pole = synthetic.Cylinder(2.2, -0.1, 0.12, 1.0)

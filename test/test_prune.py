@@ -4,9 +4,9 @@ import importlib
 import os
 
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
-from freespace_seg.pipeline import (packaged_model_path, PACKAGED_UNET_MODEL,
-                                    SegmentationPipeline)
+from freespace_seg.perception.model_card import load_card
+from freespace_seg.perception.pipeline import (packaged_model_path, PACKAGED_UNET_MODEL,
+                                               SegmentationPipeline)
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest
@@ -18,7 +18,8 @@ pytest.importorskip('onnxruntime', reason='the checks need onnxruntime')
 export = importlib.import_module('freespace_seg.training.export')
 finetune = importlib.import_module('freespace_seg.training.finetune')
 prune = importlib.import_module('freespace_seg.training.prune')
-train = importlib.import_module('freespace_seg.training.train')
+card_mod = importlib.import_module('freespace_seg.training.card')
+evaluate = importlib.import_module('freespace_seg.training.evaluate')
 unet = importlib.import_module('freespace_seg.training.model')
 
 W, H = 64, 48          # network input (not a multiple of 32: odd skip sizes)
@@ -140,10 +141,10 @@ def tiny_source(tmp_path_factory):
     model = randomized_model((8, 8, 16, 16, 16), seed=3)
     path = str(folder / 'tiny_unet.onnx')
     export.export_and_verify(model, path, W, H)
-    card = train.build_card('tiny_unet', 'tiny_unet.onnx', W, H,
-                            {'command': 'python -m freespace_seg train --widths 8,8,16,16,16'},
-                            {}, {}, 0)
-    train.dump_card(card, str(folder / 'tiny_unet.yaml'))
+    card = card_mod.build_card('tiny_unet', 'tiny_unet.onnx', W, H,
+                               {'command': 'python -m freespace_seg train --widths 8,8,16,16,16'},
+                               {}, {}, 0)
+    evaluate.dump_card(card, str(folder / 'tiny_unet.yaml'))
     cache = str(folder / 'cache')
     datasets.rendered_letterboxed(6, 0, CAM_W, CAM_H, W, H, 0, cache_dir=cache)
     datasets.rendered_letterboxed(2, 1, CAM_W, CAM_H, W, H, 0, cache_dir=cache)
@@ -177,7 +178,7 @@ def test_prune_command_end_to_end(tmp_path, capsys, tiny_source):
     assert training['data']['renderer_source_hash'] == datasets.renderer_fingerprint()
     # Fine-tuned on the default camera ranges: the node checks its mount against them.
     assert card.camera_ranges == {'camera_height': (0.1, 0.5), 'camera_pitch': (0.0, 0.6)}
-    assert any('freespace_seg.synthetic' in s for s in card.raw['data_sources'])
+    assert any('freespace_seg.sim' in s for s in card.raw['data_sources'])
     assert pruning['ratio'] == 0.5 and pruning['scope'] == 'all'
     half = unet.count_parameters(unet.build_model(widths=(4, 4, 8, 8, 8)))
     assert training['params'] == pruning['params']['pruned'] == half

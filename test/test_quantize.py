@@ -87,9 +87,9 @@ def noisy_frames(seed=0):
 
 def test_quantize_cli_writes_a_qdq_model_that_agrees_with_fp32(tmp_path, capsys):
     from freespace_seg import cli
-    from freespace_seg.model_card import load_card
-    from freespace_seg.pipeline import SegmentationPipeline
-    from freespace_seg.quantize import count_qdq_nodes, int8_path_for
+    from freespace_seg.perception.model_card import load_card
+    from freespace_seg.perception.pipeline import SegmentationPipeline
+    from freespace_seg.training.quantize import count_qdq_nodes, int8_path_for
 
     fp32 = write_conv_net(tmp_path)
     rc = cli.main(['quantize', '--model', fp32, '--frames', '4', '--width', '64', '--height',
@@ -141,9 +141,9 @@ def test_quantize_refuses_to_overwrite_and_missing_models(tmp_path):
 
 
 def test_calibration_tensors_are_what_the_node_feeds(tmp_path):
-    from freespace_seg.model_card import load_card
-    from freespace_seg.preprocess import Preprocessor
-    from freespace_seg.quantize import calibration_tensors
+    from freespace_seg.perception.model_card import load_card
+    from freespace_seg.perception.preprocess import Preprocessor
+    from freespace_seg.training.quantize import calibration_tensors
 
     write_conv_net(tmp_path)
     card = load_card(str(tmp_path / 'convnet.yaml'))

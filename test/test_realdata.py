@@ -7,9 +7,9 @@ import zlib
 
 import cv2
 from freespace_seg import cli
-from freespace_seg import realdata
 from freespace_seg.training import data as datasets
 from freespace_seg.training import evaluate
+from freespace_seg.training import real_set as realdata
 import numpy as np
 import pytest
 

@@ -9,19 +9,22 @@ import time
 
 from conftest import green_red_image, REPO, TINY_PALETTE, write_tiny_model
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from freespace_seg.demo import node_environment
-from freespace_seg.engines.onnxruntime import GPU_PROVIDERS
-from freespace_seg.engines.tensorrt import tensorrt_unavailable_reason
-from freespace_seg.image_codec import array_to_compressed, array_to_image, image_to_array
+from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
+from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.nodes.ros_util import StartupError
 from freespace_seg.nodes.segmentation_node import SegmentationNode
-from freespace_seg.params import SEGMENTATION_PARAMS
+from freespace_seg.perception.engines.onnxruntime import GPU_PROVIDERS
+from freespace_seg.perception.engines.tensorrt import tensorrt_unavailable_reason
+from freespace_seg.perception.image_codec import image_to_array
+from freespace_seg.tools.child import node_environment
 import numpy as np
 import onnxruntime as ort
 import pytest
 from rclpy.parameter import Parameter
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 # Camera-sized frames between processes need the large-image Fast DDS profile at both ends:
 # without it in this process too, no 1280x720 frame it publishes reaches a node process.

@@ -1,15 +1,18 @@
 """The shipped model in the running node: rendered rooms it never trained on, over real topics."""
 
-from freespace_seg.image_codec import array_to_image, image_to_array
+from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
 from freespace_seg.nodes.segmentation_node import SegmentationNode
-from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics, render_frames
-from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.nodes.synthetic_camera import render_frames
+from freespace_seg.perception.image_codec import image_to_array
+from freespace_seg.perception.pipeline import packaged_model_path
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 OUTPUTS = {
     'segmentation/mask': ('mono8', 1),
@@ -73,9 +76,9 @@ def test_int8_variant_matches_fp32(frames):
     """The shipped INT8 model: its card's test mIoU within 0.01 of fp32's, the same masks."""
     import os
 
-    from freespace_seg.model_card import load_card
-    from freespace_seg.pipeline import SegmentationPipeline
-    from freespace_seg.quantize import int8_path_for
+    from freespace_seg.perception.model_card import load_card
+    from freespace_seg.perception.pipeline import SegmentationPipeline
+    from freespace_seg.training.quantize import int8_path_for
 
     fp32_path = packaged_model_path()
     int8_path = int8_path_for(fp32_path)
@@ -98,7 +101,7 @@ def test_int8_variant_matches_fp32(frames):
 
 
 def test_the_default_model_on_the_cpu_is_the_int8_copy():
-    from freespace_seg.pipeline import PACKAGED_INT8_MODEL, SegmentationPipeline
+    from freespace_seg.perception.pipeline import PACKAGED_INT8_MODEL, SegmentationPipeline
 
     default = SegmentationPipeline(backend='onnxruntime', num_threads=1)
     explicit = SegmentationPipeline(packaged_model_path(), backend='onnxruntime', num_threads=1)

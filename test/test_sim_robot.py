@@ -8,9 +8,10 @@ import sys
 import time
 
 from conftest import REPO
-from freespace_seg.nodes.sim_robot import Coverage, integrate, SimRobot
-from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
-from freespace_seg.synthetic import Cylinder, Scene
+from freespace_seg.nodes.msgs import camera_info_from_intrinsics
+from freespace_seg.nodes.sim_robot import SimRobot
+from freespace_seg.sim import Cylinder, Scene
+from freespace_seg.sim.robot import Coverage, integrate
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import numpy as np
@@ -22,6 +23,8 @@ from ros_harness import Harness, unique_namespace
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Bool, UInt32
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 ROOM = Scene.empty(size=(4.0, 4.0))           # walls at x, y = +-2
 

@@ -13,6 +13,8 @@ import sys
 from conftest import REPO, write_tiny_model
 import pytest
 
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
+
 MINUTES, RATE = 0.25, 10
 
 
@@ -22,7 +24,7 @@ def test_short_soak_writes_its_report(tmp_path):
     out = tmp_path / 'soak'
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
     proc = subprocess.run(
-        [sys.executable, '-m', 'freespace_seg.bench_soak', '--minutes', str(MINUTES),
+        [sys.executable, '-m', 'freespace_seg', 'bench-soak', '--minutes', str(MINUTES),
          '--rate', str(RATE), '--width', '640', '--height', '360', '--model', model,
          '--interval', '5', '--scenes', '2', '--out', str(out)],
         env=env, capture_output=True, text=True, timeout=240, cwd=str(tmp_path))

@@ -4,7 +4,10 @@ import subprocess
 import sys
 
 from conftest import REPO
-from freespace_seg.demo import node_environment
+from freespace_seg.tools.child import node_environment
+import pytest
+
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 # A node whose timer raises RuntimeError, as rclpy's take_message does when a signal's
 # KeyboardInterrupt fires while pybind11 converts a message. SIGNALLED: record a signal first.

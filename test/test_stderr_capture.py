@@ -19,10 +19,10 @@ import zlib
 
 from conftest import green_red_image, write_tiny_model
 import cv2
-from freespace_seg.image_codec import compressed_to_rgb, image_to_array, ImageCodecError
 from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, SegmentationNode
 from freespace_seg.nodes.stderr_capture import (capture_decoder_output, decode_capturing,
                                                 DECODER_LINE)
+from freespace_seg.perception.image_codec import compressed_to_rgb, image_to_array, ImageCodecError
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter

@@ -7,11 +7,11 @@ import os
 import shutil
 
 from freespace_seg import cli
-from freespace_seg.synthetic import (default_intrinsics, make_scene, material_albedo,
-                                     random_sample, RandomizationConfig)
-from freespace_seg.synthetic.generate import add_arguments, config_from_args
-from freespace_seg.synthetic.scene import (Material, SHIFTED_FLOOR_KINDS, SHIFTED_WALL_KINDS,
-                                           STEP_LABEL, WALL_CLUTTER_LABEL)
+from freespace_seg.sim import (default_intrinsics, make_scene, material_albedo, random_sample,
+                               RandomizationConfig)
+from freespace_seg.sim.generate import add_arguments, config_from_args
+from freespace_seg.sim.scene import (Material, SHIFTED_FLOOR_KINDS, SHIFTED_WALL_KINDS,
+                                     STEP_LABEL, WALL_CLUTTER_LABEL)
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest

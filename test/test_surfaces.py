@@ -3,9 +3,10 @@
 import dataclasses
 import json
 
-from freespace_seg import cli, metrics
-from freespace_seg.synthetic import Box, default_intrinsics, default_mount, render, Scene
-from freespace_seg.synthetic.render import camera_in_world
+from freespace_seg import cli
+from freespace_seg.perception import metrics
+from freespace_seg.sim import Box, default_intrinsics, default_mount, render, Scene
+from freespace_seg.sim.render import camera_in_world
 from freespace_seg.training.surfaces import (markdown, surface_kind, surface_map, SurfaceError,
                                              SurfaceErrors)
 import numpy as np

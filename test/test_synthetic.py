@@ -11,22 +11,24 @@ import os
 
 import cv2
 from freespace_seg.cli import main as cli_main
-from freespace_seg.geometry import CameraIntrinsics, CameraMount
-from freespace_seg.progress import Progress, progress
-from freespace_seg.synthetic import (Box, Cylinder, default_intrinsics, default_mount, Frame,
-                                     jitter_camera, make_scene, random_sample,
-                                     RandomizationConfig, render, Scene, WallDecal)
-from freespace_seg.synthetic.generate import sample_rng
-from freespace_seg.synthetic.randomization import lens_is_valid
-from freespace_seg.synthetic.scene import (Appearance, DEFAULT_FLOOR, DEFAULT_GLASS,
-                                           DEFAULT_OBJECT, DEFAULT_WALL, GLASS_LABEL,
-                                           glass_partition, Material, STEP_LABEL,
-                                           WALL_CLUTTER_LABEL)
+from freespace_seg.common.progress import Progress, progress
+from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount
+from freespace_seg.sim import (Box, Cylinder, default_intrinsics, default_mount, Frame,
+                               jitter_camera, make_scene, random_sample, RandomizationConfig,
+                               render, Scene, WallDecal)
+from freespace_seg.sim.generate import sample_rng
+from freespace_seg.sim.randomization import lens_is_valid
+from freespace_seg.sim.scene import (Appearance, DEFAULT_FLOOR, DEFAULT_GLASS, DEFAULT_OBJECT,
+                                     DEFAULT_WALL, GLASS_LABEL, glass_partition, Material,
+                                     STEP_LABEL, WALL_CLUTTER_LABEL)
 import numpy as np
 import pytest
 
 SMALL = default_intrinsics(160, 90)
-render_module = importlib.import_module('freespace_seg.synthetic.render')
+# The package exports a function named render: import the modules themselves.
+render_module = importlib.import_module('freespace_seg.sim.render')
+rays_module = importlib.import_module('freespace_seg.sim.render.rays')
+glass_module = importlib.import_module('freespace_seg.sim.render.glass')
 
 
 def _rng(seed):
@@ -736,7 +738,7 @@ def test_random_step_frames_are_blocked_where_the_steps_are(seed):
 
 
 def test_steps_keep_passages():
-    from freespace_seg.synthetic.scene import keeps_passages
+    from freespace_seg.sim.scene import keeps_passages
     rooms = 0
     for seed in range(60):
         scene = make_scene(_rng(seed))
@@ -915,7 +917,7 @@ def test_lens_distortion_moves_pixels_as_the_intrinsics_say():
     uv = lens.project(np.stack([xn.ravel(), yn.ravel(), np.ones(xn.size)], axis=1))
     v, u = np.mgrid[0:lens.height, 0:lens.width]
     assert np.abs(uv - np.stack([u.ravel(), v.ravel()], axis=1)).max() < 1e-6
-    rx, ry = render_module._normalized_rays(lens)
+    rx, ry = rays_module._normalized_rays(lens)
     np.testing.assert_allclose(rx, xn, atol=1e-6)
     np.testing.assert_allclose(ry, yn, atol=1e-6)
 
@@ -937,8 +939,9 @@ def test_lens_distortion_on_and_off_in_random_frames(seed, monkeypatch):
     # The screen rectangles through the lens miss nothing: casting every object over the
     # whole image gives the same frame.
     k = on.intrinsics
-    monkeypatch.setattr(render_module, '_screen_rects',
-                        lambda points, *rest: [(0, k.width, 0, k.height)] * len(points))
+    for module in (render_module, glass_module):  # the direct view and the reflections
+        monkeypatch.setattr(module, '_screen_rects',
+                            lambda points, *rest: [(0, k.width, 0, k.height)] * len(points))
     full = render(on.scene, k, on.mount, on.robot_pose)
     np.testing.assert_array_equal(full.free, on.free)
     np.testing.assert_array_equal(full.depth, on.depth)
@@ -1236,7 +1239,7 @@ def test_floor_photos_change_the_image_not_the_labels():
 
 
 def test_photo_material_samples_the_texture_bank():
-    from freespace_seg.synthetic.photos import load_texture, texture_names
+    from freespace_seg.sim.photos import load_texture, texture_names
     u, v = np.meshgrid(np.linspace(0.0, 2.0, 64), np.linspace(0.0, 2.0, 64))
     for index in range(len(texture_names())):
         mat = Material('photo', (1.0, 1.0, 1.0), scale=1.0, seed=index)
@@ -1258,11 +1261,11 @@ def material_albedo_of(mat, u, v, fp):
 
 
 TEXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           'freespace_seg', 'synthetic', 'textures')
+                           'freespace_seg', 'sim', 'textures')
 
 
 def test_texture_bank_files_and_sources():
-    from freespace_seg.synthetic import photos
+    from freespace_seg.sim import photos
     names = sorted(f for f in os.listdir(TEXTURE_DIR) if f.endswith('.jpg'))
     assert 8 <= len(names) <= 16
     assert photos.texture_names() == tuple(names)
@@ -1290,14 +1293,14 @@ def test_texture_bank_is_installed():
     text = open(os.path.join(os.path.dirname(TEXTURE_DIR), '..', '..', 'setup.py')).read()
     assert "'textures/*.jpg'" in text and "'textures/*.md'" in text
     import importlib.resources
-    bank = importlib.resources.files('freespace_seg.synthetic') / 'textures'
+    bank = importlib.resources.files('freespace_seg.sim') / 'textures'
     assert (bank / 'SOURCES.md').is_file()
     assert sorted(p.name for p in bank.iterdir() if p.name.endswith('.jpg')) == \
         sorted(f for f in os.listdir(TEXTURE_DIR) if f.endswith('.jpg'))
     installed = []
     for prefix in filter(None, os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
         installed += glob_module.glob(os.path.join(
-            prefix, 'lib', 'python3*', 'site-packages', 'freespace_seg', 'synthetic'))
+            prefix, 'lib', 'python3*', 'site-packages', 'freespace_seg', 'sim'))
     if not installed:
         pytest.skip('freespace_seg is not installed (AMENT_PREFIX_PATH)')
     for path in installed:

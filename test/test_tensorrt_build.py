@@ -2,7 +2,7 @@
 What the TensorRT backend asks of TensorRT when it builds an engine, checked without TensorRT.
 
 TensorRT and CUDA cannot be installed in this workplace, so the build logic
-(:func:`freespace_seg.engines.tensorrt.build_serialized_engine`) runs here against
+(:func:`freespace_seg.perception.engines.tensorrt.build_serialized_engine`) runs here against
 :class:`StubTensorRT`: a small stand-in for the documented TensorRT Python API (``Builder``,
 ``OnnxParser``, ``IBuilderConfig``, ``IOptimizationProfile``, the enums) that records what it
 is asked (network creation flags, builder flags, memory pool limits, DLA settings,
@@ -22,11 +22,11 @@ import json
 import os
 
 from conftest import write_tiny_model
-from freespace_seg.engines import tensorrt as trt_backend
-from freespace_seg.engines.base import DEFAULT_WORKSPACE, EngineError
-from freespace_seg.engines.engine_cache import EngineKey, file_sha256
-from freespace_seg.engines.tensorrt import build_serialized_engine, TensorRTEngine
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.engines import tensorrt as trt_backend
+from freespace_seg.perception.engines.base import DEFAULT_WORKSPACE, EngineError
+from freespace_seg.perception.engines.engine_cache import EngineKey, file_sha256
+from freespace_seg.perception.engines.tensorrt import build_serialized_engine, TensorRTEngine
+from freespace_seg.perception.model_card import load_card
 import numpy as np
 import pytest
 
@@ -334,7 +334,7 @@ class StubTensorRT:
 def models(tmp_path_factory):
     """Write the tiny fp32 model, a QDQ copy (the quantize tool) and a dynamic-batch copy."""
     pytest.importorskip('onnxruntime.quantization', reason='the QDQ model needs onnxruntime')
-    from freespace_seg.quantize import count_qdq_nodes, quantize_model
+    from freespace_seg.training.quantize import count_qdq_nodes, quantize_model
 
     directory = tmp_path_factory.mktemp('trt_models')
     fp32 = write_tiny_model(directory)

@@ -9,7 +9,7 @@ import os
 from conftest import randomize_batchnorm
 import cv2
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 import numpy as np
 import pytest
 

@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
-train = importlib.import_module('freespace_seg.training.train')
+augment = importlib.import_module('freespace_seg.training.augment')
+device_mod = importlib.import_module('freespace_seg.training.device')
+loop = importlib.import_module('freespace_seg.training.loop')
+losses = importlib.import_module('freespace_seg.training.losses')
+tensors = importlib.import_module('freespace_seg.training.tensors')
 unet = importlib.import_module('freespace_seg.training.model')
 
 needs_cuda = pytest.mark.skipif(
@@ -24,21 +28,21 @@ def _batch(n=4, h=36, w=64, seed=0):
     return x, y
 
 
-@pytest.mark.parametrize('mode', train.AUGMENT_MODES)
+@pytest.mark.parametrize('mode', augment.AUGMENT_MODES)
 def test_augmentation_normalization_and_loss_stay_on_the_batch_device(mode):
     # The meta device stands in for a GPU: every tensor that meets the batch must be moved
     # to its device, or torch refuses the mix, as it does on CUDA.
     x, y = _batch()
     gen = torch.Generator().manual_seed(3)
-    xa, ya = train.augment(x.to('meta'), y.to('meta'), gen, mode)
+    xa, ya = augment.augment(x.to('meta'), y.to('meta'), gen, mode)
     assert xa.device.type == 'meta' and ya.device.type == 'meta'
     assert xa.shape == x.shape and ya.shape == y.shape
-    xn = train.normalize(xa, ya)
+    xn = tensors.normalize(xa, ya)
     assert xn.device.type == 'meta'
     net = unet.build_model(widths=(8, 8, 16, 16, 32), context=True).to('meta')
-    logits = net(train.channels_last(xn))
-    assert train.segmentation_loss(logits, ya).device.type == 'meta'
-    assert train.per_frame_loss(logits, ya).shape == (x.shape[0],)
+    logits = net(tensors.channels_last(xn))
+    assert losses.segmentation_loss(logits, ya).device.type == 'meta'
+    assert losses.per_frame_loss(logits, ya).shape == (x.shape[0],)
 
 
 def test_augmentation_draws_the_same_numbers_whatever_the_device():
@@ -47,26 +51,26 @@ def test_augmentation_draws_the_same_numbers_whatever_the_device():
     x, y = _batch()
     on_cpu = torch.Generator().manual_seed(5)
     elsewhere = torch.Generator().manual_seed(5)
-    train.augment(x, y, on_cpu, 'strong')
-    train.augment(x.to('meta'), y.to('meta'), elsewhere, 'strong')
+    augment.augment(x, y, on_cpu, 'strong')
+    augment.augment(x.to('meta'), y.to('meta'), elsewhere, 'strong')
     assert torch.equal(on_cpu.get_state(), elsewhere.get_state())
 
 
 def test_resolve_device_picks_and_refuses_with_reasons():
-    assert train.resolve_device('cpu') == torch.device('cpu')
+    assert device_mod.resolve_device('cpu') == torch.device('cpu')
     expected = 'cuda' if torch.cuda.is_available() else 'cpu'
-    assert train.resolve_device('auto').type == expected
-    assert train.device_record(torch.device('cpu')) == 'cpu'
+    assert device_mod.resolve_device('auto').type == expected
+    assert device_mod.device_record(torch.device('cpu')) == 'cpu'
     with pytest.raises(SystemExit, match='expected one of auto, cpu, cuda'):
-        train.resolve_device('tpu')
+        device_mod.resolve_device('tpu')
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit, match='sees no CUDA device .*use --device cpu'):
-            train.resolve_device('cuda')
+            device_mod.resolve_device('cuda')
 
 
 def test_checkpoint_state_is_a_cpu_copy():
     net = unet.build_model(widths=(8, 8, 16, 16, 32))
-    state = train.cpu_state(net)
+    state = loop.cpu_state(net)
     assert set(state) == set(net.state_dict())
     assert all(v.device.type == 'cpu' for v in state.values())
     with torch.no_grad():
@@ -83,15 +87,15 @@ def test_training_on_cuda_follows_the_cpu_run():
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (8, 48, 64, 3), np.uint8)
     labels = (rng.random((8, 48, 64)) > 0.5).astype(np.uint8)
-    tx, ty = train.to_tensors(images, labels)
+    tx, ty = tensors.to_tensors(images, labels)
     runs = {}
     for device in ('cpu', 'cuda'):
         torch.manual_seed(0)
         net = unet.build_model(widths=(8, 8, 16, 16, 32), context=True)
-        hist = train.train_model(net, tx, ty, tx[:4], ty[:4], steps=6, batch_size=4,
-                                 lr=5e-3, seed=3, augment_data='strong', val_every=3,
-                                 log_every=0, progress_bar=False, log=lambda m: None,
-                                 device=device)
+        hist = loop.train_model(net, tx, ty, tx[:4], ty[:4], steps=6, batch_size=4,
+                                lr=5e-3, seed=3, augment_data='strong', val_every=3,
+                                log_every=0, progress_bar=False, log=lambda m: None,
+                                device=device)
         assert next(net.parameters()).device.type == 'cpu'  # back on the CPU for export
         runs[device] = hist
     # The same batches and augmentation; the arithmetic differs only in rounding.
@@ -100,7 +104,7 @@ def test_training_on_cuda_follows_the_cpu_run():
 
 @pytest.mark.slow
 def test_rendered_frames_from_worker_processes_are_the_same_frames():
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     one = list(datasets.rendered_frames(5, 21, 96, 54))
     two = list(datasets.rendered_frames(5, 21, 96, 54, jobs=2))
     assert len(two) == 5

@@ -7,7 +7,7 @@ import os
 import shlex
 
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 from freespace_seg.training import data as datasets
 from freespace_seg.training import evaluate
 import numpy as np
@@ -20,6 +20,13 @@ pytest.importorskip('onnxruntime', reason='export checks need onnxruntime')
 export = importlib.import_module('freespace_seg.training.export')
 unet = importlib.import_module('freespace_seg.training.model')
 train = importlib.import_module('freespace_seg.training.train')
+metrics = importlib.import_module('freespace_seg.perception.metrics')
+augment_mod = importlib.import_module('freespace_seg.training.augment')
+device_mod = importlib.import_module('freespace_seg.training.device')
+loop = importlib.import_module('freespace_seg.training.loop')
+losses_mod = importlib.import_module('freespace_seg.training.losses')
+sampler_mod = importlib.import_module('freespace_seg.training.sampler')
+tensors = importlib.import_module('freespace_seg.training.tensors')
 
 W, H = 64, 48
 
@@ -44,7 +51,7 @@ def toy_frames(n, width=W, height=36, seed=0):
 
 def toy_tensors(n, seed=0):
     images, labels = _stack(toy_frames(n, seed=seed), W, H)
-    return train.to_tensors(images, labels)
+    return tensors.to_tensors(images, labels)
 
 
 def _stack(frames, width, height):
@@ -76,7 +83,7 @@ def test_geometric_augmentation_keeps_labels_aligned():
     y = y.long()
     img = (y == 1).float().unsqueeze(1).repeat(1, 3, 1, 1)
     gen = torch.Generator().manual_seed(1)
-    xa, ya = train._geometric(img, y, gen, p_zoom=1.0, p_roll=1.0)
+    xa, ya = augment_mod._geometric(img, y, gen, p_zoom=1.0, p_roll=1.0)
     valid = ya != 255
     agree = ((xa[:, 0] > 0.5).long() == ya)[valid].float().mean().item()
     assert agree > 0.97
@@ -87,8 +94,8 @@ def test_dice_loss_is_zero_for_a_perfect_prediction():
     y = torch.randint(0, 2, (2, 16, 16), generator=torch.Generator().manual_seed(0))
     y[:, 0] = 255
     logits = torch.stack([(y == 0).float(), (y == 1).float()], dim=1) * 50.0
-    assert train.dice_loss(logits, y).item() < 1e-3
-    assert train.dice_loss(-logits, y).item() > 0.9
+    assert losses_mod.dice_loss(logits, y).item() < 1e-3
+    assert losses_mod.dice_loss(-logits, y).item() > 0.9
 
 
 def test_training_smoke_loss_decreases_and_export_matches_torch(tmp_path):
@@ -96,16 +103,16 @@ def test_training_smoke_loss_decreases_and_export_matches_torch(tmp_path):
     tx, ty = toy_tensors(8)
     vx, vy = toy_tensors(4, seed=1)
     net = unet.build_model(widths=(8, 8, 16, 16, 32))
-    hist = train.train_model(net, tx, ty, vx, vy, steps=40, batch_size=4, lr=5e-3, seed=0,
-                             augment_data=False, val_every=20, log_every=0,
-                             progress_bar=False, log=lambda m: None)
+    hist = loop.train_model(net, tx, ty, vx, vy, steps=40, batch_size=4, lr=5e-3, seed=0,
+                            augment_data=False, val_every=20, log_every=0,
+                            progress_bar=False, log=lambda m: None)
     losses = hist['loss']
     assert len(losses) == 40
     assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])
     assert hist['best_miou'] is not None and len(hist['val']) == 2
 
     path = str(tmp_path / 'tiny_unet.onnx')
-    sample = train.normalize(vx[:2].float() / 255.0, vy[:2].long()).numpy()
+    sample = tensors.normalize(vx[:2].float() / 255.0, vy[:2].long()).numpy()
     diff = export.export_and_verify(net, path, W, H, inputs=sample)
     assert diff < 1e-4
     import onnx
@@ -118,14 +125,14 @@ def test_training_smoke_loss_decreases_and_export_matches_torch(tmp_path):
 
 def test_augment_runs_on_a_batch():
     x, y = toy_tensors(4)
-    xa, ya = train.augment(x.float() / 255.0, y.long(), torch.Generator().manual_seed(0))
+    xa, ya = augment_mod.augment(x.float() / 255.0, y.long(), torch.Generator().manual_seed(0))
     assert xa.shape == x.shape and ya.shape == y.shape
     assert 0.0 <= float(xa.min()) and float(xa.max()) <= 1.0
 
 
 def test_hue_rotation_keeps_grey_and_is_a_rotation():
     angles = torch.tensor([0.0, 0.7, -2.0, math.pi])
-    rot = train._hue_rotation(angles)
+    rot = augment_mod._hue_rotation(angles)
     eye = torch.eye(3).expand(4, 3, 3)
     assert torch.allclose(rot[0], torch.eye(3), atol=1e-6)
     assert torch.allclose(rot @ rot.transpose(1, 2), eye, atol=1e-5)
@@ -140,27 +147,27 @@ def test_colour_shift_changes_colour_not_shape():
     x, y = toy_tensors(6)
     x = x.float() / 255.0
     gen = torch.Generator().manual_seed(0)
-    xa = train._colour_shift(x, gen, p_hue=1.0, p_gray=0.0, p_tint=1.0, p_ramp=1.0)
+    xa = augment_mod._colour_shift(x, gen, p_hue=1.0, p_gray=0.0, p_tint=1.0, p_ramp=1.0)
     assert xa.shape == x.shape
     assert 0.0 <= float(xa.min()) and float(xa.max()) <= 1.0
     assert float((xa - x).abs().mean()) > 0.02
-    same = train._colour_shift(x, gen, p_hue=0.0, p_gray=0.0, p_tint=0.0, p_ramp=0.0)
+    same = augment_mod._colour_shift(x, gen, p_hue=0.0, p_gray=0.0, p_tint=0.0, p_ramp=0.0)
     assert torch.allclose(same, x.clamp(0, 1), atol=1e-6)
-    grey = train._colour_shift(x, gen, p_hue=0.0, p_gray=1.0, p_tint=0.0, p_ramp=0.0)
+    grey = augment_mod._colour_shift(x, gen, p_hue=0.0, p_gray=1.0, p_tint=0.0, p_ramp=0.0)
     assert torch.allclose(grey[:, 0], grey[:, 1]) and torch.allclose(grey[:, 1], grey[:, 2])
 
 
 def test_strong_augment_keeps_labels_of_full_and_rejects_unknown_modes():
     x, y = toy_tensors(4)
     x = x.float() / 255.0
-    _, y_full = train.augment(x, y.long(), torch.Generator().manual_seed(5), 'full')
-    xs, y_strong = train.augment(x, y.long(), torch.Generator().manual_seed(5), 'strong')
+    _, y_full = augment_mod.augment(x, y.long(), torch.Generator().manual_seed(5), 'full')
+    xs, y_strong = augment_mod.augment(x, y.long(), torch.Generator().manual_seed(5), 'strong')
     # The colour shift draws after the geometry, so both modes crop and flip alike.
     assert torch.equal(y_full, y_strong)
     assert 0.0 <= float(xs.min()) and float(xs.max()) <= 1.0
     with pytest.raises(ValueError, match='unknown augmentation'):
-        train.augment(x, y.long(), torch.Generator().manual_seed(5), 'wild')
-    assert 'hue rotation' in train.augmentation_summary('strong')
+        augment_mod.augment(x, y.long(), torch.Generator().manual_seed(5), 'wild')
+    assert 'hue rotation' in augment_mod.augmentation_summary('strong')
 
 
 def test_light_augment_flips_and_jitters_colour_only():
@@ -177,7 +184,7 @@ def test_light_augment_flips_and_jitters_colour_only():
 
 
 def test_synthetic_data_sources_name_the_photo_textures():
-    from freespace_seg.synthetic import photos
+    from freespace_seg.sim import photos
 
     with_photos = datasets.synthetic_data_sources(7)
     assert len(with_photos) == 2 and 'seed 7' in with_photos[0]
@@ -190,7 +197,7 @@ def test_frame_sampler_without_mining_walks_the_old_shuffled_passes():
     # hard_fraction 0 must give exactly the order training always used (so runs made
     # before hard-frame mining reproduce): each pass a fresh randperm of the same generator.
     n, bs = 10, 4
-    sampler = train.FrameSampler(n, torch.Generator().manual_seed(3))
+    sampler = sampler_mod.FrameSampler(n, torch.Generator().manual_seed(3))
     got = [sampler.draw(bs).tolist() for _ in range(6)]
     gen = torch.Generator().manual_seed(3)
     order, cursor, want = torch.randperm(n, generator=gen), 0, []
@@ -205,7 +212,7 @@ def test_frame_sampler_without_mining_walks_the_old_shuffled_passes():
 
 def test_frame_sampler_brings_hard_frames_back_and_never_repeats_in_a_batch():
     n, bs = 50, 8
-    sampler = train.FrameSampler(n, torch.Generator().manual_seed(0), hard_fraction=0.25)
+    sampler = sampler_mod.FrameSampler(n, torch.Generator().manual_seed(0), hard_fraction=0.25)
     assert sampler.hard_count(bs) == 2 and sampler.hard_count(1) == 0
     sampler.update(torch.arange(n), torch.full((n,), 0.01))
     sampler.update(torch.tensor([7]), torch.tensor([5.0]))  # one frame the model gets wrong
@@ -218,11 +225,11 @@ def test_frame_sampler_brings_hard_frames_back_and_never_repeats_in_a_batch():
     assert hits >= 80
     assert sampler.hard_drawn == 200
     # Frames never seen are drawn as if they had the mean seen loss.
-    fresh = train.FrameSampler(4, torch.Generator().manual_seed(0), hard_fraction=0.5)
+    fresh = sampler_mod.FrameSampler(4, torch.Generator().manual_seed(0), hard_fraction=0.5)
     fresh.update(torch.tensor([0, 1]), torch.tensor([1.0, 3.0]))
     assert fresh.weights().tolist() == [1.0, 3.0, 2.0, 2.0]
     with pytest.raises(ValueError, match='hard_fraction'):
-        train.FrameSampler(4, torch.Generator(), hard_fraction=1.0)
+        sampler_mod.FrameSampler(4, torch.Generator(), hard_fraction=1.0)
 
 
 def test_per_frame_loss_ignores_pads_and_ranks_frames():
@@ -230,8 +237,8 @@ def test_per_frame_loss_ignores_pads_and_ranks_frames():
     logits[:, 1] = 4.0  # confident "free" everywhere
     target = torch.ones(2, 3, 3, dtype=torch.long)
     target[1, 0] = 0  # frame 1: its top row is really blocked
-    target[0, 0] = train.metrics.IGNORE_INDEX  # frame 0: its top row is padding
-    loss = train.per_frame_loss(logits, target)
+    target[0, 0] = metrics.IGNORE_INDEX  # frame 0: its top row is padding
+    loss = losses_mod.per_frame_loss(logits, target)
     assert loss.shape == (2,) and float(loss[1]) > 10 * float(loss[0])
     assert float(loss[0]) == pytest.approx(math.log1p(math.exp(-4.0)), rel=1e-5)
 
@@ -240,9 +247,9 @@ def test_training_with_hard_frames_draws_them_and_learns():
     torch.manual_seed(0)
     tx, ty = toy_tensors(8)
     net = unet.build_model(widths=(8, 8, 16, 16, 32))
-    hist = train.train_model(net, tx, ty, steps=30, batch_size=4, lr=5e-3, seed=0,
-                             augment_data=False, log_every=0, progress_bar=False,
-                             log=lambda m: None, hard_frames=0.5)
+    hist = loop.train_model(net, tx, ty, steps=30, batch_size=4, lr=5e-3, seed=0,
+                            augment_data=False, log_every=0, progress_bar=False,
+                            log=lambda m: None, hard_frames=0.5)
     assert hist['hard_drawn'] == 30 * 2
     assert np.mean(hist['loss'][-5:]) < 0.7 * np.mean(hist['loss'][:5])
 
@@ -271,8 +278,8 @@ def test_reproduce_command_parses_back():
 
 @pytest.mark.slow
 def test_train_and_eval_commands_on_rendered_frames(tmp_path):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
-    pytest.importorskip('freespace_seg.progress', reason='needs the progress bar module')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.common.progress', reason='needs the progress bar module')
     out = str(tmp_path / 'm.onnx')
     rc = cli.main(['train', '--render', '4', '--render-val', '2', '--render-size', '64x36',
                    '--steps', '4', '--batch-size', '2', '--input-size', '64x48',
@@ -286,7 +293,7 @@ def test_train_and_eval_commands_on_rendered_frames(tmp_path):
     # Where it ran is recorded; how it rendered and where it trained are no part of the
     # command that reproduces it.
     assert card.raw['training']['device'] == ('cpu' if not torch.cuda.is_available()
-                                              else train.device_record(torch.device('cuda')))
+                                              else device_mod.device_record(torch.device('cuda')))
     assert '--render-jobs' not in card.raw['training']['command']
     assert '--device' not in card.raw['training']['command']
     with pytest.raises(SystemExit):
@@ -294,7 +301,7 @@ def test_train_and_eval_commands_on_rendered_frames(tmp_path):
     assert 'synthetic_val' in card.raw['evaluation']
     # Rendered frames carry photo textures: the card must say where they come from.
     sources = card.raw['data_sources']
-    assert any('seed 0' in s and 'freespace_seg.synthetic' in s for s in sources)
+    assert any('seed 0' in s and 'freespace_seg.sim' in s for s in sources)
     assert any('scikit-image' in s and 'SOURCES.md' in s for s in sources)
 
     report = tmp_path / 'report'
@@ -317,10 +324,10 @@ def test_train_and_eval_commands_on_rendered_frames(tmp_path):
 def _tiny_resumable_run(tmp_path, name, tx, ty, vx, vy, **extra):
     torch.manual_seed(0)
     net = unet.build_model(widths=(8, 8, 16, 16, 32), context=True)
-    hist = train.train_model(net, tx, ty, vx, vy, steps=12, batch_size=4, lr=5e-3, seed=3,
-                             augment_data='strong', val_every=4, log_every=0,
-                             progress_bar=False, log=lambda m: None, hard_frames=0.5,
-                             work_dir=str(tmp_path / name), **extra)
+    hist = loop.train_model(net, tx, ty, vx, vy, steps=12, batch_size=4, lr=5e-3, seed=3,
+                            augment_data='strong', val_every=4, log_every=0,
+                            progress_bar=False, log=lambda m: None, hard_frames=0.5,
+                            work_dir=str(tmp_path / name), **extra)
     return net, hist
 
 
@@ -353,9 +360,9 @@ def test_interrupted_training_resumes_exactly_where_it_stopped(tmp_path):
     with pytest.raises(ValueError, match='schedule'):
         torch.manual_seed(0)
         net = unet.build_model(widths=(8, 8, 16, 16, 32), context=True)
-        train.train_model(net, tx, ty, steps=13, batch_size=4, progress_bar=False,
-                          log=lambda m: None, log_every=0, resume=state['resume'],
-                          hard_frames=0.5)
+        loop.train_model(net, tx, ty, steps=13, batch_size=4, progress_bar=False,
+                         log=lambda m: None, log_every=0, resume=state['resume'],
+                         hard_frames=0.5)
 
 
 def test_channels_last_step_computes_what_the_contiguous_one_does():
@@ -364,14 +371,14 @@ def test_channels_last_step_computes_what_the_contiguous_one_does():
     x = torch.randn(2, 3, H, W)
     ref = net(x)
     net.to(memory_format=torch.channels_last)
-    out = net(train.channels_last(x))
-    assert train.channels_last(x).is_contiguous(memory_format=torch.channels_last)
+    out = net(tensors.channels_last(x))
+    assert tensors.channels_last(x).is_contiguous(memory_format=torch.channels_last)
     assert torch.allclose(out, ref, atol=1e-5)
 
 
 @pytest.mark.slow
 def test_train_time_limit_and_resume_commands(tmp_path):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     ort = pytest.importorskip('onnxruntime')
     common = ['--render', '4', '--render-val', '2', '--render-size', '64x36', '--steps', '5',
               '--batch-size', '2', '--input-size', '64x48', '--widths', '8,8,16,16,32',

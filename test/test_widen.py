@@ -4,7 +4,7 @@ import importlib
 
 from conftest import trained_looking
 from freespace_seg import cli
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 import pytest
 
 torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
@@ -72,7 +72,7 @@ def test_checkpoints_that_cannot_widen_are_refused():
 
 @pytest.mark.slow
 def test_train_widen_continues_from_a_narrower_checkpoint(tmp_path, capsys):
-    pytest.importorskip('freespace_seg.synthetic', reason='needs the synthetic renderer')
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     narrow = tmp_path / 'narrow.pt'
     torch.save({'model': trained_looking(unet.build_model(widths=NARROW)).state_dict(),
                 'step': 5, 'widths': list(NARROW)}, str(narrow))

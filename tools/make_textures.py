@@ -2,7 +2,7 @@
 """
 Regenerate the photo texture bank of the synthetic renderer from scikit-image's sample photos.
 
-Writes ``freespace_seg/synthetic/textures/*.jpg`` (JPEG quality 90, at most 256 x 256 px)
+Writes ``freespace_seg/sim/textures/*.jpg`` (JPEG quality 90, at most 256 x 256 px)
 and ``SOURCES.md`` (source, origin, licence and crop of every file). Only photos that
 scikit-image states to be CC0 or in the public domain are used (see the docstrings of the
 loaders in ``skimage/data/_fetchers.py``); never the Middlebury stereo pair
@@ -21,7 +21,7 @@ import numpy as np
 import skimage.data
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'freespace_seg',
-                   'synthetic', 'textures')
+                   'sim', 'textures')
 SIZE = 256
 QUALITY = 90
 

@@ -7,7 +7,7 @@ fails, the node says so once (and once more when TF recovers) and uses the fixed
 the ``camera_*`` parameters.
 """
 
-from freespace_seg.geometry import transform_matrix
+from freespace_seg.ground.geometry import transform_matrix
 from rclpy.duration import Duration
 from rclpy.time import Time
 

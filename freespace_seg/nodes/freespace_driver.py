@@ -4,7 +4,7 @@
 Subscribes ``free_space/grid`` (nav_msgs/OccupancyGrid in ``base_frame``, from
 ``segmentation_node``) and ``odom`` (nav_msgs/Odometry, optional) and publishes ``cmd_vel``
 (geometry_msgs/Twist, or TwistStamped with ``use_stamped``) at ``control_rate`` Hz, steering
-with :class:`freespace_seg.driver_logic.DriverLogic` (the algorithm is described there).
+with :class:`freespace_seg.driving.driver_logic.DriverLogic` (the algorithm is described there).
 With odometry (matched to each grid's stamp within 0.2 s) the driver remembers obstacles that
 left the camera's view for ``memory_time`` seconds and measures how far the robot moved since
 the image; without it, it estimates that motion from its own commands and remembers nothing.
@@ -42,13 +42,13 @@ from dataclasses import fields
 import math
 import time
 
-from freespace_seg.driver_logic import DriverConfig, DriverLogic, GridLayout
-from freespace_seg.nodes.ros_util import declare_and_validate, spin_node, StartupError
-from freespace_seg.params import ParamSpec, validate
+from freespace_seg.driving.driver_logic import DriverConfig, DriverLogic
+from freespace_seg.nodes.msgs import grid_from_msg
+from freespace_seg.nodes.params import ParamSpec
+from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, on_parameter_changes,
+                                          spin_node, StartupError)
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
-import numpy as np
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
@@ -157,8 +157,6 @@ DRIVER_PARAMS = (
 _CONFIG_FIELDS = {f.name for f in fields(DriverConfig)}
 
 #: e_stop publishers that latch (transient_local) and those that do not
-_LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 _ANY_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.VOLATILE)
 #: the grid: newest only, and never a stale latched one (volatile); best effort matches any
@@ -169,27 +167,6 @@ _GRID_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
 def config_from_params(values):
     """Build a :class:`DriverConfig` from parameter values; ValueError if inconsistent."""
     return DriverConfig(**{k: v for k, v in values.items() if k in _CONFIG_FIELDS})
-
-
-def grid_from_msg(msg):
-    """Return (int8 (height, width) array, :class:`GridLayout`) of an OccupancyGrid."""
-    info = msg.info
-    w, h = int(info.width), int(info.height)
-    if w <= 0 or h <= 0:
-        raise ValueError(f'empty grid {w}x{h}')
-    data = np.frombuffer(memoryview(msg.data).cast('B'), dtype=np.int8) \
-        if not isinstance(msg.data, (list, tuple)) else np.asarray(msg.data, dtype=np.int8)
-    if data.size != w * h:
-        raise ValueError(f'grid data has {data.size} cells, {w}x{h} = {w * h} expected')
-    if not math.isfinite(info.resolution) or info.resolution <= 0:
-        raise ValueError(f'grid resolution {info.resolution} is not positive')
-    q = info.origin.orientation
-    if abs(q.x) > 1e-6 or abs(q.y) > 1e-6:
-        raise ValueError('grid origin is tilted out of the floor plane')
-    yaw = 2.0 * math.atan2(q.z, q.w) if (q.z or q.w) else 0.0
-    layout = GridLayout(float(info.resolution), float(info.origin.position.x),
-                        float(info.origin.position.y), yaw)
-    return data.reshape(h, w), layout
 
 
 class FreespaceDriver(Node):
@@ -209,7 +186,7 @@ class FreespaceDriver(Node):
         self._stale_timeout = p['stale_timeout']
         self._hazard_hold = p['hazard_hold_time']
         self._hazard_types = set(p['hazard_types'])
-        self.add_on_set_parameters_callback(self._on_parameters_set)
+        on_parameter_changes(self, DRIVER_PARAMS, self._apply_parameters)
 
         #: counters for tests and the closed-loop summary
         self.grids_received = 0
@@ -231,7 +208,7 @@ class FreespaceDriver(Node):
             self._pub = self.create_publisher(TwistStamped, 'cmd_vel', 10)
         else:
             self._pub = self.create_publisher(Twist, 'cmd_vel', 10)
-        self._pub_state = self.create_publisher(String, '~/state', _LATCHED_QOS)
+        self._pub_state = self.create_publisher(String, '~/state', LATCHED_QOS)
         self._grid_sub = self.create_subscription(OccupancyGrid, 'free_space/grid',
                                                   self._on_grid, _GRID_QOS)
         #: recent odometry: (stamp ns, x, y, yaw), and when the newest arrived
@@ -244,7 +221,7 @@ class FreespaceDriver(Node):
         # (the other one takes it), so it is not worth the default warning.
         quiet = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_e_stop)
         self._estop_subs = [
-            self.create_subscription(Bool, 'e_stop', self._on_e_stop, _LATCHED_QOS,
+            self.create_subscription(Bool, 'e_stop', self._on_e_stop, LATCHED_QOS,
                                      event_callbacks=quiet),
             self.create_subscription(Bool, 'e_stop', self._on_e_stop, _ANY_QOS)]
         self._hazard_sub = self.create_subscription(Bool, 'hazard', self._on_hazard_bool,
@@ -268,26 +245,13 @@ class FreespaceDriver(Node):
             f'{hazard_text}; drive={self._drive}')
 
     # -- parameters ---------------------------------------------------------------------------
-    def _on_parameters_set(self, params):
-        specs = {s.name: s for s in DRIVER_PARAMS}
+    def _apply_parameters(self, changes):
         merged = dict(self.params)
-        for prm in params:
-            spec = specs.get(prm.name)
-            if spec is None:
-                continue
-            value = prm.value
-            if spec.kind == 'int_array' and value is not None:
-                value = list(value)
-            if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            err = validate(spec, value)
-            if err:
-                return SetParametersResult(successful=False, reason=err)
-            merged[prm.name] = value
+        merged.update(changes)
         try:
             config = config_from_params(merged)
         except ValueError as e:
-            return SetParametersResult(successful=False, reason=str(e))
+            return str(e)
         self.params = merged
         self.logic.set_config(config)
         drive = merged['drive']
@@ -297,7 +261,7 @@ class FreespaceDriver(Node):
         self._stale_timeout = merged['stale_timeout']
         self._hazard_hold = merged['hazard_hold_time']
         self._hazard_types = set(merged['hazard_types'])
-        return SetParametersResult(successful=True)
+        return None
 
     # -- inputs -------------------------------------------------------------------------------
     def _on_grid(self, msg):

@@ -3,14 +3,15 @@
 import signal
 import threading
 
+from freespace_seg.nodes.params import validate
 from freespace_seg.nodes.stderr_capture import enable_faulthandler
-from freespace_seg.params import validate
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
 import rclpy
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.qos import qos_profile_sensor_data, qos_profile_system_default, QoSProfile
+from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, qos_profile_system_default,
+                       QoSProfile, ReliabilityPolicy)
 
 
 _TYPES = {
@@ -41,28 +42,61 @@ def descriptor_for(spec):
     return d
 
 
-def refused_change(specs, params):
-    """
-    Return why the first invalid value in ``params`` (rclpy Parameters) is refused, or None.
+def _as_declared(spec, value):
+    """Return a parameter value as the node keeps it: arrays as lists, a double's int as float."""
+    if spec.kind in ('int_array', 'double_array') and value is not None:
+        return list(value)
+    if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
 
-    ``specs`` maps names to :class:`ParamSpec`; names without a spec are not checked here.
-    rclpy runs set-parameters callbacks newest first, so a node's own callback, registered
-    after :func:`declare_and_validate`'s, runs before it: such a callback must call this
-    first and apply nothing when it returns a reason.
+
+def checked_changes(specs, params):
+    """
+    Validate ``params`` (rclpy Parameters) against ``specs``; return ``(changes, reason)``.
+
+    ``specs`` maps names to :class:`ParamSpec` (or is a list of them); names without a spec
+    are left out. ``changes`` maps the others to their values as the node keeps them; when a
+    value is invalid, ``changes`` is None and ``reason`` says why the first one is refused.
     """
     if not isinstance(specs, dict):
         specs = {s.name: s for s in specs}
+    changes = {}
     for p in params:
         spec = specs.get(p.name)
         if spec is None:
             continue
-        value = p.value
-        if spec.kind in ('int_array', 'double_array') and value is not None:
-            value = list(value)
+        value = _as_declared(spec, p.value)
         err = validate(spec, value)
         if err:
-            return err
-    return None
+            return None, err
+        changes[p.name] = value
+    return changes, None
+
+
+def refused_change(specs, params):
+    """Return why the first invalid value in ``params`` is refused, or None."""
+    return checked_changes(specs, params)[1]
+
+
+def on_parameter_changes(node, specs, apply):
+    """
+    Validate, then apply: the set-parameters callback of a node whose parameters change live.
+
+    Every value is checked against ``specs`` first and nothing is applied unless all of them
+    are valid; then ``apply(changes)`` (name -> value, as :func:`checked_changes` returns
+    them) applies them and returns None, or returns why it refuses them (values that are
+    valid one by one but not together, a model that does not load...). rclpy runs
+    set-parameters callbacks newest first, so this one runs before
+    :func:`declare_and_validate`'s own check.
+    """
+    def on_set(params):
+        changes, reason = checked_changes(specs, params)
+        if reason is None and changes:
+            reason = apply(changes)
+        return SetParametersResult(successful=reason is None, reason=reason or '')
+
+    node.add_on_set_parameters_callback(on_set)
 
 
 def _first_line(exc):
@@ -91,10 +125,7 @@ def declare_and_validate(node, specs):
         except ParameterException as e:  # out of the descriptor's range, read-only...
             errors.append(f'{spec.name}: {_first_line(e)}')
             continue
-        if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if spec.kind in ('int_array', 'double_array'):
-            value = list(value)
+        value = _as_declared(spec, value)
         err = validate(spec, value)
         if err:
             errors.append(err)
@@ -108,6 +139,12 @@ def declare_and_validate(node, specs):
 
     node.add_on_set_parameters_callback(on_set)
     return values
+
+
+#: latched: reliable, transient_local, the newest message only; a late subscriber gets it at
+#: once (the grid, the collision count, a latched e_stop)
+LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def qos_from_name(name, depth):

@@ -8,7 +8,7 @@ equal to its input's: ``segmentation/mask`` (mono8 class ids), ``segmentation/co
 mask, once CameraInfo has arrived, it projects the free floor onto the ground and publishes
 in ``base_frame`` with the image's stamp: ``free_space/grid`` (nav_msgs/OccupancyGrid),
 ``free_space/obstacles`` (sensor_msgs/PointCloud2) and ``free_space/grid_image`` (rgb8).
-Plus ``/diagnostics``. Parameters: :data:`freespace_seg.params.SEGMENTATION_PARAMS`.
+Plus ``/diagnostics``. Parameters: :data:`freespace_seg.nodes.params.SEGMENTATION_PARAMS`.
 """
 
 import collections
@@ -18,24 +18,23 @@ import time
 
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from freespace_seg.engines import EngineError
-from freespace_seg.image_codec import array_to_image, ImageCodecError, make_decoder
-from freespace_seg.model_card import ModelCardError, mount_outside_training
+from freespace_seg.ground.projection import mount_and_grid, projector_for_camera_info
 from freespace_seg.nodes.camera_pose import CameraPoseSource
-from freespace_seg.nodes.grid_msgs import grid_to_msg, points_to_cloud
-from freespace_seg.nodes.ros_util import (declare_and_validate, LatestSlot, qos_from_name,
-                                          refused_change, spin_node, StartupError)
+from freespace_seg.nodes.msgs import array_to_image, grid_to_msg, make_decoder, points_to_cloud
+from freespace_seg.nodes.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
+from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, LatestSlot,
+                                          on_parameter_changes, qos_from_name, spin_node,
+                                          StartupError)
 from freespace_seg.nodes.stderr_capture import decode_capturing, summarize
-from freespace_seg.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
-from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
-from freespace_seg.postprocess import colorize, palette_lut
-from freespace_seg.profiling import profile_from_environment
-from freespace_seg.projection import mount_and_grid, projector_for_camera_info
+from freespace_seg.perception.engines import EngineError
+from freespace_seg.perception.image_codec import ImageCodecError
+from freespace_seg.perception.model_card import ModelCardError, mount_outside_training
+from freespace_seg.perception.pipeline import packaged_model_path, SegmentationPipeline
+from freespace_seg.perception.postprocess import colorize, palette_lut
+from freespace_seg.tools.profiling import profile_from_environment
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
@@ -48,8 +47,7 @@ INFO_HISTORY = 30
 #: the grid's QoS: reliable + transient_local, depth 1. Nav2's StaticLayer subscribes
 #: transient_local by default (map_subscribe_transient_local: true) and volatile
 #: subscribers (the driver, rviz) match it too; a late joiner gets the newest grid at once.
-GRID_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+GRID_QOS = LATCHED_QOS
 GRID_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
                'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
                'max_range')
@@ -116,7 +114,7 @@ class SegmentationNode(LifecycleNode):
         self._last_input_time = None
         self._start_time = time.monotonic()
 
-        self.add_on_set_parameters_callback(self._on_parameters_set)
+        on_parameter_changes(self, SEGMENTATION_SPECS, self._apply_parameters)
         self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._diag_timer = self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
         if p['autostart']:
@@ -279,13 +277,8 @@ class SegmentationNode(LifecycleNode):
             palette = palette_from_ints(ints)
         return palette_lut(palette)
 
-    def _on_parameters_set(self, params):
-        # rclpy runs this before declare_and_validate's own check (newest callback first):
-        # check every value here, and apply nothing unless all of them are valid.
-        reason = refused_change(SEGMENTATION_SPECS, params)
-        if reason:
-            return SetParametersResult(successful=False, reason=reason)
-        changes = {p.name: p.value for p in params}
+    def _apply_parameters(self, changes):
+        # on_parameter_changes has checked every value; apply nothing unless all fit together.
         new_pipeline = None
         try:
             if self.pipeline is not None and any(
@@ -302,14 +295,14 @@ class SegmentationNode(LifecycleNode):
         except StartupError as e:
             if new_pipeline is not None:
                 new_pipeline.close()
-            return SetParametersResult(successful=False, reason=str(e))
+            return str(e)
         if any(name in GRID_PARAMS for name in changes):
             merged = dict(self.params)
             merged.update({k: list(v) if k == 'grid_origin' else v for k, v in changes.items()})
             try:
                 self._mount, self._grid_spec = mount_and_grid(merged)
             except ValueError as e:
-                return SetParametersResult(successful=False, reason=str(e))
+                return str(e)
         if card is not None and ('color_palette' in changes or new_pipeline is not None):
             self._color_lut = lut
         if new_pipeline is not None:
@@ -327,7 +320,7 @@ class SegmentationNode(LifecycleNode):
             self._check_mount(card, self.params)
         self._alpha = float(self.params['overlay_alpha'])
         self._publish_all = bool(self.params['publish_unsubscribed'])
-        return SetParametersResult(successful=True)
+        return None
 
     # -- data path ----------------------------------------------------------------------------
     def _on_image(self, msg):

@@ -1,22 +1,16 @@
 """
 ``sim_robot``: a light simulated Create 3 with a forward camera, in a seeded synthetic room.
 
-The room is ``make_scene(np.random.default_rng(seed))`` (see :mod:`freespace_seg.synthetic`)
-and the start pose is drawn from the same generator with ``Scene.sample_free_pose``. The
-robot is a disc of ``robot_radius`` with unicycle kinematics:
+The room is ``make_scene(np.random.default_rng(seed))`` (see :mod:`freespace_seg.sim`)
+and the start pose is drawn from the same generator. The physics (a disc of ``robot_radius``
+with unicycle kinematics, acceleration limits, speed caps, contacts and collisions, coverage)
+is :class:`freespace_seg.sim.robot.RobotBody`; this node feeds it:
 
 * every step of a fixed ``1 / step_rate`` seconds of simulated time (driven by a wall-clock
   timer, so the simulation is deterministic in its own clock whatever the CPU load does to
-  the timer) the wheel speeds move towards the newest ``cmd_vel`` (geometry_msgs/Twist, or
-  TwistStamped with ``use_stamped``) within the acceleration limits and the robot's speed
-  caps; a command older than ``cmd_vel_timeout`` (simulated time) means stop, as on a real
-  Create 3;
-* the pose follows the exact arc of the step. When the disc at the new position would touch
-  anything blocked (``Scene.collides``: walls, or the footprint of any standing obstacle, low
-  ones included) the robot does not move into it: it goes only up to touching, its speed
-  drops to zero and the step counts as a contact step. A contact lasts until the robot is
-  more than ``CONTACT_RELEASE`` (1 cm) from touching again; each new contact counts as one
-  collision. Turning in place never collides (the footprint is a disc);
+  the timer) with the newest ``cmd_vel`` (geometry_msgs/Twist, or TwistStamped with
+  ``use_stamped``); a command older than ``cmd_vel_timeout`` (simulated time) means stop, as
+  on a real Create 3;
 * the camera (``default_intrinsics(width, height)`` on a mount ``camera_height`` above the
   floor, pitched ``camera_pitch`` down) renders the room from the robot's pose every
   ``1 / camera_rate`` seconds of simulated time.
@@ -39,18 +33,17 @@ the summary is logged when the node is destroyed. Parameters: :data:`SIM_PARAMS`
 import math
 import threading
 
-from freespace_seg.geometry import CameraMount
-from freespace_seg.image_codec import array_to_image
-from freespace_seg.nodes.ros_util import declare_and_validate, spin_node, StartupError
-from freespace_seg.nodes.synthetic_camera import camera_info_from_intrinsics
-from freespace_seg.params import ParamSpec, validate
-from freespace_seg.synthetic import default_intrinsics, make_scene, render
+from freespace_seg.ground.geometry import CameraMount
+from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
+from freespace_seg.nodes.params import ParamSpec
+from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, on_parameter_changes,
+                                          spin_node, StartupError)
+from freespace_seg.sim import default_intrinsics, make_scene, render
+from freespace_seg.sim.robot import RobotBody, start_pose as pick_start_pose
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
@@ -61,11 +54,6 @@ try:  # only for the optional /tf broadcast
     from tf2_msgs.msg import TFMessage
 except ImportError:  # pragma: no cover - depends on the installation
     TFMessage = None
-
-#: the start pose keeps at least this much room around the robot centre, if the room allows
-START_CLEARANCES = (0.5, 0.4, 0.3, 0.25)
-#: a contact ends when the robot is this far (m) from touching; a new contact is a collision
-CONTACT_RELEASE = 0.01
 
 SIM_PARAMS = (
     ParamSpec('seed', 0, 'Seed of the room and the start pose.', 'int', min_value=0,
@@ -112,67 +100,6 @@ SIM_PARAMS = (
 )
 
 
-def _approach(current, target, limit):
-    if abs(target - current) <= limit:
-        return target
-    return current + math.copysign(limit, target - current)
-
-
-def integrate(x, y, yaw, v, w, dt):
-    """Return the pose after ``dt`` s at ``v`` m/s and ``w`` rad/s (exact arc)."""
-    if abs(w) < 1e-9:
-        return x + v * dt * math.cos(yaw), y + v * dt * math.sin(yaw), yaw
-    nyaw = yaw + w * dt
-    r = v / w
-    return (x + r * (math.sin(nyaw) - math.sin(yaw)), y - r * (math.cos(nyaw) - math.cos(yaw)),
-            math.atan2(math.sin(nyaw), math.cos(nyaw)))
-
-
-class Coverage:
-    """Floor swept by a disc of ``radius`` over a room, counted on a grid of ``resolution``."""
-
-    def __init__(self, scene, radius, resolution):
-        x0, y0, x1, y1 = scene.bounds()
-        self.resolution = float(resolution)
-        self.origin = (x0, y0)
-        nx = max(1, int(math.ceil((x1 - x0) / resolution)))
-        ny = max(1, int(math.ceil((y1 - y0) / resolution)))
-        xs = x0 + (np.arange(nx) + 0.5) * resolution
-        ys = y0 + (np.arange(ny) + 0.5) * resolution
-        gx, gy = np.meshgrid(xs, ys)
-        #: free floor cells of the room (cell centres)
-        self.free = ~scene.blocked_top_down(gx, gy)
-        self.visited = np.zeros(self.free.shape, dtype=bool)
-        n = int(math.ceil(radius / resolution)) + 1
-        oy, ox = np.mgrid[-n:n + 1, -n:n + 1]
-        self._offsets = (oy, ox)
-        self._radius = float(radius)
-
-    def add(self, x, y):
-        """Mark the cells whose centres lie within the disc at (x, y)."""
-        res = self.resolution
-        col = int(math.floor((x - self.origin[0]) / res))
-        row = int(math.floor((y - self.origin[1]) / res))
-        oy, ox = self._offsets
-        rows, cols = row + oy, col + ox
-        cx = self.origin[0] + (cols + 0.5) * res
-        cy = self.origin[1] + (rows + 0.5) * res
-        ok = ((cx - x) ** 2 + (cy - y) ** 2 <= self._radius ** 2) & (rows >= 0) & \
-            (cols >= 0) & (rows < self.visited.shape[0]) & (cols < self.visited.shape[1])
-        self.visited[rows[ok], cols[ok]] = True
-
-    @property
-    def fraction(self):
-        """Return the swept share of the free floor, 0..1."""
-        free = int(np.count_nonzero(self.free))
-        return float(np.count_nonzero(self.visited & self.free)) / free if free else 0.0
-
-    @property
-    def free_area(self):
-        """Return the free floor area (m^2) as counted on the grid."""
-        return float(np.count_nonzero(self.free)) * self.resolution ** 2
-
-
 class SimRobot(Node):
     """A simulated Create 3 in a synthetic room: cmd_vel in; odom, camera, collisions out."""
 
@@ -190,15 +117,13 @@ class SimRobot(Node):
         rng = np.random.default_rng(p['seed'])
         # In-process users (tests) may bring their own room and start pose.
         self.scene = scene if scene is not None else make_scene(rng)
-        self.start_pose = tuple(float(v) for v in start_pose) if start_pose else None
-        for clearance in START_CLEARANCES if self.start_pose is None else ():
-            try:
-                self.start_pose = self.scene.sample_free_pose(rng, clearance=clearance)
-                break
-            except RuntimeError:
-                continue
-        if self.start_pose is None or self.scene.collides(*self.start_pose[:2],
-                                                          p['robot_radius']):
+        if start_pose:
+            self.start_pose = tuple(float(v) for v in start_pose)
+            if self.scene.collides(*self.start_pose[:2], p['robot_radius']):
+                self.start_pose = None
+        else:
+            self.start_pose = pick_start_pose(self.scene, rng, p['robot_radius'])
+        if self.start_pose is None:
             raise StartupError(f'room {p["seed"]} has no free start pose for a robot of '
                                f'radius {p["robot_radius"]} m')
         self.intrinsics = default_intrinsics(p['width'], p['height'])
@@ -210,17 +135,10 @@ class SimRobot(Node):
         self._camera_period = 1.0 / p['camera_rate']
 
         self._lock = threading.Lock()
-        self.x, self.y, self.yaw = self.start_pose
-        self.v = self.w = 0.0
-        self.steps = 0
+        #: the physics: pose, speeds, contacts, path and coverage
+        self.body = RobotBody(self.scene, self.start_pose, p['robot_radius'], self.dt,
+                              p['coverage_resolution'])
         self.frames = 0
-        self.distance = 0.0
-        self.collisions = 0
-        self.contact_steps = 0
-        self.in_contact = False
-        #: pushing against something this step (what a bumper reports)
-        self.bumper = False
-        self.collision_points = []
         self._cmd = (0.0, 0.0)
         self._cmd_time = None
         #: stamp (ns) of the newest TwistStamped command, None before one or with Twist
@@ -228,9 +146,6 @@ class SimRobot(Node):
         #: stamp (ns) of the newest camera frame published, None before one
         self.last_frame_stamp_ns = None
         self._next_frame = 0.0
-        self._path = [(0.0, self.x, self.y, self.yaw)]
-        self.coverage = Coverage(self.scene, p['robot_radius'], p['coverage_resolution'])
-        self.coverage.add(self.x, self.y)
 
         cmd_type = TwistStamped if p['use_stamped'] else Twist
         self._sub = self.create_subscription(cmd_type, 'cmd_vel', self._on_cmd, 10)
@@ -239,14 +154,12 @@ class SimRobot(Node):
         self._pub_info = self.create_publisher(CameraInfo, 'camera_info', 2)
         self._pub_truth = self.create_publisher(Image, 'ground_truth/free_mask', 2)
         self._pub_hazard = self.create_publisher(Bool, 'hazard', 10)
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._pub_collisions = self.create_publisher(UInt32, 'collisions', latched)
+        self._pub_collisions = self.create_publisher(UInt32, 'collisions', LATCHED_QOS)
         self._pub_collisions.publish(UInt32(data=0))
         self._pub_tf = self.create_publisher(TFMessage, '/tf', 10) if TFMessage else None
         self._pub_clock = self.create_publisher(Clock, '/clock', 10) \
             if p['publish_clock'] else None
-        self.add_on_set_parameters_callback(self._on_parameters_set)
+        on_parameter_changes(self, SIM_PARAMS, self._apply_parameters)
         self._timer = self.create_timer(self.dt, self.step) if autostep else None
         x, y, yaw = self.start_pose
         self.get_logger().info(
@@ -254,24 +167,26 @@ class SimRobot(Node):
             f'obstacle parts; start ({x:.2f}, {y:.2f}, {math.degrees(yaw):.0f} deg); camera '
             f'{p["width"]}x{p["height"]} at {p["camera_rate"]:g} Hz')
 
+    # -- the body's state, read-only ----------------------------------------------------------
+    x = property(lambda self: self.body.x, doc='x of the robot centre in the room (m)')
+    y = property(lambda self: self.body.y, doc='y of the robot centre in the room (m)')
+    yaw = property(lambda self: self.body.yaw, doc='heading in the room (rad)')
+    v = property(lambda self: self.body.v, doc='linear speed (m/s)')
+    w = property(lambda self: self.body.w, doc='turn rate (rad/s)')
+    steps = property(lambda self: self.body.steps, doc='steps simulated')
+    distance = property(lambda self: self.body.distance, doc='distance driven (m)')
+    collisions = property(lambda self: self.body.collisions, doc='contacts begun')
+    contact_steps = property(lambda self: self.body.contact_steps, doc='steps in contact')
+    in_contact = property(lambda self: self.body.in_contact, doc='touching something now')
+    bumper = property(lambda self: self.body.bumper, doc='pushing against something')
+    collision_points = property(lambda self: self.body.collision_points,
+                                doc='(t, x, y) of every collision')
+    coverage = property(lambda self: self.body.coverage, doc='the swept floor')
+
     # -- inputs -------------------------------------------------------------------------------
-    def _on_parameters_set(self, params):
-        specs = {spec.name: spec for spec in SIM_PARAMS}
-        changes = {}
-        for prm in params:
-            spec = specs.get(prm.name)
-            if spec is None:
-                continue
-            value = prm.value
-            if spec.kind == 'double' and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            err = validate(spec, value)
-            if err:
-                return SetParametersResult(successful=False, reason=err)
-            changes[prm.name] = value
+    def _apply_parameters(self, changes):
         with self._lock:
             self.params.update(changes)
-        return SetParametersResult(successful=True)
 
     def _on_cmd(self, msg):
         twist = msg.twist if isinstance(msg, TwistStamped) else msg
@@ -285,7 +200,7 @@ class SimRobot(Node):
     @property
     def sim_time(self):
         """Return the simulated time in seconds (steps taken times the step length)."""
-        return self.steps * self.dt
+        return self.body.time
 
     @property
     def sim_time_ns(self):
@@ -312,45 +227,12 @@ class SimRobot(Node):
                 self.sim_time - self._cmd_time <= p['cmd_vel_timeout']
         if not fresh:
             cmd_v = cmd_w = 0.0
-        if not (math.isfinite(cmd_v) and math.isfinite(cmd_w)):
-            cmd_v = cmd_w = 0.0
-        cmd_v = min(max(cmd_v, -p['max_linear']), p['max_linear'])
-        cmd_w = min(max(cmd_w, -p['max_angular']), p['max_angular'])
-        dt = self.dt
-        self.v = _approach(self.v, cmd_v, p['linear_accel'] * dt)
-        self.w = _approach(self.w, cmd_w, p['angular_accel'] * dt)
-        nx, ny, nyaw = integrate(self.x, self.y, self.yaw, self.v, self.w, dt)
-        self.steps += 1
-        radius = p['robot_radius']
-        if (nx, ny) != (self.x, self.y) and self.scene.collides(nx, ny, radius):
-            # The bumper: go only as far as the free part of the step (up to touching), stop.
-            f = self._free_fraction(self.v, self.w, dt, radius)
-            tx, ty, tyaw = integrate(self.x, self.y, self.yaw, self.v, self.w, f * dt)
-            self.distance += math.hypot(tx - self.x, ty - self.y)
-            self.x, self.y = tx, ty
-            self.coverage.add(self.x, self.y)
-            # Turning in place is still possible: keep the whole step's turn.
-            self.yaw = math.atan2(math.sin(nyaw), math.cos(nyaw))
-            self.contact_steps += 1
-            if not self.in_contact:
-                self.collisions += 1
-                self.collision_points.append((self.sim_time, nx, ny))
-                self._pub_collisions.publish(UInt32(data=self.collisions))
-                self.get_logger().warning(
-                    f'collision {self.collisions} at ({nx:.2f}, {ny:.2f}), t={self.sim_time:.2f}'
-                    ' s')
-            self.in_contact = True
-            self.bumper = True
-            self.v = 0.0
-        else:
-            self.bumper = False
-            self.distance += math.hypot(nx - self.x, ny - self.y)
-            self.x, self.y, self.yaw = nx, ny, nyaw
-            self.coverage.add(self.x, self.y)
-            if self.in_contact and \
-                    self.scene.clearance(self.x, self.y) > radius + CONTACT_RELEASE:
-                self.in_contact = False
-        self._path.append((self.sim_time, self.x, self.y, self.yaw))
+        if self.body.step(cmd_v, cmd_w, p['max_linear'], p['max_angular'], p['linear_accel'],
+                          p['angular_accel']):
+            _, nx, ny = self.body.collision_points[-1]
+            self._pub_collisions.publish(UInt32(data=self.collisions))
+            self.get_logger().warning(
+                f'collision {self.collisions} at ({nx:.2f}, {ny:.2f}), t={self.sim_time:.2f} s')
 
         if self._pub_clock is not None:
             stamp = Time(nanoseconds=self.sim_time_ns).to_msg()
@@ -367,18 +249,6 @@ class SimRobot(Node):
         if clock:
             self.publish_clock()
         return frame
-
-    def _free_fraction(self, v, w, dt, radius):
-        """Largest share of a step (bisection, within 1/256) whose end does not collide."""
-        lo, hi = 0.0, 1.0
-        for _ in range(8):
-            mid = 0.5 * (lo + hi)
-            x, y, _ = integrate(self.x, self.y, self.yaw, v, w, mid * dt)
-            if self.scene.collides(x, y, radius):
-                hi = mid
-            else:
-                lo = mid
-        return lo
 
     def _publish_odom(self, stamp):
         p = self.params
@@ -440,7 +310,7 @@ class SimRobot(Node):
     @property
     def path(self):
         """Return the path as an (N, 4) array of (t, x, y, yaw) in the room frame, per step."""
-        return np.array(self._path, dtype=np.float64)
+        return np.array(self.body.path, dtype=np.float64)
 
     def summary(self):
         """Return a dict of the run so far: collisions, distance, coverage, time..."""
@@ -468,7 +338,7 @@ class SimRobot(Node):
 
     def destroy_node(self):
         """Log the summary, then destroy the node."""
-        if getattr(self, 'coverage', None) is not None:
+        if getattr(self, 'body', None) is not None:
             self.get_logger().info('summary: ' + self.summary_text())
         return super().destroy_node()
 

@@ -187,7 +187,7 @@ def decode_capturing(decode, msg):
     could not decode 1234 bytes as png (libpng error: IDAT: incorrect data check)``.
     """
     # Imported here: the other nodes use enable_faulthandler without loading OpenCV.
-    from freespace_seg.image_codec import ImageCodecError
+    from freespace_seg.perception.image_codec import ImageCodecError
     failure = None
     with capture_decoder_output() as captured:
         try:

@@ -7,9 +7,9 @@ are rendered ahead of time (``num_scenes`` of them, cycled) so the camera keeps 
 a small CPU. Used by ``make demo`` and by tests; useful on a desk with no robot.
 """
 
-from freespace_seg.image_codec import array_to_image
+from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
+from freespace_seg.nodes.params import ParamSpec
 from freespace_seg.nodes.ros_util import declare_and_validate, spin_node
-from freespace_seg.params import ParamSpec
 import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
@@ -31,27 +31,10 @@ CAMERA_PARAMS = (
 )
 
 
-def camera_info_from_intrinsics(intrinsics, header=None):
-    """Build a sensor_msgs/CameraInfo (plumb_bob) from :class:`CameraIntrinsics`."""
-    msg = CameraInfo()
-    if header is not None:
-        msg.header.stamp = header.stamp
-        msg.header.frame_id = header.frame_id
-    msg.width, msg.height = int(intrinsics.width), int(intrinsics.height)
-    msg.distortion_model = 'plumb_bob'
-    d = list(intrinsics.distortion) + [0.0] * (5 - len(intrinsics.distortion))
-    msg.d = [float(v) for v in d[:max(5, len(intrinsics.distortion))]]
-    msg.k = [float(v) for v in intrinsics.k.reshape(-1)]
-    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-    msg.p = [intrinsics.fx, 0.0, intrinsics.cx, 0.0, 0.0, intrinsics.fy, intrinsics.cy, 0.0,
-             0.0, 0.0, 1.0, 0.0]
-    return msg
-
-
 def render_frames(count, width, height, seed, show_progress=False):
     """Render ``count`` random scenes from the default camera; return the Frame list."""
-    from freespace_seg.progress import progress
-    from freespace_seg.synthetic import default_intrinsics, default_mount, make_scene, render
+    from freespace_seg.common.progress import progress
+    from freespace_seg.sim import default_intrinsics, default_mount, make_scene, render
     intrinsics = default_intrinsics(width, height)
     mount = default_mount()
     frames = []

@@ -6,13 +6,13 @@ Two sources give RGB frames with their free-space labels at camera resolution:
 * a dataset directory written by ``python -m freespace_seg generate``:
   ``DIR/<split>/NNNNNN_image.png`` (RGB as PNG) and ``NNNNNN_mask.png`` (class ids,
   0 blocked / 1 free), plus ``DIR/meta.json``;
-* the procedural renderer :mod:`freespace_seg.synthetic`, on the fly, from a seed;
+* the procedural renderer :mod:`freespace_seg.sim`, on the fly, from a seed;
 * a folder of the user's own images with masks (:func:`user_image_pairs`), for ``eval
   --images`` and ``finetune``.
 
 For training, frames are letterboxed to the network input exactly as the node does
-(:class:`freespace_seg.preprocess.Letterbox`): the image with ``pad_value`` and the label
-with :data:`IGNORE_INDEX`, so padding never counts in the loss or the scores.
+(:class:`freespace_seg.perception.preprocess.Letterbox`): the image with ``pad_value`` and the
+label with :data:`IGNORE_INDEX`, so padding never counts in the loss or the scores.
 """
 
 import glob
@@ -22,7 +22,7 @@ import multiprocessing
 import os
 
 import cv2
-from freespace_seg.preprocess import Letterbox
+from freespace_seg.perception.preprocess import Letterbox
 import numpy as np
 
 IGNORE_INDEX = 255
@@ -176,7 +176,7 @@ def rendered_frames(num, seed, width, height, style='default', without=(), camer
     Yield ``num`` (rgb, mask) pairs from the procedural renderer at ``width`` x ``height``.
 
     Frame ``i`` of seed ``s`` is the same whatever ``num`` is. ``style`` is the renderer's
-    appearance style (see :class:`freespace_seg.synthetic.RandomizationConfig`): ``'shifted'``
+    appearance style (see :class:`freespace_seg.sim.RandomizationConfig`): ``'shifted'``
     gives a look training never sees, with the same ground truth as ``'default'``.
     ``without`` names randomization factors to switch off (e.g. the ones a model was trained
     without). ``camera`` overrides the config's ``camera_height`` and ``camera_pitch`` ranges
@@ -208,21 +208,21 @@ def frame_arrays(frame):
 
 
 def _render_setup(width, height, style, without, camera):
-    from freespace_seg.synthetic import default_intrinsics, RandomizationConfig
+    from freespace_seg.sim import default_intrinsics, RandomizationConfig
 
     config = RandomizationConfig(style=style, **dict(camera or {})).without(*without)
     return config, default_intrinsics(width=int(width), height=int(height))
 
 
 def _render_one(seq, config, intrinsics):
-    from freespace_seg.synthetic import random_sample
+    from freespace_seg.sim import random_sample
 
     return random_sample(np.random.default_rng(seq), intrinsics=intrinsics,
                          randomization=config)
 
 
 def rendered_samples(num, seed, width, height, style='default', without=(), camera=None):
-    """Yield the :class:`~freespace_seg.synthetic.Frame` objects of :func:`rendered_frames`."""
+    """Yield the :class:`~freespace_seg.sim.Frame` objects of :func:`rendered_frames`."""
     config, intrinsics = _render_setup(width, height, style, without, camera)
     for seq in frame_seeds(num, seed):
         yield _render_one(seq, config, intrinsics)
@@ -240,7 +240,7 @@ def letterbox_pair(rgb, mask, width, height, pad_value=0, mode='letterbox'):
 
 def stack_letterboxed(frames, count, width, height, pad_value=0, desc=''):
     """Letterbox ``count`` (rgb, mask) frames into uint8 arrays (N, H, W, 3) and (N, H, W)."""
-    from freespace_seg.progress import progress
+    from freespace_seg.common.progress import progress
 
     images = np.empty((count, int(height), int(width), 3), np.uint8)
     labels = np.empty((count, int(height), int(width)), np.uint8)
@@ -260,11 +260,11 @@ def synthetic_data_sources(seed, photo_textures=True, what='training frames'):
     With ``photo_textures`` (the randomization factors ``photo_textures`` and ``floor_photos``)
     the renderer puts real photos on walls, floors, obstacles and posters: their origin and
     licence are listed too (one line naming every texture file, from
-    ``freespace_seg/synthetic/textures/SOURCES.md``).
+    ``freespace_seg/sim/textures/SOURCES.md``).
     """
-    from freespace_seg.synthetic import photos
+    from freespace_seg.sim import photos
 
-    lines = [f'procedural synthetic renderer freespace_seg.synthetic: {what}, seed {seed}']
+    lines = [f'procedural synthetic renderer freespace_seg.sim: {what}, seed {seed}']
     if photo_textures:
         lines.append(
             'photo textures on walls, floors, obstacles and posters (factors photo_textures, '
@@ -274,18 +274,18 @@ def synthetic_data_sources(seed, photo_textures=True, what='training frames'):
             'gravel: CC0Textures, CC0; grass: linolafett, CC0; camera: Lav Varshney, CC0; '
             'chelsea: Stefan van der Walt, CC0; coffee: Rachel Michetti, CC0; text: '
             'Wikipedia Corner.png, public domain); files and crops in '
-            'freespace_seg/synthetic/textures/SOURCES.md')
+            'freespace_seg/sim/textures/SOURCES.md')
     return lines
 
 
 def renderer_fingerprint():
     """Return a short hash of the renderer's source, so cached frames go stale when it changes."""
-    import freespace_seg.synthetic as synthetic
+    import freespace_seg.sim as synthetic
 
     digest = hashlib.sha1()
     folder = os.path.dirname(os.path.abspath(synthetic.__file__))
-    for path in sorted(glob.glob(os.path.join(folder, '*.py'))):
-        digest.update(os.path.basename(path).encode())
+    for path in sorted(glob.glob(os.path.join(folder, '**', '*.py'), recursive=True)):
+        digest.update(os.path.relpath(path, folder).encode())
         with open(path, 'rb') as f:
             digest.update(f.read())
     return digest.hexdigest()[:12]
@@ -293,7 +293,7 @@ def renderer_fingerprint():
 
 def camera_key(camera):
     """Return the cache-name part for camera range overrides ('' for none or the defaults)."""
-    from freespace_seg.synthetic import RandomizationConfig
+    from freespace_seg.sim import RandomizationConfig
 
     defaults = RandomizationConfig()
     parts = []

@@ -1,7 +1,7 @@
 """
 ``python -m freespace_seg eval``: IoU, mIoU, F1 and pixel accuracy of an ONNX model.
 
-Inference goes through :class:`freespace_seg.pipeline.SegmentationPipeline` on ONNX
+Inference goes through :class:`freespace_seg.perception.pipeline.SegmentationPipeline` on ONNX
 Runtime (CPU), reading the model card beside the ``.onnx``, so the scores are those of what
 the robot runs: the same letterbox, normalization and mapping of the mask back to camera
 pixels. No torch is needed.
@@ -40,8 +40,9 @@ import sys
 import time
 
 import cv2
-from freespace_seg import metrics
-from freespace_seg.synthetic.generate import add_camera_arguments, camera_overrides
+from freespace_seg.perception import metrics
+from freespace_seg.perception.timing import measure_latency
+from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.training import data as datasets
 import numpy as np
 import yaml
@@ -197,15 +198,15 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     Segment (rgb, mask) frames with the ONNX pipeline and score them.
 
     Returns ``(summary, seconds_per_image)`` where ``summary`` is
-    :func:`freespace_seg.metrics.summarize` of the accumulated confusion matrix plus
+    :func:`freespace_seg.perception.metrics.summarize` of the accumulated confusion matrix plus
     ``images``. With a :class:`CaseCollector` as ``cases``, every image's own mIoU is
     offered to it (the timing covers the pipeline only). With a
     :class:`~freespace_seg.training.surfaces.SurfaceErrors` as ``surfaces``, the frames are
     (rgb, mask, (codes, names)) triples (see :func:`surface_frames`) and every prediction
     is added to it as well.
     """
-    from freespace_seg.pipeline import SegmentationPipeline
-    from freespace_seg.progress import progress
+    from freespace_seg.common.progress import progress
+    from freespace_seg.perception.pipeline import SegmentationPipeline
 
     pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
     names = list(pipe.card.class_names)
@@ -234,59 +235,6 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     return summary, seconds / max(acc.images, 1)
 
 
-def timing_session(model_path, threads):
-    """
-    Return an ONNX Runtime CPU session of a model and a fixed random feed for it.
-
-    ``threads`` intra-op threads, one inter-op thread, full graph optimization. The feed has
-    the model's input shape (dynamic dimensions as 1) and type (float32, float16 or uint8).
-    """
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = int(threads)
-    opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    session = ort.InferenceSession(model_path, sess_options=opts,
-                                   providers=['CPUExecutionProvider'])
-    inp = session.get_inputs()[0]
-    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
-    rng = np.random.default_rng(0)
-    if 'uint8' in inp.type:
-        x = rng.integers(0, 256, size=shape).astype(np.uint8)
-    else:
-        dtype = np.float16 if 'float16' in inp.type else np.float32
-        x = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
-    return session, {inp.name: x}
-
-
-def measure_latency(model_path, threads=2, runs=50, warmup=10):
-    """
-    Median, mean and 90th percentile wall time (ms) of one bare ONNX Runtime run.
-
-    The input is a fixed random tensor of the model's static input shape
-    (:func:`timing_session`); preprocessing and postprocessing are not included.
-    """
-    session, feed = timing_session(model_path, threads)
-    for _ in range(int(warmup)):
-        session.run(None, feed)
-    times = []
-    for _ in range(max(int(runs), 1)):
-        t0 = time.perf_counter()
-        session.run(None, feed)
-        times.append((time.perf_counter() - t0) * 1000.0)
-    times.sort()
-    return {
-        'median': round(statistics.median(times), 2),
-        'mean': round(statistics.fmean(times), 2),
-        'p90': round(times[min(len(times) - 1, int(0.9 * len(times)))], 2),
-        'runs': len(times),
-        'threads': int(threads),
-        'shape': [int(d) for d in next(iter(feed.values())).shape],
-    }
-
-
 def latency_key(threads, shape):
     """Card key for a latency figure, e.g. ``onnxruntime_cpu_2threads_480x272_median``."""
     return f'onnxruntime_cpu_{int(threads)}threads_{shape[-1]}x{shape[-2]}_median'
@@ -313,7 +261,7 @@ AUTO_LAYERS = 7
 
 def error_map(pred, label, free_ids, ignore_index=datasets.IGNORE_INDEX):
     """Return an (H, W, 3) uint8 RGB picture of where a prediction is right or wrong."""
-    from freespace_seg.postprocess import class_lut
+    from freespace_seg.perception.postprocess import class_lut
 
     is_free = class_lut(free_ids, true_value=1).astype(bool)
     pred_free = is_free[pred]
@@ -350,7 +298,7 @@ def case_figure(rgb, label, pred, card, title, miou, alpha=0.5):
 
     The overlay paints the prediction in the model card's palette, as the node does.
     """
-    from freespace_seg.postprocess import colorize, overlay, palette_lut
+    from freespace_seg.perception.postprocess import colorize, overlay, palette_lut
 
     colored = colorize(np.ascontiguousarray(pred, np.uint8), palette_lut(card.palette))
     panels = [(rgb, f'{title}, mIoU {miou:.3f}'),
@@ -548,7 +496,7 @@ def layers_figure(network_rgb, outputs, names, title, channels=LAYER_CHANNELS, t
 
 def write_layers(model_path, rgb, names, out_dir, title, threads=2):
     """Run the model on one image, write ``layers.png``; return its entry for the reports."""
-    from freespace_seg.pipeline import SegmentationPipeline
+    from freespace_seg.perception.pipeline import SegmentationPipeline
 
     pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
     pre = pipe.preprocessor(rgb.shape[1], rgb.shape[0])
@@ -713,7 +661,7 @@ def dump_card(card, path):
 
 def update_card(card_path, evaluation=None, latency=None):
     """Merge evaluation entries and/or a latency figure into an existing card file."""
-    from freespace_seg.model_card import card_from_dict
+    from freespace_seg.perception.model_card import card_from_dict
 
     with open(card_path, 'r', encoding='utf-8') as f:
         card = yaml.safe_load(f)
@@ -814,7 +762,7 @@ def _source(args, card=None):
     n = args.render if args.limit is None else min(args.render, args.limit)
     style = getattr(args, 'style', None) or 'default'
     without = [w.strip() for w in (getattr(args, 'without', '') or '').split(',') if w.strip()]
-    from freespace_seg.synthetic import RandomizationConfig
+    from freespace_seg.sim import RandomizationConfig
     try:
         RandomizationConfig().without(*without)   # unknown names: a clear error, now
     except ValueError as e:
@@ -826,7 +774,7 @@ def _source(args, card=None):
     else:
         frames = datasets.rendered_frames(n, args.seed, args.width, args.height, style=style,
                                           without=without, camera=camera)
-    desc = (f'{n} frames rendered on the fly by freespace_seg.synthetic at '
+    desc = (f'{n} frames rendered on the fly by freespace_seg.sim at '
             f'{args.width}x{args.height}, seed {args.seed}, renderer source '
             f'{datasets.renderer_fingerprint()}')
     short = f'render {n} seed {args.seed}'
@@ -855,7 +803,7 @@ def _source(args, card=None):
 
 def run(args):
     """Score a model and write the reports; returns the process exit code."""
-    from freespace_seg.model_card import card_path_for_model, load_card
+    from freespace_seg.perception.model_card import card_path_for_model, load_card
 
     if not os.path.isfile(args.model):
         print(f'eval: model not found: {args.model}', file=sys.stderr)

@@ -34,15 +34,17 @@ Example::
 
 import copy
 import os
-import shlex
 import sys
 import time
 
-from freespace_seg import metrics
-from freespace_seg.model_card import load_card, ModelCardError
-from freespace_seg.pipeline import packaged_model_path
+from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.perception import metrics
+from freespace_seg.perception.model_card import load_card, ModelCardError
+from freespace_seg.perception.pipeline import packaged_model_path
+from freespace_seg.training import augment as augment_mod
 from freespace_seg.training import data as datasets
-from freespace_seg.training import train as base_train
+from freespace_seg.training import loop
+from freespace_seg.training import tensors
 from freespace_seg.training.backbone import LiteUNet, VARIANTS
 from freespace_seg.training.data import letterbox_pair
 from freespace_seg.training.evaluate import dump_card
@@ -342,8 +344,8 @@ def unfold_batchnorm(model, inputs, batch_size=16):
 
 def score_model(model_path, frames, threads=2, desc='val'):
     """Segment (rgb, label) frames with the ONNX pipeline; return metrics.summarize(...)."""
-    from freespace_seg.pipeline import SegmentationPipeline
-    from freespace_seg.progress import progress
+    from freespace_seg.common.progress import progress
+    from freespace_seg.perception.pipeline import SegmentationPipeline
 
     pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
     try:
@@ -369,16 +371,16 @@ def _rounded(summary):
 # ---------------------------------------------------------------------------------------------
 # Command
 
-_RECORDED = []
+#: the options, in the order the card's reproducing command line spells them out
+OPTIONS = OptionRecorder('finetune')
 
 
 def add_arguments(parser):
     """Add the ``finetune`` options to ``parser``."""
-    del _RECORDED[:]
+    OPTIONS.reset()
 
     def opt(flag, **kw):
-        action = parser.add_argument(flag, **kw)
-        _RECORDED.append((flag, action.dest))
+        return OPTIONS.add(parser, flag, **kw)
 
     parser.description = (
         'Fine-tune a model (default: the shipped one) on your own images with masks, e.g. a '
@@ -394,7 +396,7 @@ def add_arguments(parser):
     opt('--batch-size', type=int, default=4, help='default: %(default)s')
     opt('--lr', type=float, default=3e-4,
         help='peak learning rate of the one-cycle schedule (default: %(default)s)')
-    opt('--augment', choices=base_train.AUGMENT_MODES + ('none',), default='full',
+    opt('--augment', choices=augment_mod.AUGMENT_MODES + ('none',), default='full',
         help='augmentation as in `train` (default: %(default)s)')
     opt('--val-fraction', type=float, default=0.2,
         help='share of the images held out for validation, at least one when there are two '
@@ -408,13 +410,8 @@ def add_arguments(parser):
 
 def reproduce_command(args):
     """Return the command line of this run with every option spelled out."""
-    parts = ['python', '-m', 'freespace_seg', 'finetune']
-    for flag, dest in _RECORDED:
-        value = getattr(args, dest, None)
-        if value is None or (dest == 'model' and value == packaged_model_path()):
-            continue
-        parts += [flag, str(value)]
-    return shlex.join(parts)
+    return OPTIONS.command_line(
+        args, skip=lambda dest, value: dest == 'model' and value == packaged_model_path())
 
 
 def _display_path(path):
@@ -441,7 +438,7 @@ def card_input_size(card, model_path):
     """Width and height of the network input; raise if the card does not match ``train``."""
     raw = card.raw['input']
     same = (card.layout == 'NCHW' and card.color_order == 'RGB'
-            and list(card.mean) == base_train.MEAN and list(card.std) == base_train.STD
+            and list(card.mean) == tensors.MEAN and list(card.std) == tensors.STD
             and card.resize_mode == 'letterbox' and raw.get('dtype', 'float32') == 'float32')
     if not same or card.output_kind != 'logits':
         raise FinetuneError(f'{model_path}: its card does not describe a model made by '
@@ -478,7 +475,7 @@ def finetune(args):
     t_begin = time.perf_counter()
     _check_args(args)
     torch.set_num_threads(args.threads)
-    base_train.seed_everything(args.seed)
+    loop.seed_everything(args.seed)
     command = reproduce_command(args)
     print(f'finetune: {command}', flush=True)
 
@@ -504,20 +501,20 @@ def finetune(args):
         print(f'finetune: base model on {len(val_frames)} held-out images: mIoU '
               f'{before["miou"]:.4f}', flush=True)
 
-    boxed = [letterbox_pair(*frames[p], width, height, base_train.PAD_VALUE)
+    boxed = [letterbox_pair(*frames[p], width, height, tensors.PAD_VALUE)
              for p in train_pairs]
-    train_x, train_y = base_train.to_tensors(np.stack([b[0] for b in boxed]),
-                                             np.stack([b[1] for b in boxed]))
+    train_x, train_y = tensors.to_tensors(np.stack([b[0] for b in boxed]),
+                                          np.stack([b[1] for b in boxed]))
     freeze_batchnorm(model)
     t_train = time.perf_counter()
-    history = base_train.train_model(
+    history = loop.train_model(
         model, train_x, train_y, None, None, steps=args.steps, batch_size=args.batch_size,
         lr=args.lr, weight_decay=0.0, dice_weight=1.0, seed=args.seed,
         augment_data=False if args.augment == 'none' else args.augment,
         log_every=args.log_every, log=lambda m: print(m, flush=True))
     train_time = time.perf_counter() - t_train
 
-    sample = base_train.normalize(train_x[:1].float() / 255.0, train_y[:1].long()).numpy()
+    sample = tensors.normalize(train_x[:1].float() / 255.0, train_y[:1].long()).numpy()
     diff = export_and_verify(model, args.out, width, height, inputs=sample)
     print(f'finetune: wrote {args.out}; ONNX Runtime vs torch max |diff| {diff:.2e}',
           flush=True)

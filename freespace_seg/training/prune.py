@@ -58,22 +58,25 @@ import argparse
 import copy
 import os
 import re
-import shlex
 import sys
 import time
 import zipfile
 
-from freespace_seg import metrics
-from freespace_seg.engines.engine_cache import file_sha256
-from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
-from freespace_seg.synthetic.randomization import RandomizationConfig
+from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.perception import metrics
+from freespace_seg.perception.engines.engine_cache import file_sha256
+from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
+from freespace_seg.perception.timing import measure_latency
+from freespace_seg.sim.randomization import RandomizationConfig
+from freespace_seg.training import augment as augment_mod
 from freespace_seg.training import data as datasets
+from freespace_seg.training import loop
+from freespace_seg.training import tensors as tensors_mod
 from freespace_seg.training import train as base_train
-from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames,
-                                             latency_key, measure_latency, update_card)
+from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
+                                             update_card)
 from freespace_seg.training.export import export_and_verify
-from freespace_seg.training.finetune import (FinetuneError, freeze_batchnorm,
-                                             rebuild_checked)
+from freespace_seg.training.finetune import FinetuneError, freeze_batchnorm, rebuild_checked
 from freespace_seg.training.model import BLOCKS, count_parameters, INPUTS
 import numpy as np
 import torch
@@ -307,15 +310,15 @@ def _load_data(args, width, height):
     if args.frames_npz is not None:
         print(f'prune: loading {args.frames_npz}', flush=True)
         tx, ty = load_frames_npz(args.frames_npz, width, height, args.limit_train)
-        record = dict(_cache_record(args.frames_npz), generator='freespace_seg.synthetic')
+        record = dict(_cache_record(args.frames_npz), generator='freespace_seg.sim')
     else:
         tx, ty = datasets.rendered_letterboxed(
-            args.render, args.data_seed, rw, rh, width, height, base_train.PAD_VALUE,
+            args.render, args.data_seed, rw, rh, width, height, tensors_mod.PAD_VALUE,
             args.render_cache, desc='render train')
         if args.limit_train is not None:
             tx, ty = tx[:args.limit_train], ty[:args.limit_train]
         defaults = RandomizationConfig()
-        record = {'generator': 'freespace_seg.synthetic', 'seed': args.data_seed,
+        record = {'generator': 'freespace_seg.sim', 'seed': args.data_seed,
                   'image_size': [rw, rh], 'renderer_source_hash': datasets.renderer_fingerprint(),
                   'camera_height': [float(v) for v in defaults.camera_height],
                   'camera_pitch': [float(v) for v in defaults.camera_pitch]}
@@ -332,7 +335,7 @@ def _load_data(args, width, height):
             n_val = min(n_val, args.limit_val)
         if n_val > 0:
             vx, vy = datasets.rendered_letterboxed(
-                n_val, args.data_seed + 1, rw, rh, width, height, base_train.PAD_VALUE,
+                n_val, args.data_seed + 1, rw, rh, width, height, tensors_mod.PAD_VALUE,
                 args.render_cache, desc='render val')
             record['val'] = {'seed': args.data_seed + 1, 'image_size': [rw, rh],
                              'renderer_source_hash': datasets.renderer_fingerprint()}
@@ -340,15 +343,16 @@ def _load_data(args, width, height):
             vx = np.empty((0, height, width, 3), np.uint8)
             vy = np.empty((0, height, width), np.uint8)
     record['num_val'] = int(vx.shape[0])
-    train_x, train_y = base_train.to_tensors(tx, ty)
-    val_x, val_y = base_train.to_tensors(vx, vy)
+    train_x, train_y = tensors_mod.to_tensors(tx, ty)
+    val_x, val_y = tensors_mod.to_tensors(vx, vy)
     return train_x, train_y, val_x, val_y, record
 
 
 # ---------------------------------------------------------------------------------------------
 # Command
 
-_RECORDED = []
+#: the options, in the order the card's reproducing command line spells them out
+OPTIONS = OptionRecorder('prune')
 
 
 def _size(text):
@@ -360,11 +364,8 @@ def _size(text):
 
 def add_arguments(parser):
     """Add the ``prune`` options to ``parser``."""
-    del _RECORDED[:]
-
-    def opt(group, flag, **kw):
-        action = group.add_argument(flag, **kw)
-        _RECORDED.append((flag, action.dest, kw.get('action') == 'store_true'))
+    OPTIONS.reset()
+    opt = OPTIONS.add
 
     parser.description = (
         'Channel-prune a UNet model (default: the shipped UNet, models/freespace_unet.onnx): '
@@ -415,7 +416,7 @@ def add_arguments(parser):
     opt(tr, '--lr', type=float, default=5e-3,
         help='peak learning rate of the one-cycle schedule; the rebuilt kernels have unit '
              'RMS, so this is about the relative size of a step (default: %(default)s)')
-    opt(tr, '--augment', choices=base_train.AUGMENT_MODES + ('none',), default='full',
+    opt(tr, '--augment', choices=augment_mod.AUGMENT_MODES + ('none',), default='full',
         help='augmentation as in `train` (default: %(default)s)')
     opt(tr, '--seed', type=int, default=0,
         help='seed of torch, numpy and random (default: %(default)s)')
@@ -448,22 +449,15 @@ def add_arguments(parser):
 
 def reproduce_command(args):
     """Return the command line of this run with every option spelled out."""
-    parts = ['python', '-m', 'freespace_seg', 'prune']
-    for flag, dest, is_flag in _RECORDED:
-        value = getattr(args, dest, None)
-        if is_flag:
-            if value:
-                parts.append(flag)
-            continue
-        if value is None or (dest == 'model'
-                             and value == packaged_model_path(PACKAGED_UNET_MODEL)):
-            continue
-        if args.render is None and dest in ('data_seed', 'render_cache', 'render_val'):
-            continue
-        if dest == 'render_size':
-            value = f'{value[0]}x{value[1]}'
-        parts += [flag, str(value)]
-    return shlex.join(parts)
+    def skip(dest, value):
+        if dest == 'model' and value == packaged_model_path(PACKAGED_UNET_MODEL):
+            return True
+        return args.render is None and dest in ('data_seed', 'render_cache', 'render_val')
+
+    def show(dest, value):
+        return f'{value[0]}x{value[1]}' if dest == 'render_size' else value
+
+    return OPTIONS.command_line(args, skip, show)
 
 
 def default_out(model_path, ratio):
@@ -514,7 +508,7 @@ def compare_latency(paths, runs, rounds, threads=(1, 2), log=None):
     Each round times every model once per thread count (``measure_latency``), so a change
     of machine load during the measurement hits all models alike.
     """
-    from freespace_seg.progress import progress
+    from freespace_seg.common.progress import progress
 
     medians = {p: {t: [] for t in threads} for p in paths}
     jobs = [(r, t, p) for r in range(rounds) for t in threads for p in paths]
@@ -535,7 +529,7 @@ def _latency_entry(per_threads, shape):
 
 def _quantize(fp32_path, args):
     """Run the ``quantize`` command on the pruned model; return the INT8 path."""
-    from freespace_seg import quantize
+    from freespace_seg.training import quantize
 
     int8 = quantize.int8_path_for(fp32_path)
     ns = argparse.Namespace(model=fp32_path, out=int8, frames=args.int8_frames,
@@ -550,13 +544,13 @@ def _quantize(fp32_path, args):
 
 def prune(args):
     """Run the pruning described by parsed ``args``; return the card dict."""
-    from freespace_seg.progress import progress
-    from freespace_seg.quantize import int8_path_for
+    from freespace_seg.common.progress import progress
+    from freespace_seg.training.quantize import int8_path_for
 
     t_begin = time.perf_counter()
     _check_args(args)
     torch.set_num_threads(args.threads)
-    base_train.seed_everything(args.seed)
+    loop.seed_everything(args.seed)
     command = reproduce_command(args)
     print(f'prune: {command}', flush=True)
 
@@ -582,7 +576,7 @@ def prune(args):
     # The pruned model before fine-tuning: it runs, and how much the cut cost.
     sample_y = (val_y if val_y.shape[0] else train_y)[:1].long()
     sample_x = (val_x if val_x.shape[0] else train_x)[:1].float() / 255.0
-    sample = base_train.normalize(sample_x, sample_y)
+    sample = tensors_mod.normalize(sample_x, sample_y)
     with torch.no_grad():
         cut_logits = model.eval()(sample)
         full_logits = source.eval()(sample)
@@ -595,7 +589,7 @@ def prune(args):
     if val_x.shape[0]:
         for key, net in (('source_val_miou', source), ('pruned_val_miou', model)):
             before[key] = round(float(metrics.mean_iou(
-                base_train.validate(net, val_x, val_y))), 4)
+                loop.validate(net, val_x, val_y))), 4)
         print(f'prune: before fine-tuning on {val_x.shape[0]} validation frames (torch): '
               f'source mIoU {before["source_val_miou"]:.4f}, pruned mIoU '
               f'{before["pruned_val_miou"]:.4f}', flush=True)
@@ -605,7 +599,7 @@ def prune(args):
     t_train = time.perf_counter()
     history = {'steps': 0, 'best_step': None, 'best_miou': None}
     if args.steps > 0:
-        history = base_train.train_model(
+        history = loop.train_model(
             model, train_x, train_y, val_x, val_y, steps=args.steps,
             batch_size=args.batch_size, lr=args.lr, weight_decay=0.0, dice_weight=1.0,
             seed=args.seed, augment_data=False if args.augment == 'none' else args.augment,
@@ -716,7 +710,7 @@ def prune(args):
         frames = list(progress(
             datasets.rendered_frames(args.eval_frames, args.eval_seed, rw, rh),
             total=args.eval_frames, desc='render eval'))
-        desc = (f'{args.eval_frames} frames rendered on the fly by freespace_seg.synthetic at '
+        desc = (f'{args.eval_frames} frames rendered on the fly by freespace_seg.sim at '
                 f'{rw}x{rh}, seed {args.eval_seed}, renderer source hash {renderer}')
         for key, path in models.items():
             summary, _ = evaluate_frames(path, frames, len(frames), threads=args.threads,

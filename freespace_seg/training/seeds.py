@@ -28,7 +28,7 @@ import shlex
 import sys
 import time
 
-from freespace_seg.model_card import load_card
+from freespace_seg.perception.model_card import load_card
 from freespace_seg.training import data as datasets
 from freespace_seg.training.evaluate import evaluate_frames
 

@@ -2,13 +2,13 @@
 Where a model's errors lie on rendered frames: each pixel named by the surface it shows.
 
 The renderer knows what every camera ray hits first. :func:`surface_map` casts the rays of a
-rendered :class:`~freespace_seg.synthetic.Frame` again and names each pixel: ``floor``,
+rendered :class:`~freespace_seg.sim.Frame` again and names each pixel: ``floor``,
 ``wall``, ``ceiling``, ``none`` (nothing: open sky over an endless floor), or an obstacle's
 label and face, ``'<label> top'`` for a hit on its horizontal top, ``'<label> side'`` for
 anything else (labels: ``box``, ``bin``, ``pole``, ``table``, ``chair``, ``low``, ``cable``,
 ``step``, ``glass``, ``wall_clutter``; ``object`` for an unlabelled one). A floor pixel is
 wrong when called blocked, any other pixel when called free (the ground-truth rule of
-:mod:`freespace_seg.synthetic.scene`).
+:mod:`freespace_seg.sim.scene`).
 
 :class:`SurfaceErrors` adds these up over many frames: per surface, its share of the pixels,
 the share of its pixels called wrong, and its share of all wrong pixels, plus the mIoU the
@@ -16,7 +16,7 @@ model would reach if the pixels of one kind of surface were all right
 (:meth:`SurfaceErrors.miou`; only kinds with wrong pixels are listed).
 ``python -m freespace_seg eval --render N --by-surface`` writes that table into its report.
 
-This lives outside :mod:`freespace_seg.synthetic` on purpose: the render caches are keyed by
+This lives outside :mod:`freespace_seg.sim` on purpose: the render caches are keyed by
 a hash of that package's source.
 """
 
@@ -43,23 +43,24 @@ def surface_map(frame):
     renderer's own intersection code, so the map matches ``frame.free`` pixel for pixel; a
     mismatch (a frame not made by this renderer) raises :class:`SurfaceError`.
     """
-    # The package exports a function named render: import the module itself.
-    render = importlib.import_module('freespace_seg.synthetic.render')
+    # The renderer's own modules (the sim package exports a function named render).
+    rays = importlib.import_module('freespace_seg.sim.render.rays')
+    cast = importlib.import_module('freespace_seg.sim.render.cast')
     scene = frame.scene
-    origin, r_wo = render.camera_in_world(frame.mount, frame.robot_pose)
-    _, dx, dy, dz = render.world_rays(frame.intrinsics, frame.mount, frame.robot_pose)
-    rects = render._screen_rects(render._object_points(scene), origin, r_wo, frame.intrinsics)
-    t, ids = render._cast(scene, origin, dx, dy, dz, rects)
-    if not np.array_equal(ids == render.ID_FLOOR, np.asarray(frame.free) == 1):
+    origin, r_wo = rays.camera_in_world(frame.mount, frame.robot_pose)
+    _, dx, dy, dz = rays.world_rays(frame.intrinsics, frame.mount, frame.robot_pose)
+    rects = rays._screen_rects(cast._object_points(scene), origin, r_wo, frame.intrinsics)
+    t, ids = cast._cast(scene, origin, dx, dy, dz, rects)
+    if not np.array_equal(ids == cast.ID_FLOOR, np.asarray(frame.free) == 1):
         raise SurfaceError("the recast rays do not reproduce the frame's free mask: not a "
                            'frame of this renderer')
     names = ['none', 'floor', 'ceiling', 'wall']
     codes = np.zeros(ids.shape, np.int32)
-    codes[ids == render.ID_FLOOR] = 1
-    codes[ids == render.ID_CEILING] = 2
+    codes[ids == cast.ID_FLOOR] = 1
+    codes[ids == cast.ID_CEILING] = 2
     walls = len(scene.walls()[0])
-    codes[(ids >= render.ID_WALL0) & (ids < render.ID_WALL0 + walls)] = 3
-    base = render.ID_WALL0 + walls
+    codes[(ids >= cast.ID_WALL0) & (ids < cast.ID_WALL0 + walls)] = 3
+    base = cast.ID_WALL0 + walls
     with np.errstate(invalid='ignore'):
         z = np.float32(origin[2]) + t * dz
     index = {n: i for i, n in enumerate(names)}

@@ -56,12 +56,12 @@ import os
 import re
 import shlex
 import sys
-import time
 
 import cv2
-from freespace_seg.engines.engine_cache import file_sha256
-from freespace_seg.model_card import card_from_dict, load_card, ModelCardError
-from freespace_seg.progress import progress
+from freespace_seg.common.progress import progress
+from freespace_seg.perception.engines.engine_cache import file_sha256
+from freespace_seg.perception.model_card import card_from_dict, load_card, ModelCardError
+from freespace_seg.perception.timing import timed_runs, timing_session
 import numpy as np
 
 DEFAULT_SIZES = '256x144,320x176,384x224,480x272,512x288,640x368,960x544'
@@ -222,7 +222,7 @@ def _check_args(args):
 
 def reproduce_command(args):
     """Return this run's command line with every option spelled out."""
-    from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
+    from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 
     parts = ['python', '-m', 'freespace_seg', 'tradeoff']
     if os.path.abspath(args.model) != os.path.abspath(
@@ -366,8 +366,8 @@ def export_size(model, base_card, source_path, width, height, work_dir):
 
 def quantize_size(fp32_path, calib_frames, log=None):
     """Write ``<stem>_int8.onnx`` and its card beside a re-export; return its path."""
-    from freespace_seg.quantize import (calibration_tensors, CALIBRATION_SEED, int8_path_for,
-                                        quantize_model, write_card)
+    from freespace_seg.training.quantize import (calibration_tensors, CALIBRATION_SEED,
+                                                 int8_path_for, quantize_model, write_card)
 
     card = load_card(fp32_path)
     out = int8_path_for(fp32_path)
@@ -377,7 +377,8 @@ def quantize_size(fp32_path, calib_frames, log=None):
         'frames': len(tensors), 'seed': CALIBRATION_SEED,
         'image_size': [int(calib_frames[0][0].shape[1]), int(calib_frames[0][0].shape[0])],
         'source': 'freespace_seg.training.data.rendered_frames, through '
-                  'freespace_seg.preprocess.Preprocessor (python -m freespace_seg tradeoff)'}
+                  'freespace_seg.perception.preprocess.Preprocessor '
+                  '(python -m freespace_seg tradeoff)'}
     info['source_model'] = os.path.basename(fp32_path)
     write_card(card.path, out, info)
     return out
@@ -407,12 +408,9 @@ def time_models(model_paths, threads=1, runs=100, warmup=10, rounds=1, labels=No
     machine a burst of load then touches every model alike, instead of the few timed during
     it, so the ratios between rows stay fair. Returns one :func:`latency_stats` per model.
     """
-    from freespace_seg.training.evaluate import timing_session
-
     sessions = [timing_session(path, threads) for path in model_paths]
     for session, feed in sessions:
-        for _ in range(int(warmup)):
-            session.run(None, feed)
+        timed_runs(session, feed, warmup)
     rounds = max(int(rounds), 1)
     per_round = max(1, -(-max(int(runs), 1) // rounds))
     samples = [[] for _ in sessions]
@@ -421,12 +419,8 @@ def time_models(model_paths, threads=1, runs=100, warmup=10, rounds=1, labels=No
     bar = progress(turns, total=len(turns), desc='tradeoff: timing')
     for _, i in bar:
         session, feed = sessions[i]
-        for _ in range(2):
-            session.run(None, feed)
-        for _ in range(per_round):
-            t0 = time.perf_counter()
-            session.run(None, feed)
-            samples[i].append((time.perf_counter() - t0) * 1000.0)
+        timed_runs(session, feed, 2)
+        samples[i] += timed_runs(session, feed, per_round)
     return [latency_stats(s, threads, rounds) for s in samples]
 
 
@@ -441,7 +435,7 @@ def _r4(value):
 
 def letterbox_padding(card, frame_width, frame_height):
     """Return the network-input pixels of padding around a frame: left, top, right, bottom."""
-    from freespace_seg.preprocess import Letterbox
+    from freespace_seg.perception.preprocess import Letterbox
 
     box = Letterbox.compute(int(frame_width), int(frame_height), card.input_width,
                             card.input_height, card.resize_mode)
@@ -733,9 +727,9 @@ def tradeoff(args):
     """Measure every size (and extra model) described by parsed ``args``; return the result."""
     import torch
 
-    from freespace_seg.bench import machine_info
-    from freespace_seg.quantize import CALIBRATION_SEED
+    from freespace_seg.tools.bench.procstat import machine_info
     from freespace_seg.training.data import renderer_fingerprint, rendered_frames
+    from freespace_seg.training.quantize import CALIBRATION_SEED
 
     sizes, int8_sizes, frame_size = _check_args(args)
     command = reproduce_command(args)
@@ -851,7 +845,7 @@ def _log_row(row, index, total):
 
 def run(args):
     """Measure the trade-off and write the reports; return the exit code (2: bad input)."""
-    from freespace_seg.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
+    from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 
     if args.model is None:
         args.model = packaged_model_path(PACKAGED_UNET_MODEL)

@@ -1,0 +1,1 @@
+"""Small dependency-free helpers that every layer uses: progress, reports, records."""

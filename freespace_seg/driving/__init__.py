@@ -1,0 +1,1 @@
+"""The driver's decisions from a ground grid, free of ROS."""

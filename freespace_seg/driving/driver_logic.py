@@ -1,0 +1,599 @@
+"""
+Steering from a free-space occupancy grid in the robot base frame: the ROS-free driver core.
+
+:class:`DriverLogic` turns the newest grid (nav_msgs/OccupancyGrid layout: int8 cells, 0 free,
+100 occupied, -1 unknown, row-major, ``origin`` = base-frame corner of cell (0, 0)) into a
+velocity command ``(v, w)`` for a circular differential-drive robot (Create 3: radius 0.17 m).
+It only ever drives forward: the camera looks forward, so nothing behind the robot is known.
+
+The algorithm, once per grid and once per control step:
+
+1. **Blocked cells** (once per grid). A cell is blocked when it is occupied
+   (``>= occupied_threshold``) or unknown (``< 0``); the area outside the grid counts as
+   unknown. The one exception is the *blind zone*: a forward camera never sees the floor under
+   and beside the robot (nor, for the default camera, the first 0.31 m ahead), so without an
+   exception the robot's own footprint would always be blocked. Unknown cells closer than
+   ``blind_distance`` to the base origin that no grid so far has shown (the driver keeps the
+   union of the known cells of every grid with the same layout) are therefore not blocked:
+   that floor was in view while the robot approached it, a circular robot turning in place
+   sweeps no new floor, and the bumper (hazard input) covers the rest. Unknown cells the
+   camera can see (known in some earlier grid) and occupied cells always count, so an
+   unknown patch ahead never becomes free by coming close.
+2. **Clearance map** (once per grid). A Euclidean distance transform of the blocked cells,
+   minus one cell diagonal, is a lower bound of the distance from any point of a cell to any
+   blocked floor (the true boundary may lie anywhere inside the blocked cell, the point
+   anywhere inside its own).
+   **Obstacle memory.** Given the odometry pose of each grid, the occupied cells are also
+   remembered (in the odometry frame, for ``memory_time`` seconds, within ``memory_range``)
+   and drawn into later grids, so an obstacle that left the view (beside the robot after a
+   turn in place, or below the image's lower edge) still blocks. By default only age and
+   distance forget a remembered obstacle, not later grids that show its cell free: a
+   segmentation model most often misses an obstacle when it fills the view from close by
+   (a box face taken for floor), which is exactly when the memory matters.
+   ``memory_free_hits`` > 0 forgets a cell after that many grids showed it free (for scenes
+   with people or other moving obstacles).
+3. **Where the robot is now.** The grid shows the world at the image's stamp; since then the
+   robot has moved: by the odometry between the grid's stamp and now when it is given, else
+   by the last command ``(v, w)`` held for ``grid_age`` seconds. Candidate paths start at
+   that pose.
+4. **Candidate arcs.** ``num_arcs`` constant-curvature paths with curvatures evenly spread over
+   ``[-max_curvature, max_curvature]``, each sampled every half cell up to ``lookahead`` metres
+   or a quarter turn, whichever is shorter. The free length ``L`` of an arc is the distance
+   travelled before the first sample whose clearance is below ``robot_radius +
+   safety_margin``: the footprint plus the margin would touch an occupied or unknown cell.
+   (When the robot is already inside that margin, samples pass while their clearance stays at
+   or above the current one and above ``robot_radius``, so the robot can leave.)
+5. **The most open direction.** Each arc scores ``L / lookahead`` plus a bonus for the room
+   left beside it (the smallest clearance beyond the margin along its free part, up to 0.5 m)
+   minus small penalties for turning (``|k|``) and for changing the previous choice; the best
+   score wins. In an open room the straight arc wins; an obstacle on the left makes the left
+   arcs short, so a right arc wins.
+6. **Speed.** ``v`` falls linearly from ``max_linear`` at ``L >= slow_distance`` to
+   ``min_linear`` (at most ``max_linear``) at ``L = stop_distance`` (so it never creeps
+   towards the stop point for ever), and ``v <= sqrt(2 * max_linear_decel * (L -
+   stop_distance))`` so the robot can always stop within the free length it has.
+   ``w = v * k``; if ``|w|`` would exceed ``max_angular`` both are scaled down, keeping the
+   curvature.
+7. **Blocked ahead: rotate in place.** When the best ``L`` is at most ``stop_distance`` the
+   robot stops and turns in place at ``rotate_speed`` towards the side (left, y > 0, or right)
+   with more free cells within ``lookahead``; it keeps that direction and keeps turning until
+   an arc has ``L >= resume_distance`` (hysteresis, so it never dithers at the threshold).
+   After a bump (:meth:`DriverLogic.escape`) it first turns by a fixed angle the same way,
+   since the grid evidently missed what it hit.
+8. **Acceleration limits.** Each output moves towards its target by at most
+   ``max_linear_accel * dt`` when speeding up, ``max_linear_decel * dt`` when slowing down and
+   ``max_angular_accel * dt`` for the turn rate. Safety stops (stale grid, hazard, e-stop) do
+   not go through here: :meth:`DriverLogic.stop` zeroes the output at once.
+
+Outputs always satisfy ``0 <= v <= max_linear`` and ``|w| <= max_angular``.
+"""
+
+from dataclasses import dataclass, fields, replace
+import math
+
+import cv2
+import numpy as np
+
+FREE = 0
+OCCUPIED = 100
+UNKNOWN = -1
+
+#: largest clearance bonus counted, metres
+_CLEARANCE_BONUS_CAP = 0.5
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """
+    Limits and tuning of :class:`DriverLogic`; metres, seconds and radians.
+
+    Defaults fit an iRobot Create 3 (radius 0.17 m; 0.306 m/s cap with safety on) with the
+    package's default camera and 4 m x 4 m grid ahead of the robot.
+    """
+
+    max_linear: float = 0.3
+    min_linear: float = 0.05
+    max_angular: float = 1.0
+    max_linear_accel: float = 0.5
+    max_linear_decel: float = 1.0
+    max_angular_accel: float = 3.0
+    robot_radius: float = 0.17
+    safety_margin: float = 0.05
+    stop_distance: float = 0.1
+    slow_distance: float = 1.0
+    resume_distance: float = 0.4
+    lookahead: float = 2.0
+    blind_distance: float = 0.45
+    rotate_speed: float = 0.6
+    num_arcs: int = 15
+    max_curvature: float = 2.0
+    turn_weight: float = 0.1
+    change_weight: float = 0.05
+    clearance_weight: float = 0.2
+    occupied_threshold: int = 50
+    memory_time: float = 10.0
+    memory_range: float = 2.0
+    memory_free_hits: int = 0
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not math.isfinite(value):
+                raise ValueError(f'{f.name} must be a finite number, got {value!r}')
+            if value < 0:
+                raise ValueError(f'{f.name} must be >= 0, got {value!r}')
+        positive = ('max_linear_accel', 'max_linear_decel', 'max_angular_accel',
+                    'robot_radius', 'lookahead', 'max_curvature', 'memory_range')
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f'{name} must be > 0, got {getattr(self, name)!r}')
+        if int(self.memory_free_hits) != self.memory_free_hits:
+            raise ValueError('memory_free_hits must be an integer, got '
+                             f'{self.memory_free_hits!r}')
+        if int(self.num_arcs) != self.num_arcs or self.num_arcs < 1:
+            raise ValueError(f'num_arcs must be a positive integer, got {self.num_arcs!r}')
+        if not 1 <= self.occupied_threshold <= 100:
+            raise ValueError('occupied_threshold must be in [1, 100], got '
+                             f'{self.occupied_threshold!r}')
+        if not self.stop_distance < self.slow_distance:
+            raise ValueError(f'slow_distance ({self.slow_distance}) must be greater than '
+                             f'stop_distance ({self.stop_distance})')
+        if not self.stop_distance <= self.resume_distance:
+            raise ValueError(f'resume_distance ({self.resume_distance}) must be at least '
+                             f'stop_distance ({self.stop_distance})')
+        if not self.resume_distance < self.lookahead:
+            raise ValueError(f'lookahead ({self.lookahead}) must be greater than '
+                             f'resume_distance ({self.resume_distance})')
+        if self.rotate_speed > self.max_angular:
+            raise ValueError(f'rotate_speed ({self.rotate_speed}) must not exceed '
+                             f'max_angular ({self.max_angular})')
+
+    @property
+    def inflated_radius(self):
+        """Return the robot radius plus the safety margin."""
+        return self.robot_radius + self.safety_margin
+
+    def with_values(self, **values):
+        """Return a copy with some fields changed (validated again)."""
+        return replace(self, **values)
+
+
+@dataclass(frozen=True)
+class GridLayout:
+    """
+    Where a grid array lies in the base frame: OccupancyGrid ``info`` without the size.
+
+    ``origin_x``/``origin_y`` is the base-frame position of the outer corner of cell (0, 0);
+    ``origin_yaw`` the rotation of the grid's axes (0 for the segmentation node's grids).
+    """
+
+    resolution: float
+    origin_x: float
+    origin_y: float
+    origin_yaw: float = 0.0
+
+    @classmethod
+    def from_spec(cls, spec):
+        """Build from a :class:`freespace_seg.ground.projection.GridSpec` (or anything alike)."""
+        return cls(float(spec.resolution), float(spec.origin[0]), float(spec.origin[1]))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """
+    One decision before acceleration limits.
+
+    ``mode`` is ``drive`` or ``rotate``; ``free_distance`` is the free length of the chosen
+    arc (``L``), ``ahead_distance`` that of the straight one, ``curvature`` the chosen arc's.
+    """
+
+    linear: float
+    angular: float
+    mode: str
+    curvature: float
+    free_distance: float
+    ahead_distance: float
+
+
+class ClearanceMap:
+    """
+    The blocked cells of one grid and a lower bound of each point's distance to them.
+
+    ``grid`` is an int8-like (rows, cols) array laid out by ``layout`` (a :class:`GridLayout`).
+    ``observed`` (bool, same shape) marks the cells some grid has shown; unknown cells never
+    shown within ``blind_distance`` of the robot are the blind zone, not blocked (default: the
+    known cells of ``grid`` itself). ``extra_occupied`` ((N, 2) base-frame points, e.g.
+    obstacles remembered from earlier grids) marks more cells occupied. The map is padded with
+    unknown, never shown cells so that it always covers the robot's neighbourhood.
+    """
+
+    def __init__(self, grid, layout, config, observed=None, extra_occupied=None):
+        grid = np.asarray(grid)
+        if grid.ndim != 2 or grid.size == 0:
+            raise ValueError(f'grid must be a non-empty 2-D array, got shape {grid.shape}')
+        if not layout.resolution > 0 or not math.isfinite(layout.resolution):
+            raise ValueError(f'grid resolution must be > 0, got {layout.resolution!r}')
+        self.layout = layout
+        res = float(layout.resolution)
+        self._res = res
+        self._cos, self._sin = math.cos(layout.origin_yaw), math.sin(layout.origin_yaw)
+        rows, cols = grid.shape
+        # Pad so the canvas holds every cell within reach of the robot at the origin.
+        reach = config.blind_distance + config.inflated_radius + 2.0 * res
+        gx, gy = self._to_grid(np.array([-reach, reach, -reach, reach]),
+                               np.array([-reach, -reach, reach, reach]))
+        pad_l = max(0, int(math.ceil(-gx.min() / res)) + 1)
+        pad_r = max(0, int(math.ceil((gx.max() - cols * res) / res)) + 1)
+        pad_b = max(0, int(math.ceil(-gy.min() / res)) + 1)
+        pad_t = max(0, int(math.ceil((gy.max() - rows * res) / res)) + 1)
+        canvas = np.full((rows + pad_b + pad_t, cols + pad_l + pad_r), UNKNOWN, dtype=np.int16)
+        canvas[pad_b:pad_b + rows, pad_l:pad_l + cols] = grid
+        seen = np.zeros(canvas.shape, dtype=bool)
+        seen[pad_b:pad_b + rows, pad_l:pad_l + cols] = grid >= 0 if observed is None \
+            else np.asarray(observed, dtype=bool)
+        self._col0, self._row0 = pad_l, pad_b
+        self.shape = canvas.shape
+
+        # Cell centres in the base frame.
+        cc = (np.arange(canvas.shape[1]) - pad_l + 0.5) * res
+        rr = (np.arange(canvas.shape[0]) - pad_b + 0.5) * res
+        cgx, cgy = np.meshgrid(cc, rr)
+        bx, by = self._to_base(cgx, cgy)
+        occupied = canvas >= config.occupied_threshold
+        if extra_occupied is not None and len(extra_occupied):
+            pts = np.asarray(extra_occupied, dtype=np.float64).reshape(-1, 2)
+            px, py = self._to_grid(pts[:, 0], pts[:, 1])
+            col = np.floor(px / res).astype(np.int64) + pad_l
+            row = np.floor(py / res).astype(np.int64) + pad_b
+            ok = (col >= 0) & (col < canvas.shape[1]) & (row >= 0) & (row < canvas.shape[0])
+            occupied[row[ok], col[ok]] = True
+        unknown = canvas < 0
+        blind = (np.hypot(bx, by) < config.blind_distance) & ~seen
+        self.blocked = occupied | (unknown & ~blind)
+        self.free = (~occupied) & (~unknown)
+        self.occupied = occupied
+        self._bx, self._by = bx, by
+
+        if self.blocked.any():
+            src = np.where(self.blocked, 0, 255).astype(np.uint8)
+            dist = cv2.distanceTransform(src, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+            self.clearance = np.maximum(dist.astype(np.float64) * res - res * math.sqrt(2.0),
+                                        0.0)
+        else:
+            self.clearance = np.full(canvas.shape, np.inf)
+        self.clearance[self.blocked] = 0.0
+
+    def _to_grid(self, x, y):
+        """Base-frame points -> grid-frame metres (from cell (0, 0)'s corner)."""
+        dx, dy = x - self.layout.origin_x, y - self.layout.origin_y
+        return self._cos * dx + self._sin * dy, -self._sin * dx + self._cos * dy
+
+    def _to_base(self, gx, gy):
+        return (self.layout.origin_x + self._cos * gx - self._sin * gy,
+                self.layout.origin_y + self._sin * gx + self._cos * gy)
+
+    def at(self, x, y):
+        """Clearance (m) at base-frame points; 0 outside the padded canvas."""
+        gx, gy = self._to_grid(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+        with np.errstate(invalid='ignore'):
+            col = np.floor(gx / self._res).astype(np.int64) + self._col0
+            row = np.floor(gy / self._res).astype(np.int64) + self._row0
+        inside = (col >= 0) & (col < self.shape[1]) & (row >= 0) & (row < self.shape[0])
+        out = np.zeros(np.shape(gx), dtype=np.float64)
+        out[inside] = self.clearance[row[inside], col[inside]]
+        return out
+
+    def free_cells_by_side(self, x, y, yaw, radius):
+        """Count free cells within ``radius`` of (x, y) to the left and right of heading yaw."""
+        dx, dy = self._bx - x, self._by - y
+        near = self.free & (dx * dx + dy * dy <= radius * radius)
+        side = -math.sin(yaw) * dx + math.cos(yaw) * dy
+        return int(np.count_nonzero(near & (side > 0))), int(np.count_nonzero(near & (side < 0)))
+
+
+def arc_points(curvature, lengths, x0=0.0, y0=0.0, yaw0=0.0):
+    """Points (x, y) after travelling ``lengths`` along an arc of ``curvature`` from a pose."""
+    s = np.asarray(lengths, dtype=np.float64)
+    if abs(curvature) < 1e-9:
+        lx, ly = s, np.zeros_like(s)
+    else:
+        lx = np.sin(curvature * s) / curvature
+        ly = (1.0 - np.cos(curvature * s)) / curvature
+    c, si = math.cos(yaw0), math.sin(yaw0)
+    return x0 + c * lx - si * ly, y0 + si * lx + c * ly
+
+
+def pose_after(v, w, t):
+    """Pose (x, y, yaw) after driving ``v`` m/s and ``w`` rad/s for ``t`` s from the origin."""
+    yaw = w * t
+    if abs(w) < 1e-9:
+        return v * t, 0.0, yaw
+    return v / w * math.sin(yaw), v / w * (1.0 - math.cos(yaw)), yaw
+
+
+def _approach(current, target, up, down, dt):
+    """Move ``current`` towards ``target``: at most ``up * dt`` away from 0, ``down * dt`` in."""
+    if target == current:
+        return target
+    # Moving away from zero (same sign, bigger) is an acceleration; everything else slows.
+    speeding_up = abs(target) > abs(current) and target * current >= 0.0
+    step = (up if speeding_up else down) * dt
+    if abs(target - current) <= step:
+        return target
+    return current + math.copysign(step, target - current)
+
+
+class DriverLogic:
+    """
+    The stateful driver: set a grid, then call :meth:`step` at the control rate.
+
+    State kept between steps: the last output (for acceleration limits and for where the robot
+    is now), the last chosen curvature (to smooth the choice) and the turning direction while
+    blocked.
+    """
+
+    def __init__(self, config=None):
+        self.config = config if config is not None else DriverConfig()
+        self.linear = 0.0
+        self.angular = 0.0
+        self._map = None
+        self._grid = None
+        self._extra = None
+        self._observed = None
+        self._observed_key = None
+        #: remembered obstacle cells: (N, 2) odom-frame points and the stamp each was seen
+        self._mem_xy = np.zeros((0, 2))
+        self._mem_t = np.zeros(0)
+        self._mem_free = np.zeros(0, dtype=np.int64)
+        self._prev_k = 0.0
+        self._rotating = False
+        self._rotate_dir = 1.0
+        self._escape_left = 0.0
+        self.last_plan = None
+
+    # -- inputs -------------------------------------------------------------------------------
+    def set_config(self, config):
+        """Use new limits from the next step on (the grid's clearance map is rebuilt)."""
+        self.config = config
+        if self._map is not None:
+            self._map = ClearanceMap(self._grid, self._map.layout, config, self._observed,
+                                     self._extra)
+
+    def set_grid(self, grid, layout, pose=None, stamp=None):
+        """
+        Use this grid (array + :class:`GridLayout`) from now on.
+
+        Also adds its known cells to the cells ever observed (reset when the grid's shape or
+        layout changes), which decides the blind zone. ``pose`` is the robot's odometry pose
+        ``(x, y, yaw)`` at the grid's stamp (``stamp``, seconds): with it the occupied cells
+        are remembered for ``memory_time`` seconds within ``memory_range`` metres, and a
+        remembered obstacle keeps blocking after it left the camera's view (beside the robot
+        after a turn, under the camera's lower edge), until a grid shows its cell free.
+        """
+        self._grid = np.asarray(grid)
+        key = (self._grid.shape, layout)
+        if key != self._observed_key:
+            self._observed = np.zeros(self._grid.shape, dtype=bool)
+            self._observed_key = key
+        self._observed |= self._grid >= 0
+        self._extra = None
+        if pose is not None and self.config.memory_time > 0:
+            self._extra = self._remember(self._grid, layout, pose, stamp)
+        self._map = ClearanceMap(self._grid, layout, self.config, self._observed, self._extra)
+
+    def _remember(self, grid, layout, pose, stamp):
+        """Update the obstacle memory with a grid seen at odometry ``pose``; return it in base."""
+        cfg = self.config
+        res = layout.resolution
+        x0, y0, th = (float(v) for v in pose)
+        c, s_ = math.cos(th), math.sin(th)
+        t = float(stamp) if stamp is not None else 0.0
+        lc, ls = math.cos(layout.origin_yaw), math.sin(layout.origin_yaw)
+        # Memory into this grid's base frame; forget old, far, and what the grid shows free.
+        keep = (t - self._mem_t <= cfg.memory_time) & (self._mem_t <= t + 1.0)
+        dx, dy = self._mem_xy[:, 0] - x0, self._mem_xy[:, 1] - y0
+        bx, by = c * dx + s_ * dy, -s_ * dx + c * dy
+        keep &= np.hypot(bx, by) <= cfg.memory_range
+        gx, gy = bx - layout.origin_x, by - layout.origin_y
+        col = np.floor((lc * gx + ls * gy) / res).astype(np.int64)
+        row = np.floor((-ls * gx + lc * gy) / res).astype(np.int64)
+        inside = (col >= 0) & (col < grid.shape[1]) & (row >= 0) & (row < grid.shape[0])
+        value = np.full(col.shape, UNKNOWN, dtype=np.int16)
+        value[inside] = grid[row[inside], col[inside]]
+        free_now = (value >= 0) & (value < cfg.occupied_threshold)
+        hits = self._mem_free + free_now
+        if cfg.memory_free_hits > 0:
+            keep &= hits < cfg.memory_free_hits
+        mem_xy, mem_t, mem_free = self._mem_xy[keep], self._mem_t[keep], hits[keep]
+        # This grid's occupied cells, into odometry.
+        rows, cols = np.nonzero(grid >= cfg.occupied_threshold)
+        gx, gy = (cols + 0.5) * res, (rows + 0.5) * res
+        nbx = layout.origin_x + lc * gx - ls * gy
+        nby = layout.origin_y + ls * gx + lc * gy
+        near = np.hypot(nbx, nby) <= cfg.memory_range
+        nbx, nby = nbx[near], nby[near]
+        new_xy = np.stack([x0 + c * nbx - s_ * nby, y0 + s_ * nbx + c * nby], axis=1)
+        xy = np.concatenate([mem_xy, new_xy])
+        ts = np.concatenate([mem_t, np.full(len(new_xy), t)])
+        free = np.concatenate([mem_free, np.zeros(len(new_xy), dtype=np.int64)])
+        if len(xy):
+            # One point per odometry cell, the newest sighting (which resets the free count).
+            cells = np.floor(xy / res).astype(np.int64)
+            order = np.lexsort((free, -ts, cells[:, 1], cells[:, 0]))
+            cells, xy, ts, free = cells[order], xy[order], ts[order], free[order]
+            first = np.ones(len(cells), dtype=bool)
+            first[1:] = np.any(cells[1:] != cells[:-1], axis=1)
+            xy, ts, free = (np.floor(xy[first] / res) + 0.5) * res, ts[first], free[first]
+        self._mem_xy, self._mem_t, self._mem_free = xy.reshape(-1, 2), ts, free
+        dx, dy = self._mem_xy[:, 0] - x0, self._mem_xy[:, 1] - y0
+        return np.stack([c * dx + s_ * dy, -s_ * dx + c * dy], axis=1)
+
+    @property
+    def memory(self):
+        """Return the remembered obstacle points, (N, 2) in the odometry frame."""
+        return self._mem_xy.copy()
+
+    @property
+    def observed(self):
+        """Return the cells some grid with the current layout has shown (None before any)."""
+        return self._observed
+
+    @property
+    def has_grid(self):
+        """Return True once a grid has been set."""
+        return self._map is not None
+
+    @property
+    def clearance_map(self):
+        """Return the :class:`ClearanceMap` of the current grid (None before the first)."""
+        return self._map
+
+    # -- decisions ------------------------------------------------------------------------------
+    def free_lengths(self, curvatures, start=(0.0, 0.0, 0.0)):
+        """
+        Free length and smallest spare clearance of arcs from ``start`` in the current grid.
+
+        Returns two arrays: ``L`` (m) per curvature and the smallest clearance beyond the
+        inflated radius along each arc's free part (m, >= 0).
+        """
+        cfg = self.config
+        m = self._map
+        step = 0.5 * m.layout.resolution
+        x0, y0, yaw0 = start
+        here = float(m.at(x0, y0))
+        inflated = cfg.inflated_radius
+        if here < inflated:
+            # Already inside the margin: let the robot move as long as it does not get closer.
+            threshold = max(cfg.robot_radius, here - 1e-9)
+        else:
+            threshold = inflated
+        lengths, spare = [], []
+        for k in curvatures:
+            s_max = cfg.lookahead
+            if abs(k) > 1e-9:
+                s_max = min(s_max, 0.5 * math.pi / abs(k))
+            s = np.arange(0.0, s_max + 0.5 * step, step)
+            xs, ys = arc_points(k, s, x0, y0, yaw0)
+            clear = m.at(xs, ys)
+            bad = np.flatnonzero(clear < threshold)
+            if bad.size:
+                free_len = float(s[bad[0] - 1]) if bad[0] > 0 else 0.0
+                part = clear[:bad[0]]
+            else:
+                free_len = float(s_max)
+                part = clear
+            lengths.append(free_len)
+            spare.append(float(np.min(part)) - inflated if part.size else 0.0)
+        return np.array(lengths), np.maximum(np.array(spare), 0.0)
+
+    def plan(self, grid_age=0.0, motion=None):
+        """
+        Decide the target ``(v, w)`` for now, ``grid_age`` seconds after the grid's image.
+
+        ``motion`` is the robot's pose now in the grid's base frame ``(x, y, yaw)`` as
+        odometry measured it; without it the last command held for ``grid_age`` is assumed.
+        Updates the chosen curvature and the blocked/rotating state. Without a grid the plan is
+        to stand still.
+        """
+        cfg = self.config
+        if self._map is None:
+            self.last_plan = Plan(0.0, 0.0, 'rotate', 0.0, 0.0, 0.0)
+            return self.last_plan
+        if motion is not None:
+            start = tuple(float(v) for v in motion)
+        else:
+            age = min(max(float(grid_age), 0.0), 1.0)
+            start = pose_after(self.linear, self.angular, age)
+        ks = np.linspace(-cfg.max_curvature, cfg.max_curvature, int(cfg.num_arcs)) \
+            if cfg.num_arcs > 1 else np.zeros(1)
+        ks = np.union1d(ks, [0.0])
+        lengths, spare = self.free_lengths(ks, start)
+        kmax = cfg.max_curvature
+        score = (lengths / cfg.lookahead
+                 + cfg.clearance_weight * np.minimum(spare, _CLEARANCE_BONUS_CAP)
+                 / _CLEARANCE_BONUS_CAP
+                 - cfg.turn_weight * np.abs(ks) / kmax
+                 - cfg.change_weight * np.abs(ks - self._prev_k) / (2.0 * kmax))
+        # An arc that cannot be driven scores by its length only; never prefer it for room.
+        score = np.where(lengths <= cfg.stop_distance, lengths / cfg.lookahead - 1.0, score)
+        best = int(np.argmax(score))
+        k, free_len = float(ks[best]), float(lengths[best])
+        ahead = float(lengths[int(np.argmin(np.abs(ks)))])
+        best_len = float(lengths.max())
+
+        if self._escape_left > 0.0:
+            self._rotating = True
+        elif self._rotating:
+            if best_len >= cfg.resume_distance:
+                self._rotating = False
+        elif free_len <= cfg.stop_distance:
+            self._rotating = True
+            left, right = self._map.free_cells_by_side(*start, cfg.lookahead)
+            if left != right:
+                self._rotate_dir = 1.0 if left > right else -1.0
+
+        if self._rotating:
+            self._prev_k = 0.0
+            self.last_plan = Plan(0.0, self._rotate_dir * cfg.rotate_speed, 'rotate', k,
+                                  free_len, ahead)
+            return self.last_plan
+
+        if free_len <= cfg.stop_distance:
+            # Just resumed on another arc than the best-scoring one: take the longest.
+            best = int(np.argmax(lengths))
+            k, free_len = float(ks[best]), float(lengths[best])
+        room = free_len - cfg.stop_distance
+        ramp = min(max(room / (cfg.slow_distance - cfg.stop_distance), 0.0), 1.0)
+        v_min = min(cfg.min_linear, cfg.max_linear)
+        v = v_min + (cfg.max_linear - v_min) * ramp
+        v = min(v, math.sqrt(2.0 * cfg.max_linear_decel * max(room, 0.0)))
+        w = v * k
+        if abs(w) > cfg.max_angular:
+            scale = cfg.max_angular / abs(w)
+            v, w = v * scale, w * scale
+        self._prev_k = k
+        if k != 0.0:
+            self._rotate_dir = math.copysign(1.0, k)
+        self.last_plan = Plan(v, w, 'drive', k, free_len, ahead)
+        return self.last_plan
+
+    def step(self, dt, grid_age=0.0, motion=None):
+        """Plan, then move the output towards the plan within the acceleration limits."""
+        cfg = self.config
+        p = self.plan(grid_age, motion)
+        dt = max(float(dt), 0.0)
+        if self._escape_left > 0.0:
+            self._escape_left -= abs(self.angular) * dt
+        v = _approach(self.linear, p.linear, cfg.max_linear_accel, cfg.max_linear_decel, dt)
+        w = _approach(self.angular, p.angular, cfg.max_angular_accel, cfg.max_angular_accel, dt)
+        self.linear = min(max(v, 0.0), cfg.max_linear)
+        self.angular = min(max(w, -cfg.max_angular), cfg.max_angular)
+        return self.linear, self.angular
+
+    def escape(self, angle):
+        """
+        Turn in place by at least ``angle`` radians before driving on (after a bump).
+
+        A bump means the grid missed something ahead, so the next plan would likely drive
+        into it again. The turn goes towards the side with more free cells (or the last turning
+        direction), counted on the commanded turn rate; afterwards the robot turns on until a
+        path of ``resume_distance`` is free, as when blocked.
+        """
+        self._escape_left = max(0.0, float(angle))
+        if self._map is not None:
+            left, right = self._map.free_cells_by_side(0.0, 0.0, 0.0, self.config.lookahead)
+            if left != right:
+                self._rotate_dir = 1.0 if left > right else -1.0
+
+    @property
+    def escaping(self):
+        """Return True while an :meth:`escape` turn is under way."""
+        return self._escape_left > 0.0
+
+    def stop(self):
+        """Zero the output at once (a safety stop); planning resumes from standstill."""
+        self.linear = 0.0
+        self.angular = 0.0
+        self._rotating = False
+        return 0.0, 0.0

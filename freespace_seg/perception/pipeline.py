@@ -1,0 +1,128 @@
+"""
+The ROS-free segmentation pipeline: RGB image -> class mask at camera resolution.
+
+    rgb (H, W, 3) -> Preprocessor -> engine -> decode_classes -> Letterbox.mask_to_source
+
+The node, the demo, ``infer`` and the benchmarks all use this one class, so what is measured
+without ROS is what runs on the robot.
+"""
+
+import dataclasses
+import os
+import time
+
+from freespace_seg.perception import postprocess
+from freespace_seg.perception.engines import create_engine
+from freespace_seg.perception.model_card import card_path_for_model, load_card
+from freespace_seg.perception.preprocess import Preprocessor
+import numpy as np
+
+
+#: the shipped models: fp32, and its static INT8 (QDQ) copy, the default on the CPU
+PACKAGED_MODEL = 'freespace_unet.onnx'
+PACKAGED_INT8_MODEL = 'freespace_unet_int8.onnx'
+#: the small UNet (from random weights): what ``train --init``, ``prune`` and ``tradeoff``
+#: rebuild in torch
+PACKAGED_UNET_MODEL = 'freespace_unet.onnx'
+#: the EfficientNet-Lite0 candidate (docs/model/pretrained.md): shipped, not the default
+PACKAGED_LITE0_MODEL = 'freespace_lite0.onnx'
+
+
+def packaged_model_path(name=PACKAGED_MODEL):
+    """Path of a model shipped in the package's ``models/`` directory (default: the fp32 one)."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        path = os.path.join(get_package_share_directory('freespace_seg'), 'models', name)
+        if os.path.isfile(path):
+            return path
+    except (ImportError, LookupError, ValueError, OSError):
+        pass
+    # Running from a source checkout.
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(os.path.dirname(os.path.dirname(here)), 'models', name)
+
+
+class SegmentationPipeline:
+    """
+    One model, ready to segment RGB images of any size.
+
+    Per-size state (letterbox geometry and buffers) is built on the first image of each
+    size and kept. Results are fresh arrays, safe to hand to other threads.
+    """
+
+    def __init__(self, model_path=None, backend='auto', num_threads=0, card=None,
+                 engine_options=None):
+        """
+        Load ``model_path`` (its card beside it, or ``card``) on ``backend``.
+
+        No ``model_path``: the packaged model, and where the chosen backend is ONNX Runtime
+        on the CPU, its INT8 copy (same quality within 0.01 mIoU, about twice as fast on a
+        CPU; see the README), when it is installed.
+        """
+        packaged = not model_path and card is None
+        model_path = model_path or packaged_model_path()
+        card = card or load_card(card_path_for_model(model_path))
+        # Run the file we were given, even if a copied card names another one.
+        self.card = dataclasses.replace(card, model_file=os.path.abspath(model_path))
+        self.engine, self.backend_notes = create_engine(self.card, backend, num_threads,
+                                                        **(engine_options or {}))
+        int8 = packaged_model_path(PACKAGED_INT8_MODEL)
+        if packaged and self.engine.backend == 'onnxruntime' and os.path.isfile(int8):
+            int8_card = load_card(card_path_for_model(int8))
+            int8_card = dataclasses.replace(int8_card, model_file=os.path.abspath(int8))
+            engine, notes = create_engine(int8_card, 'onnxruntime', num_threads,
+                                          **(engine_options or {}))
+            self.engine.close()
+            self.engine, self.card = engine, int8_card
+            self.backend_notes += [f'onnxruntime: the CPU runs the packaged INT8 model '
+                                   f'{PACKAGED_INT8_MODEL}'] + notes[1:]
+        self._pre = {}
+        # The output is decoded at once, so the engine may reuse its output buffer.
+        self._run = getattr(self.engine, 'run_reusing_output', self.engine.run)
+        self._net_mask = None
+        if self.card.output_layout == 'NCHW' or self.card.output_kind == 'argmax':
+            self._net_mask = np.empty((self.card.input_height, self.card.input_width),
+                                      np.uint8)
+        self.free_lut = postprocess.class_lut(self.card.free_space)
+        self.color_lut = postprocess.palette_lut(self.card.palette)
+        #: seconds spent in each stage of the last call to :meth:`segment`
+        self.timings = {}
+
+    def preprocessor(self, width, height):
+        """Return the cached :class:`Preprocessor` for one input size."""
+        pre = self._pre.get((width, height))
+        if pre is None:
+            if len(self._pre) > 8:
+                self._pre.clear()
+            pre = self._pre[(width, height)] = Preprocessor(self.card, width, height)
+        return pre
+
+    def segment(self, rgb):
+        """Return the (H, W) uint8 class-id mask for an (H, W, 3) uint8 RGB image."""
+        t0 = time.perf_counter()
+        pre = self.preprocessor(rgb.shape[1], rgb.shape[0])
+        tensor = pre(rgb)
+        t1 = time.perf_counter()
+        output = self._run(tensor)
+        t2 = time.perf_counter()
+        net_mask = postprocess.decode_classes(output, self.card.output_kind,
+                                              self.card.output_layout, out=self._net_mask)
+        mask = pre.letterbox.mask_to_source(net_mask)
+        if self._net_mask is not None and np.shares_memory(mask, self._net_mask):
+            mask = mask.copy()  # no resize was needed: never hand out the reused buffer
+        t3 = time.perf_counter()
+        self.timings = {'preprocess': t1 - t0, 'inference': t2 - t1, 'postprocess': t3 - t2}
+        return mask
+
+    def free_mask(self, class_mask, out=None):
+        """255 where the class counts as free floor, else 0."""
+        return postprocess.free_space_mask(class_mask, self.free_lut, out=out)
+
+    def colorize(self, class_mask, out=None):
+        return postprocess.colorize(class_mask, self.color_lut, out=out)
+
+    def overlay(self, rgb, colored, alpha, out=None):
+        return postprocess.overlay(rgb, colored, alpha, out=out)
+
+    def close(self):
+        self.engine.close()

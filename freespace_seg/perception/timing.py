@@ -1,0 +1,71 @@
+"""
+The ONNX latency timer: one bare ONNX Runtime run of a model, timed on the CPU.
+
+:func:`timing_session` opens the model with a fixed random input of its static shape,
+:func:`timed_runs` times runs of it, and :func:`measure_latency` gives the median, mean and
+90th percentile that model cards record (``eval``, ``train``, ``prune``); ``tradeoff``
+interleaves :func:`timed_runs` of several models. Preprocessing and postprocessing are not
+included; ``bench`` times the whole path.
+"""
+
+import statistics
+import time
+
+import numpy as np
+
+
+def timing_session(model_path, threads):
+    """
+    Return an ONNX Runtime CPU session of a model and a fixed random feed for it.
+
+    ``threads`` intra-op threads, one inter-op thread, full graph optimization. The feed has
+    the model's input shape (dynamic dimensions as 1) and type (float32, float16 or uint8).
+    """
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = int(threads)
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    session = ort.InferenceSession(model_path, sess_options=opts,
+                                   providers=['CPUExecutionProvider'])
+    inp = session.get_inputs()[0]
+    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+    rng = np.random.default_rng(0)
+    if 'uint8' in inp.type:
+        x = rng.integers(0, 256, size=shape).astype(np.uint8)
+    else:
+        dtype = np.float16 if 'float16' in inp.type else np.float32
+        x = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    return session, {inp.name: x}
+
+
+def measure_latency(model_path, threads=2, runs=50, warmup=10):
+    """
+    Median, mean and 90th percentile wall time (ms) of one bare ONNX Runtime run.
+
+    The input is a fixed random tensor of the model's static input shape
+    (:func:`timing_session`); preprocessing and postprocessing are not included.
+    """
+    session, feed = timing_session(model_path, threads)
+    timed_runs(session, feed, warmup)
+    times = sorted(timed_runs(session, feed, max(int(runs), 1)))
+    return {
+        'median': round(statistics.median(times), 2),
+        'mean': round(statistics.fmean(times), 2),
+        'p90': round(times[min(len(times) - 1, int(0.9 * len(times)))], 2),
+        'runs': len(times),
+        'threads': int(threads),
+        'shape': [int(d) for d in next(iter(feed.values())).shape],
+    }
+
+
+def timed_runs(session, feed, runs):
+    """Run ``session`` on ``feed`` ``runs`` times; return each run's wall time in ms."""
+    times = []
+    for _ in range(int(runs)):
+        t0 = time.perf_counter()
+        session.run(None, feed)
+        times.append((time.perf_counter() - t0) * 1000.0)
+    return times

@@ -1,0 +1,1 @@
+"""The command-line tools: benchmarks, demo, offline inference, engine builds, bags."""

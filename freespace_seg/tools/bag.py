@@ -1,0 +1,516 @@
+"""
+``python -m freespace_seg bag IN OUT``: segment the images of a recorded rosbag2 offline.
+
+IN is a rosbag2 directory (MCAP or sqlite3 storage, with or without ``metadata.yaml``: a
+directory without it is read through its single ``.mcap`` or ``.db3`` file) or one ``.mcap``
+or ``.db3`` file. The bag is read and OUT written by the ``rosbags`` library, whose own
+typestore (de)serializes the messages: no ROS installation and no rclpy are needed, and bags
+of ROS 2 Humble through Kilted read alike (sensor_msgs/Image, CompressedImage, CameraInfo and
+nav_msgs/OccupancyGrid have the same layout in all of them).
+
+Each frame of the chosen image topic (sensor_msgs/Image or CompressedImage) goes through the
+same :class:`~freespace_seg.perception.pipeline.SegmentationPipeline` as
+``segmentation_node``, and OUT gets the node's outputs under the image topic's namespace
+(``/cam/image_raw`` ->
+``/cam/segmentation/mask``, ``/cam/segmentation/colored_mask``, ``/cam/segmentation/overlay``,
+``/cam/free_space/mask``, and with a CameraInfo topic in the bag ``/cam/free_space/grid``),
+each with the input's header and written at the input message's bag time, beside the input
+topics kept (``--keep``). Messages stream one at a time, so memory does not grow with the
+bag. OUT is written under a temporary name beside it and renamed at the end: a failure
+never leaves a half-written OUT.
+
+``--export-labels DIR`` writes every ``--label-every``-th frame as ``<stem>.png`` (the
+camera image) and ``<stem>_mask.png`` (the model's answer to correct: see
+:func:`freespace_seg.tools.labels.write_label_pair`), the folder format of ``finetune --images``
+and ``eval --images``.
+"""
+
+import collections
+import functools
+import glob
+import os
+import queue
+import shutil
+import sys
+import threading
+import time
+
+from freespace_seg.common.progress import Progress
+from freespace_seg.ground.projection import mount_and_grid, projector_for_camera_info
+from freespace_seg.nodes.params import SEGMENTATION_PARAMS
+from freespace_seg.perception.engines import BACKENDS
+from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
+from freespace_seg.perception.pipeline import SegmentationPipeline
+from freespace_seg.tools.labels import add_label_arguments, write_label_pair
+import numpy as np
+
+IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
+INFO_TYPE = 'sensor_msgs/msg/CameraInfo'
+#: output topics, relative to the image topic's namespace, as the node names them
+OUTPUTS = ('segmentation/mask', 'segmentation/colored_mask', 'segmentation/overlay',
+           'free_space/mask')
+GRID_OUTPUT = 'free_space/grid'
+#: CameraInfo messages kept to find the one whose stamp matches an image (as the node)
+INFO_HISTORY = 30
+#: messages queued for the writer thread at most (about 5 frames of outputs): memory stays flat
+WRITE_QUEUE = 24
+#: distro of a bag's metadata -> rosbags typestore
+TYPESTORES = {'humble': 'ROS2_HUMBLE', 'iron': 'ROS2_IRON', 'jazzy': 'ROS2_JAZZY',
+              'kilted': 'ROS2_KILTED'}
+
+
+class BagError(Exception):
+    """The input or output cannot be used; the message says why (one line)."""
+
+
+def _defaults():
+    return {spec.name: spec.default for spec in SEGMENTATION_PARAMS}
+
+
+def add_arguments(parser):
+    """Add the options of ``bag``."""
+    d = _defaults()
+    parser.add_argument('input', metavar='IN',
+                        help='rosbag2 directory (mcap or sqlite3) or a single .mcap/.db3 file')
+    parser.add_argument('output', metavar='OUT', help='rosbag2 directory to write (new)')
+    parser.add_argument('--image-topic', default='',
+                        help='image topic to segment (default: the only image topic; with '
+                             'several, the one with the most messages)')
+    parser.add_argument('--camera-info-topic', default='',
+                        help='CameraInfo topic for the grid (default: camera_info beside the '
+                             'image topic, else the only CameraInfo topic)')
+    parser.add_argument('--keep', default='all', choices=('all', 'image', 'none'),
+                        help='input topics copied to OUT: all (default), the image topic '
+                             'and its CameraInfo only, or none')
+    parser.add_argument('--storage', default='mcap', choices=('mcap', 'sqlite3'),
+                        help='storage of OUT (mcap)')
+    parser.add_argument('--overwrite', action='store_true', help='replace OUT if it exists')
+    parser.add_argument('--model', default='', help='ONNX model (default: the packaged one)')
+    parser.add_argument('--backend', default='auto', choices=BACKENDS)
+    parser.add_argument('--num-threads', type=int, default=0)
+    parser.add_argument('--alpha', type=float, default=d['overlay_alpha'],
+                        help=f'overlay weight ({d["overlay_alpha"]})')
+    parser.add_argument('--no-grid', action='store_true',
+                        help='do not write free_space/grid even with CameraInfo in the bag')
+    for name in ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
+                 'camera_yaw', 'max_range'):
+        parser.add_argument('--' + name.replace('_', '-'), type=float, default=d[name],
+                            help=f'the node parameter {name} ({d[name]})')
+    parser.add_argument('--base-frame', default=d['base_frame'],
+                        help=f'frame_id of the grid ({d["base_frame"]})')
+    parser.add_argument('--max-frames', type=int, default=0,
+                        help='stop after this many frames (0: all)')
+    add_label_arguments(parser)
+
+
+def namespace_of(topic):
+    """Return the namespace of an image topic: ``/cam/image_raw[/compressed]`` -> ``/cam``."""
+    name = topic.rstrip('/')
+    if name.endswith('/compressed'):
+        name = name[:-len('/compressed')]
+    return name.rsplit('/', 1)[0] if '/' in name else ''
+
+
+def _storage_file(path):
+    """Return the path to open: for a directory without metadata.yaml its one storage file."""
+    if not os.path.isdir(path) or os.path.isfile(os.path.join(path, 'metadata.yaml')):
+        return path
+    files = sorted(glob.glob(os.path.join(path, '*.mcap')) +
+                   glob.glob(os.path.join(path, '*.db3')))
+    if len(files) == 1:
+        return files[0]
+    if not files:
+        raise BagError(f'{path}: no metadata.yaml and no .mcap or .db3 file: not a rosbag2')
+    raise BagError(f'{path}: no metadata.yaml and {len(files)} storage files; give one file')
+
+
+def open_reader(path):
+    """Open IN with rosbags; raise BagError with one line for anything unreadable."""
+    from rosbags.rosbag2 import Reader
+
+    if not os.path.exists(path):
+        raise BagError(f'{path}: no such bag')
+    path = _storage_file(path)
+    try:
+        reader = Reader(path)
+        reader.open()
+    except Exception as e:  # noqa: B902 - any failure of a foreign file is the file's
+        raise BagError(f'{path}: cannot read as a rosbag2 ({_one_line(e)})') from None
+    return reader
+
+
+def _one_line(e):
+    text = ' '.join(str(e).split()) or type(e).__name__
+    return text if len(text) < 200 else text[:197] + '...'
+
+
+def typestore_for(reader):
+    """Return the rosbags typestore for the bag's distro (Kilted when it does not say)."""
+    from rosbags.typesys import get_typestore, Stores
+
+    distro = (getattr(reader, 'ros_distro', None) or '').lower()
+    return get_typestore(getattr(Stores, TYPESTORES.get(distro, 'ROS2_KILTED')))
+
+
+def choose_topics(reader, image_topic='', info_topic=''):
+    """Return (image connection topic, its type, CameraInfo topic or '')."""
+    topics = {c.topic: c.msgtype for c in reader.connections}
+    counts = collections.Counter()
+    for c in reader.connections:
+        counts[c.topic] += c.msgcount
+    images = [t for t, ty in topics.items() if ty in IMAGE_TYPES]
+    if image_topic:
+        if image_topic not in topics:
+            raise BagError(f'no topic {image_topic} in the bag (image topics: '
+                           f'{", ".join(sorted(images)) or "none"})')
+        if topics[image_topic] not in IMAGE_TYPES:
+            raise BagError(f'{image_topic} is {topics[image_topic]}, not an image topic')
+    elif not images:
+        raise BagError('no image topics in the bag (sensor_msgs/Image or CompressedImage); '
+                       f'topics: {", ".join(sorted(topics)) or "none"}')
+    else:
+        image_topic = max(sorted(images), key=lambda t: counts[t])
+    infos = [t for t, ty in topics.items() if ty == INFO_TYPE]
+    if info_topic:
+        if topics.get(info_topic) != INFO_TYPE:
+            raise BagError(f'no CameraInfo topic {info_topic} in the bag')
+    else:
+        beside = namespace_of(image_topic) + '/camera_info'
+        info_topic = beside if beside in infos else (infos[0] if len(infos) == 1 else '')
+    return image_topic, topics[image_topic], info_topic
+
+
+class _Outputs:
+    """The node's outputs as rosbags messages, serialized for the writer."""
+
+    def __init__(self, store):
+        self.store = store
+        t = store.types
+        self.Image = t['sensor_msgs/msg/Image']
+        self.Grid = t['nav_msgs/msg/OccupancyGrid']
+        self.Meta = t['nav_msgs/msg/MapMetaData']
+        self.Pose = t['geometry_msgs/msg/Pose']
+        self.Point = t['geometry_msgs/msg/Point']
+        self.Quaternion = t['geometry_msgs/msg/Quaternion']
+        self.Header = t['std_msgs/msg/Header']
+
+    def image(self, array, encoding, header):
+        array = np.ascontiguousarray(array)
+        channels = 1 if array.ndim == 2 else array.shape[2]
+        msg = self.Image(header=header, height=array.shape[0], width=array.shape[1],
+                         encoding=encoding, is_bigendian=0, step=array.shape[1] * channels,
+                         data=array.reshape(-1))
+        return self.store.serialize_cdr(msg, 'sensor_msgs/msg/Image')
+
+    def grid(self, grid, spec, header, frame_id):
+        """Serialize an OccupancyGrid as :func:`freespace_seg.nodes.msgs.grid_to_msg` fills one."""
+        info = self.Meta(map_load_time=header.stamp, resolution=float(spec.resolution),
+                         width=int(spec.nx), height=int(spec.ny),
+                         origin=self.Pose(position=self.Point(x=float(spec.origin[0]),
+                                                              y=float(spec.origin[1]), z=0.0),
+                                          orientation=self.Quaternion(x=0.0, y=0.0, z=0.0,
+                                                                      w=1.0)))
+        msg = self.Grid(header=self.Header(stamp=header.stamp, frame_id=frame_id), info=info,
+                        data=np.ascontiguousarray(grid, np.int8).reshape(-1))
+        return self.store.serialize_cdr(msg, 'nav_msgs/msg/OccupancyGrid')
+
+
+class _WriterThread:
+    """
+    Writes messages in a thread, in the order given, while the next frame is segmented.
+
+    Serializing the MCAP chunks and writing them to disk costs about a third of a frame's
+    time at 1280x720; ONNX Runtime and file writes release the GIL, so the two overlap. The
+    queue is bounded, so a slow disk holds the reader back instead of filling memory.
+    With ``threaded`` false (sqlite3, whose connection belongs to the thread that made it)
+    every write happens at once in the caller's thread.
+    """
+
+    def __init__(self, writer, threaded=True):
+        self.writer = writer
+        self.error = None
+        self.thread = None
+        if threaded:
+            self.queue = queue.Queue(maxsize=WRITE_QUEUE)
+            self.thread = threading.Thread(target=self._loop, name='bag-writer', daemon=True)
+            self.thread.start()
+
+    def _loop(self):
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.error is None:
+                try:
+                    conn, stamp, data = item
+                    self.writer.write(conn, stamp, data() if callable(data) else data)
+                except BaseException as e:  # noqa: B902 - handed to the main thread
+                    self.error = e
+
+    def write(self, conn, stamp, data):
+        """Queue a message; ``data`` is bytes or a function that serializes it (there)."""
+        if self.thread is None:
+            self.writer.write(conn, stamp, data() if callable(data) else data)
+            return
+        if self.error is not None:
+            raise self.error
+        self.queue.put((conn, stamp, data))
+
+    def close(self):
+        """Write what is queued, stop the thread; re-raise a write error."""
+        if self.thread is None:
+            return
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _add_copy(writer, conn, store):
+    """Add an output connection for an input topic copied as raw bytes; None if impossible."""
+    msgdef, digest = conn.msgdef.data, conn.digest
+    try:
+        if msgdef and digest:
+            return writer.add_connection(conn.topic, conn.msgtype, msgdef=msgdef, rihs01=digest,
+                                         offered_qos_profiles=conn.ext.offered_qos_profiles
+                                         if hasattr(conn.ext, 'offered_qos_profiles') else ())
+        if conn.msgtype in store.types:
+            return writer.add_connection(conn.topic, conn.msgtype, typestore=store)
+    except Exception:  # noqa: B902 - a topic we cannot describe is skipped, not fatal
+        return None
+    return None
+
+
+class _Summary:
+    """What the run did, for the closing lines."""
+
+    def __init__(self):
+        self.frames = 0
+        self.skipped = collections.Counter()
+        self.free = []       # (bag time ns, free share)
+        self.labels = 0
+        self.dropped_topics = []
+        self.grid = 0
+        self.seconds = 0.0
+        self.pipeline_seconds = 0.0   # SegmentationPipeline.segment alone
+
+    def lines(self, image_topic, grid_note):
+        fps = self.frames / self.seconds if self.seconds > 0 else 0.0
+        out = [f'{image_topic}: {self.frames} frames segmented in {self.seconds:.1f} s '
+               f'({fps:.1f} frames/s), {sum(self.skipped.values())} skipped']
+        if self.frames:
+            seg = 1000.0 * self.pipeline_seconds / self.frames
+            rest = 1000.0 * self.seconds / self.frames - seg
+            out.append(f'per frame: {seg:.1f} ms in the segmentation pipeline, {rest:.1f} ms '
+                       'reading, decoding, colouring, projecting and writing')
+        for why, n in self.skipped.most_common():
+            out.append(f'  skipped {n}: {why}')
+        if self.free:
+            share = np.array([f for _, f in self.free])
+            out.append(f'free pixels: mean {share.mean():.1%}, min {share.min():.1%}, '
+                       f'max {share.max():.1%}')
+            bins = np.array_split(share, min(10, len(share)))
+            out.append('free pixels over time (10 equal parts of the frames): ' +
+                       ' '.join(f'{b.mean():.0%}' for b in bins))
+        out.append(grid_note if not self.grid else f'free_space/grid: {self.grid} grids')
+        if self.labels:
+            out.append(f'exported {self.labels} label pairs')
+        for topic in self.dropped_topics:
+            out.append(f'not copied (no message definition): {topic}')
+        return out
+
+
+def _info_for(infos, header):
+    for info in reversed(infos):
+        if info.header.stamp.sec == header.stamp.sec and \
+                info.header.stamp.nanosec == header.stamp.nanosec:
+            return info
+    return infos[-1] if infos else None
+
+
+def process_bag(args, out=sys.stdout, progress_file=None):
+    """Segment IN into a new bag at a temporary path, then rename it to OUT."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    if os.path.lexists(args.output) and not args.overwrite:
+        raise BagError(f'{args.output} exists; pass --overwrite to replace it')
+    if args.label_every < 1:
+        raise BagError('--label-every must be at least 1')
+    reader = open_reader(args.input)
+    tmp = os.path.join(os.path.dirname(os.path.abspath(args.output)) or '.',
+                       f'.{os.path.basename(os.path.abspath(args.output))}.partial-{os.getpid()}')
+    try:
+        image_topic, image_type, info_topic = choose_topics(reader, args.image_topic,
+                                                            args.camera_info_topic)
+        store = typestore_for(reader)
+        params = _defaults()
+        for name in ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
+                     'camera_yaw', 'max_range'):
+            params[name] = getattr(args, name)
+        mount, grid_spec = mount_and_grid(params)
+        pipe = SegmentationPipeline(args.model or None, args.backend, args.num_threads)
+        ns = namespace_of(image_topic)
+        shutil.rmtree(tmp, ignore_errors=True)
+        writer = Writer(tmp, version=9, storage_plugin=StoragePlugin[args.storage.upper()])
+        writer.open()
+        try:
+            summary = _run(reader, writer, store, pipe, args, image_topic, info_topic, ns,
+                           mount, grid_spec, progress_file)
+        finally:
+            pipe.close()
+            writer.close()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        reader.close()
+    if summary.frames == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BagError(f'{image_topic}: no frame could be segmented (' +
+                       '; '.join(f'{n}x {w}' for w, n in summary.skipped.most_common(3)) + ')')
+    if os.path.lexists(args.output):
+        if os.path.isdir(args.output) and not os.path.islink(args.output):
+            shutil.rmtree(args.output)
+        else:
+            os.remove(args.output)
+    os.rename(tmp, args.output)
+    if not info_topic:
+        note = 'free_space/grid: not written (no CameraInfo topic in the bag)'
+    elif args.no_grid:
+        note = 'free_space/grid: not written (--no-grid)'
+    else:
+        note = f'free_space/grid: none written (no usable CameraInfo on {info_topic})'
+    for line in summary.lines(image_topic, note):
+        print(line, file=out)
+    print(f'wrote {args.output} ({args.storage})', file=out)
+    return summary
+
+
+def _run(reader, writer, store, pipe, args, image_topic, info_topic, ns, mount, grid_spec,
+         progress_file):
+    outputs = _Outputs(store)
+    summary = _Summary()
+    keep = {'all': None, 'image': {image_topic, info_topic}, 'none': set()}[args.keep]
+    copies = {}
+    for conn in reader.connections:
+        if keep is None or conn.topic in keep:
+            if conn.topic in {x.topic for x in copies.values()}:
+                continue
+            made = _add_copy(writer, conn, store)
+            if made is None:
+                summary.dropped_topics.append(conn.topic)
+            else:
+                copies[conn.id] = made
+    # Copies of one topic over several connections share the first one's output connection.
+    by_topic = {c.topic: c for c in copies.values()}
+    out_conns = {name: writer.add_connection(f'{ns}/{name}', 'sensor_msgs/msg/Image',
+                                             typestore=store) for name in OUTPUTS}
+    grid_conn = None
+    if info_topic and not args.no_grid:
+        grid_conn = writer.add_connection(f'{ns}/{GRID_OUTPUT}', 'nav_msgs/msg/OccupancyGrid',
+                                          typestore=store)
+    writes = _WriterThread(writer, threaded=args.storage == 'mcap')
+    try:
+        return _frames_loop(reader, writes, store, pipe, args, image_topic, info_topic,
+                            mount, grid_spec, progress_file, outputs, summary, copies, by_topic,
+                            out_conns, grid_conn)
+    finally:
+        writes.close()
+
+
+def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, mount, grid_spec,
+                 progress_file, outputs, summary, copies, by_topic, out_conns, grid_conn):
+    total = sum(c.msgcount for c in reader.connections if c.topic == image_topic)
+    if args.max_frames > 0:
+        total = min(total, args.max_frames) if total else args.max_frames
+    infos = collections.deque(maxlen=INFO_HISTORY)
+
+    def frames():
+        """Yield the image topic's messages; copy the kept topics and collect CameraInfo."""
+        seen = 0
+        for conn, stamp, raw in reader.messages():
+            target = copies.get(conn.id) or by_topic.get(conn.topic)
+            if target is not None:
+                writer.write(target, stamp, raw)
+            if conn.topic == info_topic and grid_conn is not None:
+                try:
+                    infos.append(store.deserialize_cdr(raw, INFO_TYPE))
+                except Exception as e:  # noqa: B902 - a bad CameraInfo is skipped
+                    summary.skipped[f'bad CameraInfo: {_one_line(e)}'] += 1
+            elif conn.topic == image_topic:
+                if args.max_frames > 0 and seen >= args.max_frames:
+                    return
+                seen += 1
+                yield seen - 1, conn, stamp, raw
+
+    projector = None
+    started = time.monotonic()
+    bar = Progress(frames(), total=total or None, desc='bag', file=progress_file)
+    for index, conn, stamp, raw in bar:
+        elapsed = time.monotonic() - started
+        bar.set_postfix(fps=summary.frames / elapsed if elapsed > 0 else 0.0,
+                        skipped=sum(summary.skipped.values()))
+        try:
+            msg = store.deserialize_cdr(raw, conn.msgtype)
+        except Exception as e:  # noqa: B902 - a message that does not deserialize
+            summary.skipped[f'cannot deserialize {conn.msgtype}: {_one_line(e)}'] += 1
+            continue
+        try:
+            rgb = msg_to_rgb(msg)
+        except ImageCodecError as e:
+            summary.skipped[_one_line(e)] += 1
+            continue
+        header = msg.header
+        mask = pipe.segment(rgb)
+        summary.pipeline_seconds += sum(pipe.timings.values())
+        free = pipe.free_mask(mask)
+        colored = pipe.colorize(mask)
+        overlay = pipe.overlay(rgb, colored, args.alpha)
+        # Serialized in the writer thread; every array here is fresh for this frame.
+        for name, array, encoding in (('segmentation/mask', mask, 'mono8'),
+                                      ('segmentation/colored_mask', colored, 'rgb8'),
+                                      ('segmentation/overlay', overlay, 'rgb8'),
+                                      ('free_space/mask', free, 'mono8')):
+            writer.write(out_conns[name], stamp,
+                         functools.partial(outputs.image, array, encoding, header))
+        info = _info_for(infos, header) if grid_conn is not None else None
+        if info is not None:
+            try:
+                projector = projector_for_camera_info(projector, info, free.shape, mount,
+                                                      grid_spec)
+            except ValueError as e:
+                summary.skipped[f'grid only: unusable CameraInfo: {_one_line(e)}'] += 1
+            else:
+                grid = projector.project(free)
+                writer.write(grid_conn, stamp, functools.partial(
+                    outputs.grid, grid, projector.grid_spec, header, args.base_frame))
+                summary.grid += 1
+        summary.frames += 1
+        summary.free.append((stamp, float(np.count_nonzero(free)) / free.size))
+        if args.export_labels and index % args.label_every == 0:
+            write_label_pair(args.export_labels, f'{_stem(image_topic)}_{stamp:019d}', rgb,
+                             free, args.label_ignore_band)
+            summary.labels += 1
+    bar.close()
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _stem(topic):
+    return topic.strip('/').replace('/', '_') or 'image'
+
+
+def run(args):
+    """Run ``bag``; a bad input or output is one line on stderr and exit status 1."""
+    try:
+        process_bag(args)
+    except BagError as e:
+        print(f'bag: error: {e}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print('bag: interrupted; nothing written', file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: B902 - e.g. a bag truncated in the middle
+        print(f'bag: error: {args.input}: {type(e).__name__}: {_one_line(e)}', file=sys.stderr)
+        return 1
+    return 0

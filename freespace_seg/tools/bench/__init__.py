@@ -1,0 +1,1 @@
+"""Benchmarks: engine, pipeline, topics, soak, projection and closed loop."""

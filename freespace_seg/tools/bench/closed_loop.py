@@ -1,0 +1,152 @@
+"""
+Closed-loop benchmark: drive the simulated Create 3 through many seeded rooms.
+
+    python -m freespace_seg bench-closed-loop --rooms 20 --minutes 10
+    python -m freespace_seg bench-closed-loop --rooms 3 --minutes 0.5 --perception truth
+
+Each room runs :func:`freespace_seg.tools.closed_loop.run_room` (sim_robot + segmentation_node +
+freespace_driver; in lockstep on the simulated clock with a fixed perception latency unless
+``--realtime``) one after the other and the script prints a Markdown table of collisions,
+distance, coverage of the free floor and stale-perception stops per room, with totals.
+``--png-dir`` also writes a top-down picture of each room with the path; ``--json`` writes
+the rooms' numbers, and ``--from-json`` prints one table of the rooms of several such files
+(for instance two halves run side by side on two cores). The exit code is 1 when any room
+had a collision.
+"""
+
+import json
+import os
+import sys
+import time
+
+from freespace_seg.tools.closed_loop import (ClosedLoopResult, draw_path_png, markdown_table,
+                                             PERCEPTIONS, run_room)
+import numpy as np
+
+#: the numbers of a room that --json keeps (the path and the scene are left out)
+JSON_FIELDS = ('seed', 'perception', 'duration', 'wall_time', 'collisions', 'contact_steps',
+               'distance', 'coverage', 'free_area', 'stale_stops', 'hazard_stops', 'grids',
+               'frames', 'collision_points', 'notes', 'lockstep', 'missed_grids')
+
+
+#: the sim_robot node's defaults and ranges of its camera mount
+CAMERA_HEIGHT_DEFAULT, CAMERA_HEIGHT_RANGE = 0.25, (0.05, 2.0)
+CAMERA_PITCH_DEFAULT, CAMERA_PITCH_RANGE = 0.3, (-0.5, 1.5)
+
+
+def sim_parameters(args):
+    """Return the sim_robot parameters the options set; ValueError names a bad one."""
+    for flag, value, (low, high) in (('--camera-height', args.camera_height, CAMERA_HEIGHT_RANGE),
+                                     ('--camera-pitch', args.camera_pitch, CAMERA_PITCH_RANGE)):
+        if not low <= value <= high:
+            raise ValueError(f'{flag} must be in [{low:g}, {high:g}], got {value:g}')
+    return {'width': args.width, 'height': args.height, 'camera_rate': args.camera_rate,
+            'camera_noise': args.camera_noise, 'camera_height': float(args.camera_height),
+            'camera_pitch': float(args.camera_pitch)}
+
+
+def add_arguments(ap):
+    """Add the benchmark's options to ``ap``."""
+    ap.add_argument('--rooms', type=int, default=20, help='number of rooms (default 20)')
+    ap.add_argument('--minutes', type=float, default=10.0,
+                    help='simulated minutes per room (default 10)')
+    ap.add_argument('--first-seed', type=int, default=0,
+                    help='seed of the first room; the others follow (default 0)')
+    ap.add_argument('--perception', choices=PERCEPTIONS, default='model',
+                    help='model: segmentation_node with the model; truth: exact masks '
+                    '(default model)')
+    ap.add_argument('--model', default=None,
+                    help='ONNX model (default: the shipped models/freespace_unet.onnx)')
+    ap.add_argument('--threads', type=int, default=1,
+                    help='inference threads of the segmentation node (default 1)')
+    ap.add_argument('--width', type=int, default=320, help='camera width (default 320)')
+    ap.add_argument('--height', type=int, default=180, help='camera height (default 180)')
+    ap.add_argument('--camera-rate', type=float, default=10.0,
+                    help='camera frames per second (default 10)')
+    ap.add_argument('--camera-height', type=float, default=CAMERA_HEIGHT_DEFAULT, metavar='M',
+                    help='camera optical centre above the floor, metres (%g-%g; default %g, '
+                    'a TurtleBot 4-like mount)' % (*CAMERA_HEIGHT_RANGE, CAMERA_HEIGHT_DEFAULT))
+    ap.add_argument('--camera-pitch', type=float, default=CAMERA_PITCH_DEFAULT, metavar='RAD',
+                    help='camera pitch, radians, positive tilts down (%g to %g; default %g)'
+                    % (*CAMERA_PITCH_RANGE, CAMERA_PITCH_DEFAULT))
+    ap.add_argument('--camera-noise', action='store_true',
+                    help='render camera effects (noise, blur, exposure, JPEG)')
+    ap.add_argument('--realtime', action='store_true',
+                    help='run on a wall-clock timer instead of lockstep (results then depend '
+                    'on the machine and its load)')
+    ap.add_argument('--latency', type=float, default=0.1,
+                    help='lockstep: perception latency in simulated seconds, at most one '
+                    'camera period (default 0.1)')
+    ap.add_argument('--png-dir', default=None,
+                    help='write room_<seed>.png (top-down room with the path) here')
+    ap.add_argument('--json', default=None, help="also write the rooms' numbers here")
+    ap.add_argument('--from-json', nargs='+', default=None, metavar='FILE',
+                    help='run nothing: print one table of the rooms in these --json files')
+
+
+def result_to_dict(r):
+    """Return the JSON-able numbers of a :class:`ClosedLoopResult`."""
+    return {k: getattr(r, k) for k in JSON_FIELDS}
+
+
+def result_from_dict(d):
+    """Rebuild a :class:`ClosedLoopResult` (without path or scene) from :func:`result_to_dict`."""
+    values = {k: d[k] for k in JSON_FIELDS if k in d}
+    values['collision_points'] = [tuple(p) for p in values.get('collision_points', [])]
+    return ClosedLoopResult(path=np.zeros((0, 4)), **values)
+
+
+def _from_json(files):
+    results = []
+    for name in files:
+        with open(name) as f:
+            results += [result_from_dict(d) for d in json.load(f)['rooms']]
+    results.sort(key=lambda r: r.seed)
+    print(markdown_table(results))
+    return 1 if any(r.collisions for r in results) else 0
+
+
+def run(args):
+    """Run the benchmark; print the table; return 1 if any room had a collision."""
+    if args.from_json:
+        return _from_json(args.from_json)
+    if args.rooms < 1 or args.minutes <= 0:
+        print('--rooms must be >= 1 and --minutes > 0', file=sys.stderr)
+        return 2
+    if args.png_dir:
+        os.makedirs(args.png_dir, exist_ok=True)
+    try:
+        sim_params = sim_parameters(args)
+    except ValueError as e:
+        print(f'error: {e}', file=sys.stderr)
+        return 2
+    results = []
+    t0 = time.monotonic()
+    for seed in range(args.first_seed, args.first_seed + args.rooms):
+        try:
+            r = run_room(seed, duration=60.0 * args.minutes, perception=args.perception,
+                         model_path=args.model, num_threads=args.threads,
+                         sim_params=sim_params, lockstep=not args.realtime,
+                         latency=args.latency, log_every=60.0,
+                         log=lambda line: print(line, file=sys.stderr, flush=True))
+        except (FileNotFoundError, ValueError) as e:
+            print(f'error: {e}', file=sys.stderr)
+            return 2
+        results.append(r)
+        notes = f' ({"; ".join(r.notes)})' if r.notes else ''
+        print(f'room {seed}: {r.collisions} collisions, {r.distance:.1f} m, coverage '
+              f'{100.0 * r.coverage:.1f} %, {r.stale_stops} stale stops{notes}',
+              file=sys.stderr, flush=True)
+        if args.png_dir:
+            draw_path_png(r, os.path.join(args.png_dir, f'room_{seed}.png'))
+        if args.json:
+            with open(args.json, 'w') as f:
+                json.dump({'args': vars(args), 'rooms': [result_to_dict(x) for x in results]},
+                          f, indent=1)
+    mode = 'real time' if args.realtime else f'lockstep, {1000 * args.latency:.0f} ms latency'
+    print(f'\nClosed loop, perception={args.perception}, {args.rooms} rooms x '
+          f'{args.minutes:g} min simulated ({mode}), camera {args.width}x{args.height} at '
+          f'{args.camera_rate:g} Hz, {args.camera_height:g} m up, pitched '
+          f'{args.camera_pitch:g} rad ({time.monotonic() - t0:.0f} s wall):\n')
+    print(markdown_table(results))
+    return 1 if any(r.collisions for r in results) else 0

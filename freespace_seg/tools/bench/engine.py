@@ -1,0 +1,135 @@
+"""Conditions (a) and (b): the raw engine and the ROS-free pipeline, on the same frames."""
+
+import os
+import time
+
+from freespace_seg.tools.bench.procstat import (_ms_list, _other_cpu_percent, stats_ms,
+                                                system_busy_seconds)
+import numpy as np
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames
+
+
+class Frames:
+    """The benchmark's camera frames as arrays, Image, CompressedImage and CameraInfo."""
+
+    def __init__(self, count, width, height, seed):
+        from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
+        from freespace_seg.nodes.msgs import camera_info_from_intrinsics
+        from freespace_seg.nodes.synthetic_camera import render_frames
+
+        frames = render_frames(count, width, height, seed, show_progress=True)
+        self.rgb = [np.ascontiguousarray(f.image) for f in frames]
+        self.intrinsics = frames[0].intrinsics
+        self.images = [array_to_image(img, 'rgb8') for img in self.rgb]
+        self.jpegs = [array_to_compressed(img, 'jpeg', quality=90) for img in self.rgb]
+        self.info = camera_info_from_intrinsics(self.intrinsics)
+        for msg in self.images + self.jpegs + [self.info]:
+            msg.header.frame_id = 'camera_optical_frame'
+        self.width, self.height = width, height
+
+    @property
+    def jpeg_kb(self):
+        return float(np.mean([len(m.data) for m in self.jpegs])) / 1024.0
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) engine and (b) pipeline, in this process
+
+
+def measure_engine(model, threads, frames, seconds, warmup_runs=10):
+    """Time ``engine.run`` alone on preprocessed tensors; return a result row."""
+    from freespace_seg.perception.pipeline import SegmentationPipeline
+
+    pipe = SegmentationPipeline(model, backend='onnxruntime', num_threads=threads)
+    try:
+        tensors = [np.array(pipe.preprocessor(f.shape[1], f.shape[0])(f), copy=True)
+                   for f in frames.rgb]
+        engine = pipe.engine
+        for i in range(warmup_runs):
+            engine.run(tensors[i % len(tensors)])
+        times = []
+        cpu0, t_start, busy0 = time.process_time(), time.perf_counter(), system_busy_seconds()
+        i = 0
+        while time.perf_counter() - t_start < seconds or len(times) < 5:
+            t0 = time.perf_counter()
+            engine.run(tensors[i % len(tensors)])
+            times.append(time.perf_counter() - t0)
+            i += 1
+        wall = time.perf_counter() - t_start
+        cpu = time.process_time() - cpu0
+        other = _other_cpu_percent(busy0, cpu, wall)
+        desc = pipe.engine.describe()
+    finally:
+        pipe.close()
+    row = {'kind': 'engine', 'threads': threads, 'input': 'tensor',
+           'fps': len(times) / sum(times), 'frames': len(times),
+           'cpu_percent': 100.0 * cpu / wall, 'engine': desc, 'samples_ms': _ms_list(times),
+           'other_cpu_percent': other, 'loadavg_1min': os.getloadavg()[0]}
+    row.update(stats_ms(times))
+    return row
+
+
+def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
+    """
+    Time the node's per-frame work without ROS transport; return a result row.
+
+    Per frame: ``msg_to_rgb`` on a ``sensor_msgs/Image`` (zero-copy view), the pipeline
+    (preprocess, inference, class decoding, mask back to camera size), the free-space mask,
+    the ground projection (grid and obstacle points) and the mask and grid messages.
+    """
+    from freespace_seg.ground.geometry import CameraMount
+    from freespace_seg.ground.projection import GridSpec, GroundProjector
+    from freespace_seg.nodes.msgs import array_to_image
+    from freespace_seg.nodes.msgs import grid_to_msg
+    from freespace_seg.perception.image_codec import msg_to_rgb
+    from freespace_seg.perception.pipeline import SegmentationPipeline
+
+    pipe = SegmentationPipeline(model, backend='onnxruntime', num_threads=threads)
+    projector = GroundProjector(frames.intrinsics, CameraMount(z=0.25, pitch=0.3), GridSpec())
+    stages = {k: [] for k in ('decode', 'preprocess', 'inference', 'postprocess',
+                              'free_and_projection', 'messages')}
+    times = []
+
+    def one(msg):
+        t0 = time.perf_counter()
+        rgb = msg_to_rgb(msg)
+        t1 = time.perf_counter()
+        mask = pipe.segment(rgb)
+        t2 = time.perf_counter()
+        free = pipe.free_mask(mask)
+        grid, points = projector.project_with_points(free)
+        t3 = time.perf_counter()
+        array_to_image(mask, 'mono8', msg.header)
+        grid_to_msg(grid, projector.grid_spec, msg.header.stamp, 'base_link')
+        t4 = time.perf_counter()
+        return t4 - t0, {'decode': t1 - t0, 'free_and_projection': t3 - t2,
+                         'messages': t4 - t3, **pipe.timings}
+
+    try:
+        for i in range(warmup_runs):
+            one(frames.images[i % len(frames.images)])
+        cpu0, t_start, busy0 = time.process_time(), time.perf_counter(), system_busy_seconds()
+        i = 0
+        while time.perf_counter() - t_start < seconds or len(times) < 5:
+            total, parts = one(frames.images[i % len(frames.images)])
+            times.append(total)
+            for k, v in parts.items():
+                stages[k].append(v)
+            i += 1
+        wall = time.perf_counter() - t_start
+        cpu = time.process_time() - cpu0
+        other = _other_cpu_percent(busy0, cpu, wall)
+    finally:
+        pipe.close()
+    row = {'kind': 'pipeline', 'threads': threads, 'input': f'rgb8 {frames.width}x{frames.height}',
+           'fps': len(times) / sum(times), 'frames': len(times),
+           'other_cpu_percent': other, 'loadavg_1min': os.getloadavg()[0],
+           'cpu_percent': 100.0 * cpu / wall,
+           'stages_p50_ms': {k: round(float(np.median(v)) * 1000.0, 3)
+                             for k, v in stages.items()},
+           'samples_ms': _ms_list(times)}
+    row.update(stats_ms(times))
+    return row

@@ -1,0 +1,97 @@
+"""What a process costs, read from /proc: CPU seconds, faults, RSS, the machine."""
+
+import os
+import platform
+
+import cv2
+import numpy as np
+
+
+CLK_TCK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
+
+
+def stats_ms(samples_s):
+    """Return p50/p95/max/mean (ms) of a list of seconds, or Nones."""
+    if not len(samples_s):
+        return {'p50_ms': None, 'p95_ms': None, 'max_ms': None, 'mean_ms': None}
+    a = np.asarray(samples_s, np.float64) * 1000.0
+    return {'p50_ms': float(np.percentile(a, 50)), 'p95_ms': float(np.percentile(a, 95)),
+            'max_ms': float(a.max()), 'mean_ms': float(a.mean())}
+
+
+def _proc_stat(pid):
+    try:
+        with open(f'/proc/{pid}/stat', 'rb') as f:
+            text = f.read().decode()
+    except OSError:
+        return None
+    return text[text.rindex(')') + 2:].split()
+
+
+def proc_cpu_seconds(pid):
+    """User + system CPU seconds of a process (all threads), from /proc/<pid>/stat."""
+    fields = _proc_stat(pid)
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_minor_faults(pid):
+    """Minor page faults of a process so far (a fresh page touched: about 1 per 4 KiB)."""
+    fields = _proc_stat(pid)
+    return None if fields is None else int(fields[7])
+
+
+def system_busy_seconds():
+    """CPU seconds all cores spent busy (not idle or iowait) since boot, from /proc/stat."""
+    try:
+        with open('/proc/stat') as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / CLK_TCK
+
+
+def proc_rss_mb(pid):
+    """Resident set size (VmRSS) of a process in MiB, or None."""
+    try:
+        with open(f'/proc/{pid}/status') as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def machine_info():
+    """CPU model, core count, load average and library versions, for the report."""
+    import onnxruntime
+
+    model = platform.processor() or ''
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    model = line.split(':', 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {'cpu': model, 'cores': os.cpu_count(), 'loadavg_1_5_15': load,
+            'python': platform.python_version(), 'numpy': np.__version__,
+            'opencv': cv2.__version__, 'onnxruntime': onnxruntime.__version__,
+            'platform': platform.platform()}
+
+
+def _other_cpu_percent(busy0, own_cpu, wall):
+    busy1 = system_busy_seconds()
+    if busy0 is None or busy1 is None:
+        return None
+    return 100.0 * ((busy1 - busy0) - own_cpu) / wall
+
+
+def _ms_list(seconds):
+    return [round(s * 1000.0, 3) for s in seconds]

@@ -1,0 +1,247 @@
+"""
+``python -m freespace_seg bench``: how fast the segmentation runs, layer by layer.
+
+Four things are measured side by side in one process tree, on the same frames:
+
+a. **engine**: the raw inference engine (:class:`OnnxRuntimeEngine`) on preprocessed tensors;
+b. **pipeline**: the core pipeline without ROS, as the node runs it: decode a
+   ``sensor_msgs/Image``'s bytes, preprocess, infer, postprocess, ground projection, and the
+   output messages (mask and grid) built but not sent;
+c. **node**: ``segmentation_node`` in its own process over real rclpy topics, with the Fast DDS
+   large-image profile: this process publishes the camera (``image`` + ``camera_info``, or
+   ``image/compressed``) and subscribes to ``segmentation/mask`` and ``free_space/grid``;
+d. **naive**: the obvious node (:mod:`freespace_seg.tools.bench.naive`, ``python -m
+   freespace_seg bench-naive-node``), also in its own process: the image copied out of the
+   message, numpy normalization, inference inside the subscription callback, ``np.argmax``,
+   the mask published with ``msg.data = ndarray``, depth-10 reliable QoS.
+
+Latency is stamp -> receipt of ``segmentation/mask`` in this process (the node's publish time
+plus one transport hop); the camera stamps each frame just before publishing it. A
+*closed-loop* condition measures saturation throughput: the camera keeps two frames in flight,
+publishing the next one whenever a mask comes back, so the node always has a frame waiting
+and never more than one to drop. CPU % is the node process's user + system time from
+``/proc/<pid>/stat`` over the measured window (100 % = one core), RSS its ``VmRSS`` at the
+end of the window.
+
+Writes ``bench.md`` (the table and the ratios), ``bench.json`` (everything, with every
+latency sample) and ``latency.png`` (drawn with OpenCV) to ``--out``.
+
+Examples::
+
+    python -m freespace_seg bench                      # the full run (about 15 minutes)
+    python -m freespace_seg bench --quick              # a tiny version, about a minute
+    python -m freespace_seg bench --memory-minutes 10  # plus RSS over 10 minutes at 30 Hz
+"""
+
+import datetime
+import json
+import os
+import sys
+
+from freespace_seg.tools.bench.engine import Frames, measure_engine, measure_pipeline
+from freespace_seg.tools.bench.procstat import machine_info
+from freespace_seg.tools.bench.report import _f, memory_summary, write_report
+from freespace_seg.tools.bench.topics import Condition, TopicBench
+
+
+#: the node's default camera in this benchmark
+DEFAULT_SIZE = (1280, 720)
+
+
+def add_arguments(parser):
+    """Add the ``bench`` options to ``parser``."""
+    parser.add_argument('--model', default='',
+                        help='fp32 ONNX model (default: the packaged one)')
+    parser.add_argument('--int8-model', default='',
+                        help='INT8 model (default: <model stem>_int8.onnx if it exists; '
+                             '"none" to skip the INT8 conditions)')
+    parser.add_argument('--out', default='bench_output',
+                        help='folder for bench.md, bench.json, latency.png (bench_output)')
+    parser.add_argument('--quick', action='store_true',
+                        help='a tiny version: few conditions, a few seconds each')
+    parser.add_argument('--duration', type=float,
+                        help='measured seconds per topic condition (20; --quick: 3)')
+    parser.add_argument('--warmup', type=float,
+                        help='seconds before measuring (3; --quick: 1.5)')
+    parser.add_argument('--width', type=int, default=DEFAULT_SIZE[0],
+                        help='camera width (%(default)s)')
+    parser.add_argument('--height', type=int, default=DEFAULT_SIZE[1],
+                        help='camera height (%(default)s)')
+    parser.add_argument('--rates', default='',
+                        help='camera rates in Hz, comma-separated (15,30,60; --quick: 30)')
+    parser.add_argument('--threads', default='',
+                        help='inference thread counts, comma-separated (1,2; --quick: 2)')
+    parser.add_argument('--scenes', type=int, default=0,
+                        help='distinct frames rendered and cycled (6; --quick: 2)')
+    parser.add_argument('--seed', type=int, default=1000, help='scene seed (%(default)s)')
+    parser.add_argument('--no-naive', action='store_true', help='skip the naive node')
+    parser.add_argument('--no-topics', action='store_true',
+                        help='only the engine and the pipeline (no ROS processes)')
+    parser.add_argument('--only', default='',
+                        help='run only the conditions whose label contains one of these '
+                             'comma-separated texts, e.g. "engine fp32,node fp32 2t"')
+    parser.add_argument('--memory-minutes', type=float, default=0.0,
+                        help='also run the node this many minutes at 30 Hz and report its '
+                             'RSS growth (0: skip)')
+    parser.add_argument('--from-json', metavar='FILE',
+                        help='measure nothing: redo the report (ratios, goals, table, plot) of '
+                             'the bench.json of an earlier run into --out')
+    parser.add_argument('--memory-only', action='store_true',
+                        help='with --memory-minutes: run only the memory check')
+    parser.add_argument('--profile', action='store_true',
+                        help='sample the stacks of every segmentation_node process '
+                             '(freespace_seg.tools.profiling) and write profile_<n>.md per node '
+                             'condition to --out')
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _csv(text, cast):
+    return [cast(v) for v in str(text).split(',') if v.strip()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Command
+
+
+def _models(args):
+    from freespace_seg.perception.pipeline import packaged_model_path
+    from freespace_seg.training.quantize import int8_path_for
+
+    fp32 = os.path.abspath(args.model) if args.model else packaged_model_path()
+    models = [('fp32', fp32)]
+    if args.int8_model != 'none':
+        int8 = os.path.abspath(args.int8_model) if args.int8_model else int8_path_for(fp32)
+        if os.path.isfile(int8):
+            models.append(('int8', int8))
+        elif args.int8_model:
+            raise SystemExit(f'bench: INT8 model not found: {int8}')
+    return models
+
+
+def plan(args, models):
+    """Return (threads list, rates, topic conditions) for the run."""
+    quick = args.quick
+    threads_list = _csv(args.threads, int) if args.threads else ([2] if quick else [1, 2])
+    rates = _csv(args.rates, float) if args.rates else ([30.0] if quick else [15.0, 30.0,
+                                                                              60.0])
+    best_t = max(threads_list)
+    conds = []
+    fp32 = models[0][1]
+    for label, path in models:
+        for rate in rates:
+            conds.append(Condition('node', label, path, best_t, rate))
+        for t in threads_list:
+            conds.append(Condition('node', label, path, t, 0.0))
+        if not quick:
+            for t in threads_list:
+                if t != best_t:
+                    for rate in rates:
+                        if rate >= 30:
+                            conds.append(Condition('node', label, path, t, rate))
+    mid = 30.0 if 30.0 in rates else rates[len(rates) // 2]
+    conds.append(Condition('node', 'fp32', fp32, best_t, mid, transport='compressed'))
+    if not quick:
+        conds.append(Condition('node', 'fp32', fp32, best_t, mid, all_outputs=True))
+    if not args.no_naive:
+        for rate in rates:
+            conds.append(Condition('naive', 'fp32', fp32, best_t, rate))
+    return threads_list, rates, conds
+
+
+def run(args):
+    """Run the benchmark; returns the process exit code."""
+    if args.from_json:
+        with open(args.from_json) as f:
+            result = json.load(f)
+        write_report(result, os.path.abspath(args.out))
+        return 0
+    quick = args.quick
+    duration = args.duration or (3.0 if quick else 20.0)
+    warmup = args.warmup if args.warmup is not None else (1.5 if quick else 3.0)
+    scenes = args.scenes or (2 if quick else 6)
+    models = _models(args)
+    for label, path in models:
+        if not os.path.isfile(path):
+            print(f'bench: model not found: {path}', file=sys.stderr)
+            return 2
+    out_dir = os.path.abspath(args.out)
+    os.makedirs(out_dir, exist_ok=True)
+    threads_list, rates, conds = plan(args, models)
+    frames = Frames(scenes, args.width, args.height, args.seed)
+    if args.no_topics:
+        conds = []
+    only = [t.strip() for t in args.only.split(',') if t.strip()]
+
+    def wanted(label):
+        if args.memory_only:
+            return False
+        return not only or any(t in label for t in only)
+
+    conds = [c for c in conds if wanted(c.label(frames))]
+
+    def log(text):
+        print(text, file=sys.stderr, flush=True)
+
+    info = machine_info()
+    info['date'] = datetime.datetime.now().isoformat(timespec='seconds')
+    log(f'bench: {info["cpu"]}, {info["cores"]} cores, load average {info["loadavg_1_5_15"]}')
+    log(f'bench: models {", ".join(f"{k} {v}" for k, v in models)}')
+    rows = []
+    engine_s = 2.0 if quick else 8.0
+    for label, path in models:
+        for t in threads_list:
+            if wanted(f'engine {label} {t}t tensor'):
+                log(f'bench: engine {label} {t} thread(s) ...')
+                row = measure_engine(path, t, frames, engine_s)
+                row.update(model=label, label=f'engine {label} {t}t tensor')
+                rows.append(row)
+                log(f'  {row["fps"]:.1f} fps, p50 {row["p50_ms"]:.2f} ms')
+            size = f'{frames.width}x{frames.height}'
+            if wanted(f'pipeline {label} {t}t rgb8 {size}'):
+                log(f'bench: pipeline {label} {t} thread(s) ...')
+                row = measure_pipeline(path, t, frames, engine_s)
+                row.update(model=label, label=f'pipeline {label} {t}t {row["input"]}')
+                rows.append(row)
+                log(f'  {row["fps"]:.1f} fps, p50 {row["p50_ms"]:.2f} ms, stages '
+                    f'{row["stages_p50_ms"]}')
+    memory = None
+    if conds or args.memory_minutes > 0:
+        topics = TopicBench(frames, warmup, duration, log)
+        topics.profile_dir = out_dir if args.profile else None
+        try:
+            for n, cond in enumerate(conds, 1):
+                log(f'bench: [{n}/{len(conds)}] {cond.label(frames)} ...')
+                try:
+                    row = topics.run(cond)
+                except RuntimeError as e:
+                    log(f'bench: failed: {e}')
+                    continue
+                rows.append(row)
+                log(f'  {row["fps"]:.1f} fps, p50 {_f(row["p50_ms"])} ms, p95 '
+                    f'{_f(row["p95_ms"])} ms, dropped {row["dropped"]}/{row["published"]}, '
+                    f'CPU {_f(row["cpu_percent"], 0)} %, RSS {_f(row["rss_mb"], 0)} MB')
+            if args.memory_minutes > 0:
+                label, path = models[0]
+                cond = Condition('node', label, path, max(threads_list), 30.0)
+                log(f'bench: memory run: {cond.label(frames)} for {args.memory_minutes:g} '
+                    'minutes ...')
+                row = topics.run(cond, duration=args.memory_minutes * 60.0, rss_every=5.0)
+                memory = memory_summary(row)
+                memory['row'] = {k: v for k, v in row.items() if k != 'samples_ms'}
+                log(f'  RSS {memory["rss_after_settle_mb"]:.1f} MB after '
+                    f'{memory["settle_s"]:.0f} s -> {memory["rss_end_mb"]:.1f} MB at '
+                    f'{memory["minutes"]:.1f} min: growth {memory["growth_mb"]:+.1f} MB')
+        finally:
+            topics.close()
+    info['loadavg_end'] = [round(x, 2) for x in os.getloadavg()]
+    result = {'machine': info, 'models': dict(models), 'args': {
+        k: v for k, v in vars(args).items() if not k.startswith('_')},
+        'duration_s': duration, 'warmup_s': warmup, 'scenes': scenes,
+        'camera': [args.width, args.height], 'seed': args.seed, 'jpeg_kb': frames.jpeg_kb,
+        'threads': threads_list, 'rates': rates, 'rows': rows, 'memory': memory}
+    write_report(result, out_dir)
+    log(f'bench: wrote {out_dir}/bench.md, bench.json and latency.png')
+    return 0 if rows or memory else 1

@@ -1,0 +1,255 @@
+"""Conditions (c) and (d): segmentation_node and the naive node over real topics."""
+
+import os
+import struct
+import sys
+import threading
+import time
+
+from freespace_seg.tools.bench.procstat import (_ms_list, proc_cpu_seconds, proc_minor_faults,
+                                                proc_rss_mb, stats_ms, system_busy_seconds)
+from freespace_seg.tools.child import NodeProcess
+
+
+#: frames in flight in the closed-loop (saturation) condition
+IN_FLIGHT = 2
+
+
+def _stamp_ns_from_cdr(data):
+    """Read header.stamp (the first field) of a serialized little-endian CDR message."""
+    sec, nanosec = struct.unpack_from('<iI', data, 4)
+    return sec * 1_000_000_000 + nanosec
+
+
+# ---------------------------------------------------------------------------------------------
+# (c) node and (d) naive node, in their own processes, over real topics
+
+
+class Condition:
+    """One topic condition: which node, model, threads, input and camera rate."""
+
+    def __init__(self, kind, model_label, model, threads, rate, transport='raw',
+                 all_outputs=False):
+        self.kind = kind              # 'node' or 'naive'
+        self.model_label = model_label
+        self.model = model
+        self.threads = threads
+        self.rate = rate              # Hz, or 0 for closed loop
+        self.transport = transport    # 'raw' or 'compressed'
+        self.all_outputs = all_outputs
+
+    @property
+    def camera(self):
+        return f'{self.rate:g} Hz' if self.rate else f'closed loop ({IN_FLIGHT} in flight)'
+
+    def label(self, frames):
+        size = f'{frames.width}x{frames.height}'
+        what = 'jpeg ' + size if self.transport == 'compressed' else 'rgb8 ' + size
+        extra = ', all 7 outputs' if self.all_outputs else ''
+        return f'{self.kind} {self.model_label} {self.threads}t {what} {self.camera}{extra}'
+
+
+class TopicBench:
+    """Runs topic conditions: a child node process and a camera in this process."""
+
+    def __init__(self, frames, warmup, duration, log):
+        import rclpy
+
+        from freespace_seg.tools.child import node_environment
+
+        self.env = node_environment()
+        for key in ('FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
+            os.environ[key] = self.env[key]
+        self.frames = frames
+        self.warmup = warmup
+        self.duration = duration
+        self.log = log
+        self.index = 0
+        #: where node processes write their profiles (None: no profiling)
+        self.profile_dir = None
+        self._rclpy = rclpy
+        self._own_context = not rclpy.ok()
+        if self._own_context:
+            rclpy.init()
+
+    def close(self):
+        if self._own_context:
+            self._rclpy.try_shutdown()
+
+    def _command(self, cond, ns, node_name):
+        if cond.kind == 'naive':
+            cmd = [sys.executable, '-m', 'freespace_seg', 'bench-naive-node', '--ros-args']
+            ready = 'naive node listening'
+        else:
+            cmd = [sys.executable, '-m', 'freespace_seg.nodes.segmentation_node',
+                   '--ros-args']
+            ready = 'listening on'
+        cmd += ['-r', f'__ns:={ns}', '-r', f'__node:={node_name}',
+                '-p', f'model_file_path:={cond.model}', '-p', f'num_threads:={cond.threads}']
+        if cond.kind == 'node':
+            cmd += ['-p', 'backend:=onnxruntime', '-p',
+                    f'image_transport:={cond.transport}']
+            if cond.all_outputs:
+                cmd += ['-p', 'publish_unsubscribed:=true']
+        return cmd, ready
+
+    def run(self, cond, duration=None, rss_every=0.0):
+        """Measure one condition; return its result row."""
+        from diagnostic_msgs.msg import DiagnosticArray
+        from nav_msgs.msg import OccupancyGrid
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.node import Node
+        from rclpy.qos import QoSProfile
+        from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+
+        from freespace_seg.nodes.ros_util import stop_spin_thread
+        from freespace_seg.nodes.segmentation_node import GRID_QOS
+
+        duration = self.duration if duration is None else duration
+        self.index += 1
+        ns = f'/freespace_bench_{os.getpid()}_{self.index}'
+        node_name = f'bench_{cond.kind}_{self.index}'
+        cmd, ready_text = self._command(cond, ns, node_name)
+        env = self.env
+        profile = None
+        if self.profile_dir and cond.kind == 'node':
+            profile = os.path.join(self.profile_dir, f'profile_{self.index}.md')
+            env = dict(env, FREESPACE_SEG_PROFILE=profile)
+        child = NodeProcess(cmd, env, ready_text)
+        bench = Node(f'bench_camera_{self.index}', namespace=ns)
+        qos = QoSProfile(depth=10)  # reliable, like a driver with the default QoS
+        compressed = cond.transport == 'compressed'
+        msgs = self.frames.jpegs if compressed else self.frames.images
+        pub_image = bench.create_publisher(CompressedImage if compressed else Image,
+                                           'image/compressed' if compressed else 'image', qos)
+        pub_info = bench.create_publisher(CameraInfo, 'camera_info', qos)
+        sent = {}            # stamp ns -> publish time (monotonic)
+        masks = {}           # stamp ns -> receipt time ns (wall clock, as the stamp)
+        grids = {}
+        diags = []
+        tokens = threading.Semaphore(IN_FLIGHT)
+        lock = threading.Lock()
+
+        def on_mask(data):
+            now = time.time_ns()
+            stamp = _stamp_ns_from_cdr(data)
+            with lock:
+                masks[stamp] = now
+            tokens.release()
+
+        def on_grid(data):
+            grids[_stamp_ns_from_cdr(data)] = time.time_ns()
+
+        def on_diag(msg):
+            for st in msg.status:
+                if st.name.startswith(node_name + ':'):
+                    diags.append((time.monotonic(), {kv.key: kv.value for kv in st.values}))
+
+        bench.create_subscription(Image, 'segmentation/mask', on_mask, qos, raw=True)
+        if cond.kind == 'node':
+            bench.create_subscription(OccupancyGrid, 'free_space/grid', on_grid, GRID_QOS,
+                                      raw=True)
+        bench.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 10)
+        executor = SingleThreadedExecutor()
+        executor.add_node(bench)
+        spin = threading.Thread(target=executor.spin, daemon=True)
+        spin.start()
+        stop = threading.Event()
+        row = {'kind': cond.kind, 'model': cond.model_label, 'threads': cond.threads,
+               'input': ('jpeg ' if compressed else 'rgb8 ')
+               + f'{self.frames.width}x{self.frames.height}',
+               'camera': cond.camera, 'rate_hz': cond.rate, 'all_outputs': cond.all_outputs,
+               'label': cond.label(self.frames)}
+        try:
+            if not child.ready.wait(timeout=120):
+                raise RuntimeError(f'{cond.kind} did not start:\n{child.log_tail()}')
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and (
+                    pub_image.get_subscription_count() == 0
+                    or bench.count_publishers(f'{ns}/segmentation/mask') == 0):
+                time.sleep(0.05)
+            time.sleep(0.3)
+
+            def camera():
+                clock = bench.get_clock()
+                period = 1.0 / cond.rate if cond.rate else 0.0
+                next_t = time.monotonic()
+                i = 0
+                while not stop.is_set():
+                    if cond.rate:
+                        now = time.monotonic()
+                        if now < next_t:
+                            time.sleep(next_t - now)
+                        next_t += period
+                        if time.monotonic() - next_t > period:
+                            next_t = time.monotonic() + period  # fell behind: no bursts
+                    else:
+                        tokens.acquire(timeout=0.5)  # a lost frame frees its token here
+                        if stop.is_set():
+                            break
+                    msg = msgs[i % len(msgs)]
+                    stamp = clock.now()
+                    msg.header.stamp = self.frames.info.header.stamp = stamp.to_msg()
+                    pub_info.publish(self.frames.info)
+                    pub_image.publish(msg)
+                    sent[stamp.nanoseconds] = time.monotonic()
+                    i += 1
+
+            cam = threading.Thread(target=camera, daemon=True)
+            cam.start()
+            time.sleep(self.warmup)
+            pid = child.pid
+            t0 = time.monotonic()
+            cpu0, self_cpu0 = proc_cpu_seconds(pid), time.process_time()
+            busy0, faults0 = system_busy_seconds(), proc_minor_faults(pid)
+            rss0 = proc_rss_mb(pid)
+            rss_series = [(0.0, rss0)]
+            while time.monotonic() - t0 < duration:
+                time.sleep(min(rss_every or 0.25, max(0.0, duration - (time.monotonic() - t0))))
+                if rss_every:
+                    rss_series.append((time.monotonic() - t0, proc_rss_mb(pid)))
+                if child.proc.poll() is not None:
+                    raise RuntimeError(f'{cond.kind} exited with code {child.proc.returncode}'
+                                       f':\n{child.log_tail()}')
+            t1 = time.monotonic()
+            cpu1, self_cpu1 = proc_cpu_seconds(pid), time.process_time()
+            busy1, faults1 = system_busy_seconds(), proc_minor_faults(pid)
+            rss1 = proc_rss_mb(pid)
+            stop.set()
+            tokens.release()
+            cam.join(timeout=2)
+            time.sleep(1.0)  # late masks of frames sent in the window
+        finally:
+            stop.set()
+            stop_spin_thread(executor, spin)
+            bench.destroy_node()
+            code = child.stop()
+        window = [s for s, t in sent.items() if t0 <= t < t1]
+        answered = [s for s in window if s in masks]
+        lat = [(masks[s] - s) * 1e-9 for s in answered]
+        wall = t1 - t0
+        row.update({
+            'published': len(window), 'answered': len(answered),
+            'dropped': len(window) - len(answered), 'fps': len(answered) / wall,
+            'camera_fps': len(window) / wall,
+            'cpu_percent': 100.0 * (cpu1 - cpu0) / wall if cpu0 is not None else None,
+            'bench_cpu_percent': 100.0 * (self_cpu1 - self_cpu0) / wall,
+            'rss_mb': rss1, 'rss_start_mb': rss0, 'window_s': wall, 'exit_code': code,
+            'loadavg_1min': os.getloadavg()[0],
+            'grids': sum(1 for s in window if s in grids),
+            'samples_ms': _ms_list(lat)})
+        row.update(stats_ms(lat))
+        if profile is not None and os.path.isfile(profile):
+            row['profile'] = os.path.basename(profile)
+        if faults0 is not None and faults1 is not None:
+            row['minor_faults_per_s'] = (faults1 - faults0) / wall
+        if busy0 is not None and cpu0 is not None:
+            # Everything else on the machine during the window (other users' processes).
+            row['other_cpu_percent'] = 100.0 * ((busy1 - busy0) - (cpu1 - cpu0)
+                                                - (self_cpu1 - self_cpu0)) / wall
+        if rss_every:
+            row['rss_series'] = [(round(t, 1), r) for t, r in rss_series]
+        node_diag = [d for t, d in diags if t0 <= t <= t1 + 0.5]
+        if node_diag:
+            row['node_diagnostics'] = node_diag[-1]
+        return row

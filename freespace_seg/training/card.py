@@ -1,0 +1,66 @@
+"""The model card of a trained network: what it is, how it was trained and scored."""
+
+from freespace_seg.training import data as datasets
+from freespace_seg.training.tensors import CLASS_NAMES, MEAN, PAD_VALUE, PALETTE, STD
+
+
+def pretrained_record(arch):
+    """Return the card's ``training.pretrained``: the ImageNet weights an --arch starts from."""
+    if arch == 'unet':
+        return None
+    from freespace_seg.training.backbone import weights_record
+    return weights_record(arch.replace('efficientnet-', ''))
+
+
+def describe_network(arch, context=False):
+    """Return one phrase for the card: what the network of ``arch`` is."""
+    if arch == 'unet':
+        return ('Small UNet (4 levels, 3x3 conv + BatchNorm + ReLU, bilinear upsampling, '
+                'logits at 1/2 resolution upsampled to the input'
+                + (', a global-context branch at the bottleneck' if context else '') + ')')
+    return (f'UNet-style segmentation network on an EfficientNet-{arch[-5:].capitalize()} '
+            'encoder (MBConv blocks, ReLU6, no squeeze-excite; ImageNet-pretrained, then '
+            'fine-tuned) with a light decoder (bilinear x2, skip concatenation, one 3x3 conv '
+            'per level; logits at 1/2 resolution upsampled to the input)')
+
+
+def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed,
+               photo_textures=True, arch='unet'):
+    """Return the model card dict (schema of :mod:`freespace_seg.perception.model_card`)."""
+    sources = datasets.synthetic_data_sources(data_seed, photo_textures)
+    pretrained = pretrained_record(arch)
+    if pretrained:
+        sources.append(f'pretrained encoder weights: {pretrained["package"]} '
+                       f'{pretrained["version"]} ({pretrained["file"]}, {pretrained["licence"]})'
+                       f', trained on {pretrained["trained_on"]}')
+    return {
+        'format_version': 1,
+        'name': name,
+        'description': (
+            describe_network(arch, training.get('context_branch')) + ' that labels every '
+            'pixel of an RGB camera image as free floor or blocked, for a small indoor robot. '
+            'Trained with torch on procedurally rendered, domain-randomized synthetic '
+            'images (freespace_seg.sim, with CC0 / public-domain photos as textures on '
+            'walls and obstacles); never trained on real camera images of floors. evaluation '
+            'lists every set it was scored on.'),
+        'model_file': onnx_name,
+        'input': {
+            'name': 'input',
+            'shape': [1, 3, int(height), int(width)],
+            'layout': 'NCHW',
+            'dtype': 'float32',
+            'color_order': 'RGB',
+            'mean': list(MEAN),
+            'std': list(STD),
+            'resize_mode': 'letterbox',
+            'pad_value': PAD_VALUE,
+        },
+        'output': {'name': 'logits', 'kind': 'logits', 'layout': 'NCHW'},
+        'classes': {'names': list(CLASS_NAMES), 'palette': [list(c) for c in PALETTE],
+                    'free_space': [1]},
+        'evaluation': evaluation,
+        'training': training,
+        'data_sources': sources,
+        'latency_ms': latency,
+        'licence': 'Apache-2.0',
+    }

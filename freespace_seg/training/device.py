@@ -1,0 +1,36 @@
+"""The device a run trains on, and how the card records it."""
+
+import torch
+
+
+#: Choices of ``--device``.
+DEVICES = ('auto', 'cpu', 'cuda')
+
+
+def resolve_device(name):
+    """
+    Return the torch device for ``--device`` ``name`` (``auto``, ``cpu`` or ``cuda``).
+
+    ``auto`` is ``cuda`` when torch sees a CUDA device, else ``cpu``. ``cuda`` without one
+    exits with a message that says why (a CPU build of torch, or no driver or GPU).
+    """
+    if name not in DEVICES:
+        raise SystemExit(f'train: --device {name}: expected one of {", ".join(DEVICES)}')
+    if name == 'cpu':
+        return torch.device('cpu')
+    if torch.cuda.is_available():
+        return torch.device('cuda')
+    if name == 'cuda':
+        build = torch.version.cuda
+        why = ('this torch is a CPU build' if build is None else
+               f'this torch is built for CUDA {build}, but no GPU or driver answers')
+        raise SystemExit(f'train: --device cuda: torch {torch.__version__} sees no CUDA device '
+                         f'({why}); use --device cpu')
+    return torch.device('cpu')
+
+
+def device_record(device):
+    """Return the card's ``training.device``: ``cpu``, or ``cuda (<GPU name>)``."""
+    if device.type == 'cuda':
+        return f'cuda ({torch.cuda.get_device_name(device)})'
+    return device.type

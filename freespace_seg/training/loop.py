@@ -1,0 +1,270 @@
+"""The training loop: seeds, validation, ONNX --init, train_model."""
+
+import copy
+import os
+import random
+import time
+
+from freespace_seg.perception import metrics
+from freespace_seg.training.augment import augment
+from freespace_seg.training.checkpoint import _atomic_save
+from freespace_seg.training.losses import per_frame_loss, segmentation_loss
+from freespace_seg.training.sampler import FrameSampler
+from freespace_seg.training.tensors import channels_last, downscale2x, normalize
+import numpy as np
+import torch
+
+
+def seed_everything(seed):
+    """Seed python, numpy and torch."""
+    random.seed(seed)
+    np.random.seed(seed % (2 ** 32))
+    torch.manual_seed(seed)
+
+
+@torch.no_grad()
+def validate(model, images, labels, batch_size=8):
+    """
+    Confusion matrix of the model on letterboxed uint8 tensors (pads ignored).
+
+    The frames may live on the CPU; each batch goes to the model's device.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    acc = metrics.ConfusionAccumulator(model.num_classes)
+    for i in range(0, images.shape[0], batch_size):
+        y = labels[i:i + batch_size].to(device).long()
+        x = channels_last(normalize(images[i:i + batch_size].to(device).float() / 255.0, y))
+        pred = model(x).argmax(dim=1)
+        acc.update(pred.cpu().numpy(), y.cpu().numpy(), images=x.shape[0])
+    model.train()
+    return acc.matrix
+
+
+def cpu_state(model):
+    """Return a copy of ``model``'s state dict on the CPU (checkpoints then load anywhere)."""
+    return {k: v.detach().to('cpu', copy=True) for k, v in model.state_dict().items()}
+
+
+# Frames on which an ONNX --init model's BatchNorm statistics are measured.
+ONNX_INIT_FRAMES = 256
+
+
+def onnx_init_state(path, train_x, train_y, threads=2, frames=ONNX_INIT_FRAMES):
+    """
+    Rebuild the package's ONNX UNet in torch for ``--init MODEL.onnx``; return a checkpoint dict.
+
+    The exporter folds BatchNorm into the convolutions; :func:`finetune.unfold_batchnorm`
+    gives the layers back statistics measured on ``frames`` training frames (evenly spaced),
+    so that training with live BatchNorm starts from the model's function. The rebuilt model
+    is checked against ONNX Runtime (:data:`finetune.REBUILD_TOLERANCE`). ``command`` and
+    ``miou`` come from the model's card when it has one.
+    """
+    from freespace_seg.perception.model_card import load_card, ModelCardError
+    from freespace_seg.training.export import compare_with_torch
+    from freespace_seg.training.finetune import (FinetuneError, REBUILD_TOLERANCE,
+                                                 rebuild_torch_model, unfold_batchnorm)
+
+    if not os.path.isfile(path):
+        raise SystemExit(f'train: --init {path}: no such file')
+    try:
+        rebuilt = rebuild_torch_model(path)
+    except FinetuneError as e:
+        raise SystemExit(f'train: --init {path}: {e}') from None
+    n = min(int(frames), train_x.shape[0])
+    idx = torch.from_numpy(np.linspace(0, train_x.shape[0] - 1, n).round().astype(np.int64))
+    x = normalize(train_x[idx].float() / 255.0, train_y[idx].long())
+    unfold_batchnorm(rebuilt, x)
+    # On random inputs of the ONNX input's size, as finetune.rebuild_checked does.
+    diff = compare_with_torch(rebuilt, path, threads=threads)
+    if not diff <= REBUILD_TOLERANCE:
+        raise SystemExit(f'train: --init {path}: the rebuilt torch model differs from ONNX '
+                         f'Runtime by {diff:.3g} (> {REBUILD_TOLERANCE:g})')
+    print(f'train: rebuilt the torch UNet of {path} (widths {list(rebuilt.widths)}), BatchNorm '
+          f'statistics from {n} training frames; max |logit diff| vs ONNX Runtime {diff:.2e}',
+          flush=True)
+    command = miou = None
+    try:
+        training = load_card(path).raw.get('training') or {}
+        command, miou = training.get('command'), training.get('best_val_miou')
+    except (ModelCardError, AttributeError):
+        pass
+    return {'model': rebuilt.state_dict(), 'widths': list(rebuilt.widths),
+            'context': rebuilt.context is not None, 'command': command, 'miou': miou,
+            'step': None, 'rebuild_max_abs_diff_vs_onnx': float(f'{diff:.3g}'),
+            'batchnorm_frames': n}
+
+
+def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batch_size=8,
+                lr=4e-3, weight_decay=1e-4, dice_weight=1.0, seed=0, augment_data=True,
+                val_every=250, patience=0, log_every=50, work_dir=None, log=print,
+                progress_bar=True, low_res_steps=0, low_res_batch_size=None,
+                checkpoint_meta=None, hard_frames=0.0, resume=None, time_limit=None,
+                stop_after=None, device='cpu', encoder_lr_scale=1.0):
+    """
+    Train ``model`` in place on uint8 tensors; return a history dict.
+
+    ``train_x`` (N, 3, H, W) uint8 and ``train_y`` (N, H, W) uint8 (255 = ignore). The best
+    state by validation mIoU (or the last one without validation data) is loaded back
+    into ``model`` at the end.
+
+    Progressive resizing: the first ``low_res_steps`` steps train on the frames downscaled
+    2x (batches of ``low_res_batch_size``, default twice ``batch_size``), four times
+    cheaper per frame; the rest at full resolution. Validation is always at full resolution.
+    ``checkpoint_meta`` (e.g. the command line) is stored in every checkpoint.
+    ``hard_frames``: the fraction of each batch drawn by loss (see :class:`FrameSampler`);
+    0 (default) walks plain shuffled passes. ``history['hard_drawn']`` counts those frames.
+
+    Interrupting and resuming: ``last.pt`` in ``work_dir`` (written at every validation)
+    holds, under ``'resume'``, everything the loop needs to go on (optimizer, schedule,
+    random generator, sampler, history, best state). ``resume`` is that dict: training then
+    continues after its step exactly as if it had never stopped (same steps, same batches,
+    same augmentation). ``time_limit`` (seconds of this call) and ``stop_after`` (a step)
+    end the call early: ``last.pt`` is written, ``history['interrupted']`` is true and the
+    model keeps its current (not its best) weights.
+
+    ``device`` (e.g. ``'cuda'``): where the model trains. The frames stay where they are
+    (the CPU); each batch goes to the device before augmentation, whose random numbers still
+    come from the one CPU generator. The model comes back on the CPU.
+
+    ``encoder_lr_scale``: a model with ``encoder_parameters()`` (a pretrained encoder) trains
+    those at this fraction of ``lr``.
+    """
+    gen = torch.Generator().manual_seed(int(seed))
+    device = torch.device(device)
+    model.to(device)
+    model.to(memory_format=torch.channels_last)
+    encoder = {id(p) for p in getattr(model, 'encoder_parameters', list)()}
+    groups, max_lr = [], []
+    for in_encoder, scale in ((False, 1.0), (True, float(encoder_lr_scale))):
+        mine = [p for p in model.parameters() if (id(p) in encoder) == in_encoder]
+        for decay in (True, False):
+            group = [p for p in mine if (p.ndim > 1) == decay]
+            if group:
+                groups.append({'params': group, 'weight_decay': weight_decay if decay else 0.0})
+                max_lr.append(lr * scale)
+    opt = torch.optim.AdamW(groups, lr=lr)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=max_lr, total_steps=max(steps, 1),
+                                                pct_start=0.1, div_factor=20.0,
+                                                final_div_factor=200.0)
+    n = train_x.shape[0]
+    bs_full = min(batch_size, n)
+    bs_low = min(low_res_batch_size or 2 * batch_size, n)
+    sampler = FrameSampler(n, gen, hard_frames)
+    history = {'loss': [], 'val': [], 'best_miou': None, 'best_step': None, 'steps': 0,
+               'stopped_early': False, 'train_time_s': 0.0, 'resumed_after': []}
+    best_state = None
+    best_miou = -1.0
+    since_best = 0
+    running = None
+    first = 1
+    if resume is not None:
+        if int(resume['steps']) != int(steps):
+            raise ValueError(f'the checkpoint is from a run of {resume["steps"]} steps, not '
+                             f'{steps}: the learning-rate schedule would differ')
+        model.load_state_dict(resume['model'])
+        opt.load_state_dict(resume['optimizer'])
+        sched.load_state_dict(resume['scheduler'])
+        gen.set_state(resume['generator'])
+        sampler.load_state_dict(resume['sampler'])
+        history = copy.deepcopy(resume['history'])
+        best_state = resume['best_state']
+        best_miou = float(resume['best_miou'])
+        since_best = int(resume['since_best'])
+        running = resume['running']
+        first = int(resume['step']) + 1
+        history.setdefault('resumed_after', []).append(first - 1)
+        log(f'resuming after step {first - 1} of {steps}')
+    history['interrupted'] = False
+    has_val = val_x is not None and val_x.shape[0] > 0
+    time_before = float(history.get('train_time_s') or 0.0)
+    t_start = time.perf_counter()
+
+    def clock():
+        history['train_time_s'] = time_before + time.perf_counter() - t_start
+
+    def save_last(step, miou, better):
+        clock()
+        if not work_dir:
+            return
+        os.makedirs(work_dir, exist_ok=True)
+        meta = dict(checkpoint_meta or {}, step=step, miou=miou,
+                    arch=getattr(model, 'arch', 'unet'),
+                    widths=list(model.widths), context=model.context is not None)
+        state = cpu_state(model)
+        record = {'steps': steps, 'step': step, 'model': state,
+                  'optimizer': opt.state_dict(), 'scheduler': sched.state_dict(),
+                  'generator': gen.get_state(), 'sampler': sampler.state_dict(),
+                  'history': history, 'best_state': best_state, 'best_miou': best_miou,
+                  'since_best': since_best, 'running': running}
+        _atomic_save(dict(meta, model=state, resume=record), os.path.join(work_dir, 'last.pt'))
+        if better:
+            _atomic_save(dict(meta, model=best_state), os.path.join(work_dir, 'best.pt'))
+
+    steps_iter = range(first, steps + 1)
+    if progress_bar:
+        from freespace_seg.common.progress import progress
+        steps_iter = progress(steps_iter, total=len(steps_iter), desc='train')
+    model.train()
+    for step in steps_iter:
+        low_res = step <= low_res_steps
+        bs = bs_low if low_res else bs_full
+        idx = sampler.draw(bs)
+        x = train_x[idx].to(device).float() / 255.0
+        y = train_y[idx].to(device).long()
+        if low_res:
+            x, y = downscale2x(x, y)
+        if augment_data:
+            x, y = augment(x, y, gen, 'full' if augment_data is True else augment_data)
+        x = channels_last(normalize(x, y))
+        logits = model(x)
+        loss = segmentation_loss(logits, y, dice_weight)
+        if sampler.hard_fraction:
+            sampler.update(idx, per_frame_loss(logits, y).cpu())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        value = float(loss.detach())
+        history['loss'].append(value)
+        running = value if running is None else 0.95 * running + 0.05 * value
+        history['steps'] = step
+        if log_every and step % log_every == 0:
+            log(f'step {step}/{steps} loss {running:.4f} lr {sched.get_last_lr()[0]:.2e} '
+                f'{time.perf_counter() - t_start:.0f}s')
+        if has_val and (step % val_every == 0 or step == steps):
+            cm = validate(model, val_x, val_y)
+            miou = metrics.mean_iou(cm)
+            iou = metrics.per_class_iou(cm)
+            history['val'].append({'step': step, 'miou': miou, 'iou': iou.tolist()})
+            better = miou > best_miou
+            if better:
+                best_miou = miou
+                best_state = cpu_state(model)
+                history['best_miou'] = miou
+                history['best_step'] = step
+                since_best = 0
+            else:
+                since_best += 1
+            log(f'val step {step}: mIoU {miou:.4f} (IoU ' + ', '.join(
+                f'{v:.4f}' for v in iou) + f'){" best" if better else ""}')
+            save_last(step, miou, better)
+            if patience and since_best >= patience:
+                log(f'early stop at step {step}: no better val mIoU for {patience} scores')
+                history['stopped_early'] = True
+                break
+        if step < steps and ((stop_after is not None and step >= stop_after) or (
+                time_limit is not None and time.perf_counter() - t_start >= time_limit)):
+            history['interrupted'] = True
+            save_last(step, None, False)
+            log(f'stopped after step {step} of {steps}'
+                + (f'; last.pt in {work_dir} resumes it' if work_dir else ''))
+            break
+    history['hard_drawn'] = sampler.hard_drawn
+    clock()
+    if best_state is not None and not history['interrupted']:
+        model.load_state_dict(best_state)
+    model.to('cpu')
+    model.to(memory_format=torch.contiguous_format)
+    model.eval()
+    return history

@@ -1,0 +1,40 @@
+"""Losses: cross-entropy plus Dice, and the per-frame loss the sampler weighs by."""
+
+from freespace_seg.perception import metrics
+import torch
+import torch.nn.functional as F
+
+
+# ---------------------------------------------------------------------------------------------
+# Loss, validation, training loop
+
+
+def dice_loss(logits, target, ignore_index=metrics.IGNORE_INDEX, eps=1.0):
+    """1 - soft Dice, averaged over classes, over the labelled pixels of the whole batch."""
+    prob = logits.softmax(dim=1)
+    valid = (target != ignore_index)
+    t = torch.where(valid, target, torch.zeros_like(target))
+    onehot = F.one_hot(t, logits.shape[1]).permute(0, 3, 1, 2).float()
+    v = valid.unsqueeze(1).float()
+    prob = prob * v
+    onehot = onehot * v
+    inter = (prob * onehot).sum(dim=(0, 2, 3))
+    denom = prob.sum(dim=(0, 2, 3)) + onehot.sum(dim=(0, 2, 3))
+    return 1.0 - ((2.0 * inter + eps) / (denom + eps)).mean()
+
+
+def segmentation_loss(logits, target, dice_weight=1.0):
+    """Cross-entropy (ignoring pads) + ``dice_weight`` * Dice."""
+    ce = F.cross_entropy(logits, target, ignore_index=metrics.IGNORE_INDEX)
+    if dice_weight:
+        return ce + dice_weight * dice_loss(logits, target)
+    return ce
+
+
+def per_frame_loss(logits, target):
+    """Mean cross-entropy of each frame over its labelled pixels (no gradient)."""
+    with torch.no_grad():
+        ce = F.cross_entropy(logits.detach(), target, ignore_index=metrics.IGNORE_INDEX,
+                             reduction='none')
+        valid = (target != metrics.IGNORE_INDEX).float()
+        return (ce * valid).sum(dim=(1, 2)) / valid.sum(dim=(1, 2)).clamp_min(1.0)

@@ -1,0 +1,297 @@
+"""
+``python -m freespace_seg quantize``: a static INT8 (QDQ) copy of a model, with its card.
+
+ONNX Runtime's ``quantize_static`` in the QDQ format: weights int8 per output channel,
+activations uint8 per tensor, the activation ranges calibrated on synthetic frames that
+training never saw (their own seed), each frame turned into a tensor by the node's own
+:class:`freespace_seg.perception.preprocess.Preprocessor`, so calibration sees exactly what the
+node feeds the model. The model is first cleaned up with ``quant_pre_process`` (shape inference
+and graph optimization, which folds BatchNorm into the convolutions).
+
+Writes ``<stem>_int8.onnx`` beside the model (or ``--out``) and its card: a copy of the
+fp32 card with ``name`` and ``model_file`` changed, a ``quantization`` section (method,
+calibration frames and seed, agreement with the fp32 model on other frames), and the fp32
+card's ``evaluation`` and ``latency_ms`` removed: score the INT8 model with
+``python -m freespace_seg eval --model <stem>_int8.onnx --render 300 --update-card``.
+
+Example::
+
+    python -m freespace_seg quantize --model models/freespace_unet.onnx
+"""
+
+import datetime
+import hashlib
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import yaml
+
+DEFAULT_MODEL = os.path.join('models', 'freespace_unet.onnx')
+#: seed of the calibration frames: training renders seeds 0 (train) and 1 (val), eval 1000
+CALIBRATION_SEED = 4242
+CALIBRATION_METHODS = ('minmax', 'entropy', 'percentile')
+
+
+def add_arguments(parser):
+    """Add the ``quantize`` options to ``parser``."""
+    parser.add_argument('--model', default=DEFAULT_MODEL,
+                        help='fp32 ONNX model with its card beside it (default: %(default)s)')
+    parser.add_argument('--out', help='INT8 model to write (default: <model stem>_int8.onnx '
+                                      'beside the model); its card goes beside it')
+    parser.add_argument('--frames', type=int, default=64,
+                        help='calibration frames (default: %(default)s)')
+    parser.add_argument('--seed', type=int, default=CALIBRATION_SEED,
+                        help='renderer seed of the calibration frames; keep it apart from the '
+                             'training (0, 1) and evaluation (1000) seeds '
+                             '(default: %(default)s)')
+    parser.add_argument('--width', type=int, default=480,
+                        help='camera width of the rendered frames (default: %(default)s)')
+    parser.add_argument('--height', type=int, default=270,
+                        help='camera height of the rendered frames (default: %(default)s)')
+    parser.add_argument('--method', default='minmax', choices=CALIBRATION_METHODS,
+                        help='activation range calibration (default: %(default)s)')
+    parser.add_argument('--per-tensor', action='store_true',
+                        help='one weight scale per tensor instead of per output channel')
+    parser.add_argument('--no-pre-process', action='store_true',
+                        help='skip quant_pre_process (shape inference, graph optimization)')
+    parser.add_argument('--check-frames', type=int, default=8,
+                        help='frames (another seed) on which the INT8 mask is compared with '
+                             'the fp32 mask; 0 to skip (default: %(default)s)')
+
+
+def int8_path_for(model_path):
+    """Return the default INT8 file name for a model: ``foo.onnx`` -> ``foo_int8.onnx``."""
+    stem, _ = os.path.splitext(model_path)
+    return stem + '_int8.onnx'
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def calibration_tensors(card, frames):
+    """
+    Turn RGB frames into model input tensors with the node's Preprocessor.
+
+    ``frames`` yields (H, W, 3) uint8 RGB arrays, or (rgb, label) pairs. Returns a list of
+    independent tensors (the Preprocessor reuses its buffer, so each one is copied).
+    """
+    from freespace_seg.perception.preprocess import Preprocessor
+
+    pres = {}
+    tensors = []
+    for frame in frames:
+        rgb = frame[0] if isinstance(frame, tuple) else frame
+        key = (rgb.shape[1], rgb.shape[0])
+        if key not in pres:
+            pres[key] = Preprocessor(card, *key)
+        tensors.append(np.array(pres[key](rgb), copy=True))
+    return tensors
+
+
+def make_reader(input_name, tensors):
+    """Return an onnxruntime CalibrationDataReader that feeds ``tensors`` once each."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class _Reader(CalibrationDataReader):
+
+        def __init__(self):
+            self._it = iter(tensors)
+
+        def get_next(self):
+            tensor = next(self._it, None)
+            return None if tensor is None else {input_name: tensor}
+
+        def rewind(self):
+            self._it = iter(tensors)
+
+    return _Reader()
+
+
+def quantize_model(model_path, out_path, tensors, input_name, method='minmax',
+                   per_channel=True, pre_process=True, log=None):
+    """
+    Write a static QDQ INT8 copy of ``model_path`` to ``out_path``, calibrated on ``tensors``.
+
+    Weights are int8 (per output channel unless ``per_channel`` is False), activations
+    uint8; the ONNX Runtime CPU kernels run the Q/DQ pairs around Conv as QLinearConv.
+    Returns a dict describing what was done, for the card.
+    """
+    import onnxruntime
+    from onnxruntime.quantization import (CalibrationMethod, QuantFormat, quantize_static,
+                                          QuantType)
+
+    log = log or (lambda text: None)
+    methods = {'minmax': CalibrationMethod.MinMax, 'entropy': CalibrationMethod.Entropy,
+               'percentile': CalibrationMethod.Percentile}
+    with tempfile.TemporaryDirectory(prefix='freespace_quant_') as tmp:
+        source = model_path
+        if pre_process:
+            from onnxruntime.quantization.shape_inference import quant_pre_process
+
+            source = os.path.join(tmp, 'pre.onnx')
+            t0 = time.perf_counter()
+            quant_pre_process(model_path, source, skip_symbolic_shape=True)
+            log(f'quantize: pre-processed (shape inference, graph optimization) in '
+                f'{time.perf_counter() - t0:.1f} s')
+        t0 = time.perf_counter()
+        tmp_out = os.path.join(tmp, 'int8.onnx')
+        quantize_static(
+            source, tmp_out, make_reader(input_name, tensors),
+            quant_format=QuantFormat.QDQ, per_channel=per_channel,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+            calibrate_method=methods[method],
+            extra_options={'CalibTensorRangeSymmetric': False})
+        log(f'quantize: calibrated on {len(tensors)} tensors and quantized in '
+            f'{time.perf_counter() - t0:.1f} s')
+        os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+        os.replace(tmp_out, out_path)
+    return {
+        'method': 'static QDQ (onnxruntime.quantization.quantize_static)',
+        'weights': 'int8, ' + ('per output channel' if per_channel else 'per tensor'),
+        'activations': 'uint8, per tensor',
+        'pre_process': 'quant_pre_process (shape inference, graph optimization)'
+        if pre_process else 'none',
+        'calibration_method': method,
+        'onnxruntime': onnxruntime.__version__,
+    }
+
+
+def count_qdq_nodes(path):
+    """Return (QuantizeLinear count, DequantizeLinear count) of an ONNX file."""
+    import onnx
+
+    ops = [n.op_type for n in onnx.load(path, load_external_data=False).graph.node]
+    return ops.count('QuantizeLinear'), ops.count('DequantizeLinear')
+
+
+def mask_agreement(fp32_path, int8_path, frames, threads=2):
+    """
+    Return the fraction of pixels where the two models' pipeline masks agree.
+
+    Both run with the fp32 model's card (the INT8 card may not be written yet).
+    """
+    from freespace_seg.perception.pipeline import SegmentationPipeline
+
+    a = SegmentationPipeline(fp32_path, backend='onnxruntime', num_threads=threads)
+    b = SegmentationPipeline(int8_path, backend='onnxruntime', num_threads=threads,
+                             card=a.card)
+    same = total = 0
+    try:
+        for frame in frames:
+            rgb = frame[0] if isinstance(frame, tuple) else frame
+            ma, mb = a.segment(rgb), b.segment(rgb)
+            same += int(np.count_nonzero(ma == mb))
+            total += ma.size
+    finally:
+        a.close()
+        b.close()
+    return same / total if total else float('nan')
+
+
+def write_card(fp32_card_path, out_path, quantization):
+    """Write the INT8 model's card: the fp32 card, renamed, with a ``quantization`` section."""
+    from freespace_seg.perception.model_card import card_from_dict
+    from freespace_seg.training.evaluate import dump_card
+
+    with open(fp32_card_path, 'r', encoding='utf-8') as f:
+        card = yaml.safe_load(f)
+    stem = os.path.splitext(os.path.basename(out_path))[0]
+    fp32_name = card.get('name', '')
+    new = {}
+    for key, value in card.items():
+        if key == 'name':
+            value = stem
+        elif key == 'model_file':
+            value = os.path.basename(out_path)
+        elif key == 'description':
+            value = (f'Static INT8 (QDQ) quantization of {fp32_name}. ' + str(value or '')
+                     ).strip()
+        elif key in ('evaluation', 'latency_ms'):
+            # The fp32 numbers do not describe this model: eval --update-card refills them.
+            value = {}
+        new[key] = value
+        if key == 'model_file':
+            new['quantization'] = quantization
+    if 'quantization' not in new:
+        new['quantization'] = quantization
+    path = os.path.splitext(out_path)[0] + '.yaml'
+    card_from_dict(new, path)  # still a valid card?
+    dump_card(new, path)
+    return path
+
+
+def run(args):
+    """Quantize a model and write its card; returns the process exit code."""
+    from freespace_seg.common.progress import progress
+    from freespace_seg.perception.model_card import card_path_for_model, load_card, ModelCardError
+    from freespace_seg.training.data import rendered_frames
+
+    if not os.path.isfile(args.model):
+        print(f'quantize: model not found: {args.model}', file=sys.stderr)
+        return 2
+    try:
+        card = load_card(card_path_for_model(args.model))
+    except ModelCardError as e:
+        print(f'quantize: {e}', file=sys.stderr)
+        return 2
+    if card.dtype != 'float32':
+        print(f'quantize: the model input is {card.dtype}; quantize an fp32 model',
+              file=sys.stderr)
+        return 2
+    if args.frames < 1:
+        print('quantize: --frames must be at least 1', file=sys.stderr)
+        return 2
+    out = args.out or int8_path_for(args.model)
+    if os.path.abspath(out) == os.path.abspath(args.model):
+        print('quantize: --out would overwrite the fp32 model', file=sys.stderr)
+        return 2
+
+    def log(text):
+        print(text, file=sys.stderr, flush=True)
+
+    log(f'quantize: {args.model} -> {out}: {args.frames} calibration frames at '
+        f'{args.width}x{args.height}, seed {args.seed}, {args.method}')
+    frames = progress(rendered_frames(args.frames, args.seed, args.width, args.height),
+                      total=args.frames, desc='calibration frames')
+    tensors = calibration_tensors(card, frames)
+    info = quantize_model(args.model, out, tensors, card.input_name, method=args.method,
+                          per_channel=not args.per_tensor,
+                          pre_process=not args.no_pre_process, log=log)
+    q, dq = count_qdq_nodes(out)
+    info['qdq_nodes'] = {'QuantizeLinear': q, 'DequantizeLinear': dq}
+    info['calibration'] = {
+        'frames': int(args.frames),
+        'seed': int(args.seed),
+        'image_size': [int(args.width), int(args.height)],
+        'source': 'freespace_seg.training.data.rendered_frames (procedural renderer), '
+                  'through freespace_seg.perception.preprocess.Preprocessor',
+    }
+    info['source_model'] = os.path.basename(args.model)
+    info['source_model_sha256'] = _sha256(args.model)
+    info['date'] = datetime.date.today().isoformat()
+    if args.check_frames > 0:
+        check_seed = args.seed + 1
+        checks = list(progress(rendered_frames(args.check_frames, check_seed, args.width,
+                                               args.height),
+                               total=args.check_frames, desc='fp32 vs int8 check'))
+        agree = mask_agreement(args.model, out, checks)
+        info['agreement_with_fp32'] = {'pixel_fraction': round(float(agree), 5),
+                                       'frames': int(args.check_frames),
+                                       'seed': int(check_seed)}
+        log(f'quantize: INT8 and fp32 masks agree on {100.0 * agree:.2f} % of the pixels of '
+            f'{args.check_frames} frames (seed {check_seed})')
+    info['evaluate_with'] = ('not in this card yet: python -m freespace_seg eval --model '
+                             f'{out} --render 300 --update-card')
+    card_path = write_card(card.path, out, info)
+    size = os.path.getsize(out) / 1e6
+    log(f'quantize: wrote {out} ({size:.2f} MB, {q} QuantizeLinear / {dq} DequantizeLinear) '
+        f'and {card_path}')
+    return 0

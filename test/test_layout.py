@@ -1,0 +1,124 @@
+"""
+The package's layout rules, checked by walking every module's imports (ast, nothing runs).
+
+* The core (perception, ground, driving, sim, training, common) imports no ROS: no rclpy, no
+  launch, no message packages (``*_msgs``). Only nodes/ and the tools that start nodes may.
+* Only training/ imports torch.
+* Every tool is a ``python -m freespace_seg`` subcommand: no module outside nodes/ has a
+  ``__main__`` block of its own.
+"""
+
+import ast
+import os
+
+import pytest
+
+PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       'freespace_seg')
+CORE = ('perception', 'ground', 'driving', 'sim', 'training', 'common')
+#: the tools that start or are nodes, and so talk to rclpy
+ROS_TOOLS = ('tools.demo', 'tools.closed_loop', 'tools.bench.topics', 'tools.bench.naive',
+             'tools.bench.soak')
+ROS_ROOTS = ('rclpy', 'launch', 'launch_ros', 'launch_testing', 'rosidl_runtime_py',
+             'rcl_interfaces', 'builtin_interfaces', 'tf2_ros', 'cv_bridge', 'message_filters')
+
+
+def imported_roots(source):
+    """Return the top-level package names that ``source`` imports, anywhere in it."""
+    roots = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split('.')[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split('.')[0])
+        elif isinstance(node, ast.Call) and getattr(node.func, 'attr', '') == 'import_module' \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            roots.add(str(node.args[0].value).split('.')[0])
+    return roots
+
+
+def is_ros(root):
+    return root in ROS_ROOTS or root.endswith('_msgs') or root.endswith('_srvs')
+
+
+def has_main_block(source):
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and \
+                isinstance(node.test.left, ast.Name) and node.test.left.id == '__name__':
+            return True
+    return False
+
+
+def problems(module, source):
+    """Return the rule breaks of ``module`` (dotted, relative to the package) with ``source``."""
+    out = []
+    top = module.split('.')[0]
+    roots = imported_roots(source)
+    may_ros = top == 'nodes' or module in ROS_TOOLS or module.startswith(
+        tuple(t + '.' for t in ROS_TOOLS))
+    for root in sorted(roots):
+        if is_ros(root) and not may_ros:
+            where = 'the core' if top in CORE else 'a module that starts no node'
+            out.append(f'{module} imports {root}, but it is {where}')
+        if root == 'torch' and top != 'training':
+            out.append(f'{module} imports torch; only training/ may')
+    if has_main_block(source) and top != 'nodes' and module != '__main__':
+        out.append(f'{module} has a __main__ block; make it a cli command instead')
+    return out
+
+
+def package_modules():
+    for dirpath, dirnames, filenames in os.walk(PACKAGE):
+        dirnames[:] = [d for d in dirnames if d != '__pycache__']
+        for name in sorted(filenames):
+            if name.endswith('.py'):
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, PACKAGE)[:-3].replace(os.sep, '.')
+                if rel.endswith('.__init__'):
+                    rel = rel[:-len('.__init__')]
+                yield rel, path
+
+
+def test_every_module_keeps_the_layout_rules():
+    found = []
+    modules = list(package_modules())
+    assert len(modules) > 40, 'the walk found too few modules'
+    for module, path in modules:
+        with open(path, encoding='utf-8') as f:
+            found += problems(module, f.read())
+    assert found == []
+
+
+def test_every_package_is_one_of_the_known_rooms():
+    rooms = {m.split('.')[0] for m, path in package_modules() if '.' in m}
+    assert rooms == set(CORE) | {'nodes', 'tools'}, rooms
+    loose = {m for m, path in package_modules() if os.path.dirname(path) == PACKAGE}
+    assert loose == {'__init__', '__main__', 'cli'}, loose
+
+
+@pytest.mark.parametrize('module, source, expected', [
+    ('perception.pipeline', 'import rclpy\n', 'imports rclpy'),
+    ('ground.projection', 'from sensor_msgs.msg import Image\n', 'imports sensor_msgs'),
+    ('sim.scene', 'def f():\n    from rclpy.node import Node\n', 'imports rclpy'),
+    ('driving.driver_logic', 'import torch.nn\n', 'imports torch'),
+    ('perception.preprocess', 'import torch\n', 'only training/ may'),
+    ('tools.infer', 'import rclpy\n', 'starts no node'),
+    ('tools.bag', 'import importlib\nimportlib.import_module("rclpy")\n', 'imports rclpy'),
+    ('tools.demo', 'import torch\n', 'imports torch'),
+    ('cli', 'import rclpy\n', 'imports rclpy'),
+    ('tools.bench.projection', "if __name__ == '__main__':\n    pass\n", '__main__ block'),
+])
+def test_the_checker_catches_a_break(module, source, expected):
+    found = problems(module, source)
+    assert len(found) == 1 and expected in found[0], found
+
+
+@pytest.mark.parametrize('module, source', [
+    ('nodes.segmentation_node', "import rclpy\nif __name__ == '__main__':\n    pass\n"),
+    ('tools.demo', 'import rclpy\nfrom sensor_msgs.msg import Image\n'),
+    ('tools.bench.naive', 'from rclpy.node import Node\n'),
+    ('training.train', 'import torch\n'),
+    ('perception.pipeline', 'import numpy\nimport onnxruntime\n'),
+])
+def test_the_checker_allows_what_the_rules_allow(module, source):
+    assert problems(module, source) == []
