@@ -16,12 +16,12 @@ import sys
 import threading
 import time
 
-from freespace_seg.engines import create_engine, EngineError
-from freespace_seg.engines.triton import TritonEngine
-from freespace_seg.model_card import card_path_for_model, load_card
-from freespace_seg.pipeline import packaged_model_path, SegmentationPipeline
-from freespace_seg.serve import default_server_env, ServeError, server_layout
-from freespace_seg.triton_repo import config_pbtxt, onnx_tensors
+from freespace_seg.perception.engines import create_engine, EngineError
+from freespace_seg.perception.engines.triton import TritonEngine
+from freespace_seg.perception.model_card import card_path_for_model, load_card
+from freespace_seg.perception.pipeline import packaged_model_path, SegmentationPipeline
+from freespace_seg.tools.serve import default_server_env, ServeError, server_layout
+from freespace_seg.tools.triton_repo import config_pbtxt, onnx_tensors
 import numpy as np
 import pytest
 import yaml
@@ -236,7 +236,7 @@ def _server_child(proc):
 def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
     """The node on triton: local ONNX Runtime's masks; server lost: ERROR, then recovery."""
     from diagnostic_msgs.msg import DiagnosticStatus
-    from freespace_seg.image_codec import array_to_image, image_to_array
+    from freespace_seg.perception.image_codec import array_to_image, image_to_array
     from freespace_seg.nodes.segmentation_node import SegmentationNode
     from rclpy.parameter import Parameter
     from ros_harness import Harness, unique_namespace
@@ -327,7 +327,7 @@ def test_the_real_server_parses_the_written_repository(tmp_path):
     It has no onnxruntime backend, so loading stops there; a config it cannot parse stops
     earlier ('failed to read text proto'), which this test would catch.
     """
-    from freespace_seg.serve import server_command
+    from freespace_seg.tools.serve import server_command
 
     out = tmp_path / 'repo'
     done = subprocess.run([sys.executable, '-m', 'freespace_seg', 'triton-repo', str(out),

@@ -4,7 +4,7 @@
 Runs the ``tritonserver`` binary that the ``nvidia-pytriton`` wheel ships, from its own
 environment (``.venv-serve``, made by ``tools/bootstrap.sh --test``, or ``--server-env``):
 PyTriton pins numpy < 2, the project venv has numpy 2. The model is served by Triton's Python
-backend, whose model (:mod:`freespace_seg.triton_python_model`) runs the ONNX file with ONNX
+backend, whose model (:mod:`freespace_seg.tools.triton_python_model`) runs the ONNX file with ONNX
 Runtime on the CPU, with dynamic batching over concurrent requests. Real GPU servers run the
 repository that ``triton-repo`` writes instead.
 
@@ -32,8 +32,8 @@ import time
 import urllib.error
 import urllib.request
 
-from freespace_seg.model_card import ModelCardError
-from freespace_seg.triton_repo import load_model_and_card, RepoError, write_model
+from freespace_seg.perception.model_card import ModelCardError
+from freespace_seg.tools.triton_repo import load_model_and_card, RepoError, write_model
 
 #: the server venv's probe (pytriton's folder, not imported: that is slow; libpython's
 #: folder; the Python version)

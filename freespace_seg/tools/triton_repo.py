@@ -21,7 +21,7 @@ import dataclasses
 import os
 import shutil
 
-from freespace_seg.model_card import card_path_for_model, load_card
+from freespace_seg.perception.model_card import card_path_for_model, load_card
 
 #: card dtype -> Triton config data_type
 TRITON_DTYPES = {'float32': 'TYPE_FP32', 'float16': 'TYPE_FP16', 'uint8': 'TYPE_UINT8',
@@ -153,7 +153,7 @@ def write_model(out, model_path, card, backend='onnxruntime', max_batch_size=8,
 
 def load_model_and_card(model_path):
     """Return ``(abs model path, card)`` for a model with its card beside it."""
-    from freespace_seg.pipeline import packaged_model_path
+    from freespace_seg.perception.pipeline import packaged_model_path
 
     model_path = os.path.abspath(model_path or packaged_model_path())
     if not os.path.isfile(model_path):
@@ -178,7 +178,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from freespace_seg.model_card import ModelCardError
+    from freespace_seg.perception.model_card import ModelCardError
 
     try:
         model_path, card = load_model_and_card(args.model)

@@ -18,7 +18,7 @@ import collections
 import os
 import time
 
-from freespace_seg.engines.base import BackendUnavailable, Engine, EngineError
+from freespace_seg.perception.engines.base import BackendUnavailable, Engine, EngineError
 
 #: V2 datatype -> the card's dtype name
 V2_DTYPES = {'FP32': 'float32', 'FP16': 'float16', 'UINT8': 'uint8'}
