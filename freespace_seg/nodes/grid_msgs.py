@@ -1,9 +1,9 @@
-"""Message builders for the ground outputs: OccupancyGrid and PointCloud2."""
+"""Message builders for the ground outputs: OccupancyGrid, PointCloud2 and LaserScan."""
 
 import array
 
 from nav_msgs.msg import OccupancyGrid
-from sensor_msgs.msg import PointCloud2, PointField
+from sensor_msgs.msg import LaserScan, PointCloud2, PointField
 
 
 def grid_to_msg(grid, spec, header_stamp, frame_id, out=None):
@@ -46,4 +46,25 @@ def points_to_cloud(points, header_stamp, frame_id):
     msg.row_step = 12 * msg.width
     msg.is_dense = True
     msg.data = array.array('B', points.astype('<f4', copy=False).tobytes())
+    return msg
+
+
+def scan_to_msg(ranges, layout, header_stamp, frame_id):
+    """
+    Build a sensor_msgs/LaserScan from the ranges of a :class:`ground_scan.ScanLayout`.
+
+    Angles as LaserScan: 0 = +x of ``frame_id``, counter-clockwise positive; no intensities,
+    ``time_increment`` and ``scan_time`` 0 (every ray is from the same image).
+    """
+    msg = LaserScan()
+    msg.header.stamp = header_stamp
+    msg.header.frame_id = frame_id
+    msg.angle_min = layout.angle_min
+    msg.angle_max = layout.angle_max
+    msg.angle_increment = layout.angle_increment
+    msg.time_increment = 0.0
+    msg.scan_time = 0.0
+    msg.range_min = layout.range_min
+    msg.range_max = layout.range_max
+    msg.ranges = array.array('f', ranges.astype('float32', copy=False).tobytes())
     return msg
