@@ -30,6 +30,8 @@ COMMANDS = {
     'tradeoff': ('freespace_seg.training.tradeoff',
                  'input size against mIoU against latency: a table and a plot'),
     'bench': ('freespace_seg.bench', 'engine, pipeline, node and naive node: fps, latency, CPU'),
+    'grid-rules': ('freespace_seg.grid_rules',
+                   'grid rules (speckle tolerance) against the true floor, with a model'),
     'real-set': ('freespace_seg.realdata',
                  'write the real-photo evaluation set (stereo ground truth)'),
 }
