@@ -378,6 +378,7 @@ def test_grid_rule_and_scan_parameters_apply_at_run_time(ground_rig):
         return _grid_array(g, spec), s
     conf = _tiny_confidence(img)
     grid, scan = grid_for(1)
+    assert 'confidence' in node.pipeline.timings   # the default rule reads it
     np.testing.assert_array_equal(grid, proj.ground(noisy, conf, GridRule()).grid)
     assert len(scan.ranges) == ScanLayout(proj, 0.01).size
     ok = node.set_parameters([Parameter('grid_min_obstacle_run', value=0.0),
@@ -387,6 +388,7 @@ def test_grid_rule_and_scan_parameters_apply_at_run_time(ground_rig):
     bad = node.set_parameters([Parameter('grid_cut_confidence', value=1.5)])[0]
     assert not bad.successful
     grid2, scan2 = grid_for(2)
+    assert 'confidence' not in node.pipeline.timings   # the plain rule does not
     plain = proj.ground(noisy, None, PLAIN_RULE).grid
     np.testing.assert_array_equal(grid2, plain)
     assert np.count_nonzero(grid == 0) > np.count_nonzero(plain == 0) + 50

@@ -446,8 +446,8 @@ class SegmentationNode(LifecycleNode):
             return
         rule = self.grid_rule
         # The confidence is computed only for its topic, or for a grid rule that reads it.
-        need_confidence = want_confidence or (ground and (rule.cut_confidence > 0.0
-                                                          or rule.mark_confidence > 0.0))
+        need_confidence = want_confidence or (ground and not rule.plain and (
+            rule.cut_confidence > 0.0 or rule.mark_confidence > 0.0))
         t0 = time.perf_counter()
         # Output messages and arrays are reused from frame to frame (this worker is the only
         # user, and publish() has copied a message when it returns): no per-frame
