@@ -31,6 +31,15 @@ Examples::
     python -m freespace_seg bench                      # the full run (about 15 minutes)
     python -m freespace_seg bench --quick              # a tiny version, about a minute
     python -m freespace_seg bench --memory-minutes 10  # plus RSS over 10 minutes at 30 Hz
+    python -m freespace_seg bench --ground-outputs --only ground   # the ground outputs
+
+``--ground-outputs`` adds two node conditions at 30 Hz (INT8 where there is one, the most
+threads): **before**, the ground outputs that existed before free_space/scan
+(free_space/grid, free_space/obstacles, free_space/grid_image) under the plain grid rule
+(``grid_min_obstacle_run:=0 grid_cut_confidence:=0``, so no confidence is computed), and
+**after**, every ground output (those plus free_space/scan and segmentation/confidence)
+under the default rule, all subscribed by this process; both also subscribe
+segmentation/mask, as every node row.
 """
 
 import datetime
@@ -94,6 +103,9 @@ def add_arguments(parser):
                              'the bench.json of an earlier run into --out')
     parser.add_argument('--memory-only', action='store_true',
                         help='with --memory-minutes: run only the memory check')
+    parser.add_argument('--ground-outputs', action='store_true',
+                        help='add the two ground-output conditions (before / after the '
+                             'speckle-tolerant rule, scan and confidence); see above')
     parser.add_argument('--profile', action='store_true',
                         help='sample the stacks of every segmentation_node process '
                              '(freespace_seg.profiling) and write profile_<n>.md per node '
@@ -377,7 +389,7 @@ class Condition:
     """One topic condition: which node, model, threads, input and camera rate."""
 
     def __init__(self, kind, model_label, model, threads, rate, transport='raw',
-                 all_outputs=False):
+                 all_outputs=False, ground=''):
         self.kind = kind              # 'node' or 'naive'
         self.model_label = model_label
         self.model = model
@@ -385,6 +397,7 @@ class Condition:
         self.rate = rate              # Hz, or 0 for closed loop
         self.transport = transport    # 'raw' or 'compressed'
         self.all_outputs = all_outputs
+        self.ground = ground          # '', 'before' or 'after' (see --ground-outputs)
 
     @property
     def camera(self):
@@ -394,6 +407,8 @@ class Condition:
         size = f'{frames.width}x{frames.height}'
         what = 'jpeg ' + size if self.transport == 'compressed' else 'rgb8 ' + size
         extra = ', all 7 outputs' if self.all_outputs else ''
+        if self.ground:
+            extra += f', ground outputs {self.ground}'
         return f'{self.kind} {self.model_label} {self.threads}t {what} {self.camera}{extra}'
 
 
@@ -439,6 +454,8 @@ class TopicBench:
                     f'image_transport:={cond.transport}']
             if cond.all_outputs:
                 cmd += ['-p', 'publish_unsubscribed:=true']
+            if cond.ground == 'before':
+                cmd += ['-p', 'grid_min_obstacle_run:=0.0', '-p', 'grid_cut_confidence:=0.0']
         return cmd, ready
 
     def run(self, cond, duration=None, rss_every=0.0):
@@ -498,6 +515,11 @@ class TopicBench:
             bench.create_subscription(OccupancyGrid, 'free_space/grid', on_grid, GRID_QOS,
                                       raw=True)
         bench.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 10)
+        extra = {}
+        for topic, msg_type in ground_topics(cond.ground):
+            def count(data, topic=topic):
+                extra[topic] = extra.get(topic, 0) + 1
+            bench.create_subscription(msg_type, topic, count, qos, raw=True)
         executor = SingleThreadedExecutor()
         executor.add_node(bench)
         spin = threading.Thread(target=executor.spin, daemon=True)
@@ -508,6 +530,8 @@ class TopicBench:
                + f'{self.frames.width}x{self.frames.height}',
                'camera': cond.camera, 'rate_hz': cond.rate, 'all_outputs': cond.all_outputs,
                'label': cond.label(self.frames)}
+        if cond.ground:
+            row['ground'] = cond.ground
         try:
             if not child.ready.wait(timeout=120):
                 raise RuntimeError(f'{cond.kind} did not start:\n{child.log_tail()}')
@@ -585,6 +609,7 @@ class TopicBench:
             'rss_mb': rss1, 'rss_start_mb': rss0, 'window_s': wall, 'exit_code': code,
             'loadavg_1min': os.getloadavg()[0],
             'grids': sum(1 for s in window if s in grids),
+            'extra_messages': dict(extra),
             'samples_ms': _ms_list(lat)})
         row.update(stats_ms(lat))
         if profile is not None and os.path.isfile(profile):
@@ -681,7 +706,8 @@ def markdown_table(rows):
              'max ms | dropped | CPU % | RSS MB | bench CPU % | other CPU % |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for i, r in enumerate(rows, 1):
-        kind = r['kind'] + (' (all outputs)' if r.get('all_outputs') else '')
+        kind = r['kind'] + (' (all outputs)' if r.get('all_outputs') else '') + \
+            (f' (ground outputs {r["ground"]})' if r.get('ground') else '')
         dropped = '-' if 'published' not in r else f'{r["dropped"]}/{r["published"]}'
         lines.append(
             f'| {i} | {kind} | {r["model"]} | {r["threads"]} | {r["input"]} | '
@@ -703,7 +729,7 @@ def find(rows, kind, model=None, threads=None, rate=None, transport='rgb8', all_
             continue
         if kind in ('node', 'naive') and not r['input'].startswith(transport):
             continue
-        if bool(r.get('all_outputs')) != all_outputs:
+        if bool(r.get('all_outputs')) != all_outputs or r.get('ground'):
             continue
         return r
     return None
@@ -719,7 +745,7 @@ def saturated(rows, model, threads):
     best = None
     for r in rows:
         if r['kind'] != 'node' or r['model'] != model or r['threads'] != threads or \
-                r.get('all_outputs') or not r['input'].startswith('rgb8'):
+                r.get('all_outputs') or r.get('ground') or not r['input'].startswith('rgb8'):
             continue
         if r['rate_hz'] == 0 or r['camera_fps'] > 1.05 * r['fps']:
             if best is None or r['fps'] > best['fps']:
@@ -787,6 +813,19 @@ def ratios_and_goals(rows, threads_list, rates, models):
                     goal(f'<= 1/3 naive p95 at {rate:g} Hz ({model})', pr, 1 / 3,
                          pr <= 1 / 3,
                          f'node {node["p95_ms"]:.1f} vs naive {naive["p95_ms"]:.1f} ms')
+    before = [r for r in rows if r.get('ground') == 'before']
+    after = [r for r in rows if r.get('ground') == 'after']
+    if before and after:
+        b, a = before[0], after[0]
+        fr = a['fps'] / b['fps'] if b['fps'] else float('nan')
+        ratios.append({'ratio': 'ground outputs after/before fps at 30 Hz', 'value': fr})
+        goal('every ground output within 10 % of before (fps)', fr, 0.9, fr >= 0.9,
+             f'after {a["fps"]:.1f} fps vs before {b["fps"]:.1f} fps')
+        if a['p95_ms'] is not None and b['p95_ms']:
+            pr = a['p95_ms'] / b['p95_ms']
+            ratios.append({'ratio': 'ground outputs after/before p95 at 30 Hz', 'value': pr})
+            goal('every ground output within 10 % of before (p95)', pr, 1.1, pr <= 1.1,
+                 f'after {a["p95_ms"]:.1f} ms vs before {b["p95_ms"]:.1f} ms')
     for model in models:
         for t in threads_list:
             eng = find(rows, 'engine', model, t)
@@ -926,7 +965,23 @@ def plan(args, models):
     if not args.no_naive:
         for rate in rates:
             conds.append(Condition('naive', 'fp32', fp32, best_t, rate))
+    if getattr(args, 'ground_outputs', False):
+        label, path = models[-1]   # INT8 where there is one
+        for ground in ('before', 'after'):
+            conds.append(Condition('node', label, path, best_t, 30.0, ground=ground))
     return threads_list, rates, conds
+
+
+def ground_topics(ground):
+    """Return the (topic, type) pairs a ground-output condition subscribes besides the mask."""
+    from sensor_msgs.msg import Image, LaserScan, PointCloud2
+
+    if not ground:
+        return []
+    topics = [('free_space/obstacles', PointCloud2), ('free_space/grid_image', Image)]
+    if ground == 'after':
+        topics += [('free_space/scan', LaserScan), ('segmentation/confidence', Image)]
+    return topics  # and free_space/grid, which every node row subscribes
 
 
 def run(args):
