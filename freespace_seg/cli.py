@@ -47,6 +47,8 @@ COMMANDS = {
               'a local Triton (KServe V2) inference server for a model, with dynamic batching'),
     'triton-repo': ('freespace_seg.tools.triton_repo',
                     'write a Triton model repository (onnxruntime or tensorrt) for a real server'),
+    'grid-rules': ('freespace_seg.tools.grid_rules',
+                   'grid rules (speckle tolerance) against the true floor, with a model'),
     'real-set': ('freespace_seg.training.real_set',
                  'write the real-photo evaluation set (stereo ground truth)'),
 }

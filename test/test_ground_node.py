@@ -1,10 +1,13 @@
-"""The ground outputs of segmentation_node over real topics: grid, obstacle points, picture."""
+"""The ground outputs of segmentation_node over real topics: grid, points, scan, picture."""
 
 import array
 import dataclasses
+import math
 
 from conftest import write_tiny_model
-from freespace_seg.ground.projection import GridSpec, GroundProjector, render_grid
+from freespace_seg.ground.projection import (GridRule, GridSpec, GroundProjector, PLAIN_RULE,
+                                             render_grid)
+from freespace_seg.ground.scan import ScanLayout
 from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
 from freespace_seg.nodes.segmentation_node import SegmentationNode
 from freespace_seg.perception.image_codec import image_to_array
@@ -15,7 +18,7 @@ import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_harness import Harness, unique_namespace
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, Image, LaserScan, PointCloud2
 from std_msgs.msg import Header
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
@@ -31,11 +34,22 @@ def _frame():
 
 
 def _truth_image(frame):
-    """Green where the floor is free, red elsewhere: the tiny model reads it exactly."""
+    """
+    Green where the floor is free, red elsewhere: the tiny model reads it exactly.
+
+    Full 255 / 0, so the tiny model is sure: its logit difference is 2 (G - R) / 127.5 = +-4,
+    P = 0.982, more than the default grid_cut_confidence (0.97).
+    """
     img = np.zeros((H, W, 3), np.uint8)
-    img[..., 0] = np.where(frame.free > 0, 0, 200)
-    img[..., 1] = np.where(frame.free > 0, 200, 0)
+    img[..., 0] = np.where(frame.free > 0, 0, 255)
+    img[..., 1] = np.where(frame.free > 0, 255, 0)
     return img
+
+
+def _tiny_confidence(rgb):
+    """P(free) x 255 of the tiny model, computed directly from the pixels."""
+    d = 2.0 * (rgb[..., 1].astype(np.float64) - rgb[..., 0]) / 127.5
+    return np.floor(255.0 / (1.0 + np.exp(-d)) + 0.5).astype(np.uint8)
 
 
 @pytest.fixture
@@ -88,7 +102,9 @@ def test_grid_outputs_match_a_direct_projection_of_the_truth(ground_rig):
     assert (msg.info.origin.position.x, msg.info.origin.position.y) == (0.0, -2.0)
     assert msg.info.origin.orientation.w == 1.0
     grid = np.frombuffer(array.array('b', msg.data), np.int8).reshape(spec.ny, spec.nx)
-    direct = GroundProjector(intr, default_mount(), spec).project(frame.free)
+    # The node's default grid rule, with the confidence the tiny model gives.
+    direct = GroundProjector(intr, default_mount(), spec).ground(
+        frame.free, _tiny_confidence(_truth_image(frame)), GridRule()).grid
     np.testing.assert_array_equal(grid, direct)
     assert (grid == 0).sum() > 500 and (grid == 100).sum() > 5
     # The box at x = 1.0 .. 1.4 m, y = 0.1 .. 0.5 m: its front face meets the floor at x = 1.0.
@@ -179,8 +195,9 @@ def test_camera_info_is_matched_to_each_image_by_stamp(ground_rig):
     # Same camera, principal point 40 px lower: the horizon moves, the floor maps elsewhere.
     intr_b = dataclasses.replace(intr_a, cy=intr_a.cy + 40.0)
     spec = GridSpec()
-    truth = {s: GroundProjector(i, default_mount(), spec).project(frame.free)
-             for s, i in ((10, intr_a), (11, intr_b))}
+    conf = _tiny_confidence(_truth_image(frame))
+    truth = {s: GroundProjector(i, default_mount(), spec).ground(frame.free, conf, GridRule())
+             .grid for s, i in ((10, intr_a), (11, intr_b))}
     assert not np.array_equal(truth[10], truth[11])
     header = Header(frame_id='camera_optical_frame')
     for sec, intr in ((10, intr_a), (11, intr_b)):
@@ -246,3 +263,136 @@ def test_use_tf_without_tf2_falls_back_to_parameters(ros_init, tmp_path):
         assert 'tf2_ros is not importable' in values['camera_pose']
     finally:
         node.destroy_node()
+
+
+def _ranges(msg):
+    return np.frombuffer(array.array('f', msg.ranges).tobytes(), np.float32)
+
+
+def test_confidence_topic_is_p_free_with_the_input_header(ground_rig):
+    rig = ground_rig
+    node = rig.node
+    confs = rig.collect(Image, 'segmentation/confidence')
+    _setup_pubs(rig)
+    assert rig.wait_for(lambda: node._wanted(node._pub_confidence))
+    # Nothing else is subscribed: the grid is not computed, the confidence is.
+    assert not node._wanted(node._pub_grid) and not node._wanted(node._pub_scan)
+    rgb = np.random.default_rng(5).integers(0, 256, (H, W, 3), dtype=np.uint8)
+    img = array_to_image(rgb, 'rgb8')
+    img.header.stamp.sec, img.header.stamp.nanosec = 31, 500
+    img.header.frame_id = 'cam_optical'
+    rig.image_pub.publish(img)
+    assert rig.wait_for(lambda: confs, timeout=15)
+    msg = confs[0]
+    assert msg.encoding == 'mono8' and (msg.width, msg.height) == (W, H)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (31, 500)
+    assert msg.header.frame_id == 'cam_optical'
+    conf = image_to_array(msg)
+    assert np.abs(conf.astype(int) - _tiny_confidence(rgb)).max() <= 1
+    assert conf.min() < 20 and conf.max() > 235
+
+
+def test_scan_grid_and_cloud_match_a_direct_computation_and_each_other(ground_rig):
+    rig = ground_rig
+    node = rig.node
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    clouds = rig.collect(PointCloud2, 'free_space/obstacles')
+    scans = rig.collect(LaserScan, 'free_space/scan')
+    _setup_pubs(rig)
+    assert rig.wait_for(lambda: all(node._wanted(p) for p in (
+        node._pub_grid, node._pub_points, node._pub_scan)))
+    frame, intr = _frame()
+    _publish(rig, frame, intr, 44)
+    assert rig.wait_for(lambda: grids and clouds and scans, timeout=15)
+    spec = GridSpec()
+    proj = GroundProjector(intr, default_mount(), spec)
+    free = np.where(frame.free > 0, 255, 0).astype(np.uint8)
+    direct = proj.ground(free, _tiny_confidence(_truth_image(frame)), GridRule())
+    layout = ScanLayout(proj, 0.01)
+    scan = scans[0]
+    assert scan.header.frame_id == 'base_link' and scan.header.stamp.sec == 44
+    assert scan.angle_increment == pytest.approx(0.01)
+    assert scan.angle_min == pytest.approx(layout.angle_min, abs=1e-6)
+    assert scan.angle_max == pytest.approx(layout.angle_max, abs=1e-6)
+    assert scan.range_min == pytest.approx(layout.range_min, abs=1e-6)
+    assert scan.range_max == pytest.approx(layout.range_max, abs=1e-6)
+    assert len(scan.ranges) == layout.size == int(round(
+        (scan.angle_max - scan.angle_min) / scan.angle_increment)) + 1
+    ranges = _ranges(scan)
+    np.testing.assert_array_equal(ranges, layout.ranges(direct))
+    grid = _grid_array(grids[0], spec)
+    np.testing.assert_array_equal(grid, direct.grid)
+    # Sure pixels, tall obstacles: the plain rule's occupied cells; the rule only opens
+    # floor that columns grazing a slanted obstacle edge see above it.
+    plain = proj.ground(free, None, PLAIN_RULE).grid
+    np.testing.assert_array_equal(grid == 100, plain == 100)
+    assert np.all(grid[grid != plain] == 0) and np.all(plain[grid != plain] == -1)
+    pts = np.frombuffer(bytes(clouds[0].data), '<f4').reshape(-1, 3)
+    np.testing.assert_allclose(pts, direct.points, atol=1e-6)
+    # They never disagree: one point per occupied cell, each finite range is a point's
+    # distance in an occupied cell on the ray, and no ray passes an occupied cell unseen.
+    cells = spec.flat_index(pts[:, 0], pts[:, 1])
+    np.testing.assert_array_equal(np.sort(cells), np.flatnonzero(grid.ravel() == 100))
+    dists = np.hypot(pts[:, 0], pts[:, 1])
+    finite = np.flatnonzero(np.isfinite(ranges))
+    assert finite.size >= 10 and np.isposinf(ranges).sum() >= 10
+    for i in finite:
+        j = int(np.argmin(np.abs(dists - ranges[i])))
+        assert abs(dists[j] - ranges[i]) < 1e-4
+        assert grid.ravel()[cells[j]] == 100 and cells[j] in layout.crossed_cells(i)
+        angle = scan.angle_min + i * scan.angle_increment
+        bearing = math.atan2(pts[j, 1], pts[j, 0])
+        assert abs(bearing - angle) < math.atan2(1.5 * spec.resolution, ranges[i]) + 0.01
+    for i in np.flatnonzero(~np.isfinite(ranges)):
+        assert not np.any(grid.ravel()[layout.crossed_cells(i)] == 100)
+
+
+def test_grid_rule_and_scan_parameters_apply_at_run_time(ground_rig):
+    rig = ground_rig
+    node = rig.node
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    scans = rig.collect(LaserScan, 'free_space/scan')
+    _setup_pubs(rig)
+    assert rig.wait_for(lambda: node._wanted(node._pub_grid) and node._wanted(node._pub_scan))
+    frame, intr = _frame()
+    # Speckle on the floor: 3-row blobs the tiny model reads as unsure blocked (R = G + 40).
+    img = _truth_image(frame)
+    rng = np.random.default_rng(8)
+    noisy = frame.free.copy()
+    for _ in range(60):
+        r, c = int(rng.integers(H // 2, H - 4)), int(rng.integers(0, W - 8))
+        if frame.free[r:r + 3, c:c + 8].all():
+            img[r:r + 3, c:c + 8] = (120, 80, 0)
+            noisy[r:r + 3, c:c + 8] = 0
+    spec = GridSpec()
+    proj = GroundProjector(intr, default_mount(), spec)
+
+    def grid_for(sec):
+        msg = array_to_image(img, 'rgb8')
+        msg.header.stamp.sec = sec
+        msg.header.frame_id = 'camera_optical_frame'
+        rig.info_pub.publish(camera_info_from_intrinsics(intr, msg.header))
+        rig.image_pub.publish(msg)
+        assert rig.wait_for(lambda: any(g.header.stamp.sec == sec for g in grids)
+                            and any(s.header.stamp.sec == sec for s in scans), timeout=15)
+        g = [g for g in grids if g.header.stamp.sec == sec][0]
+        s = [s for s in scans if s.header.stamp.sec == sec][0]
+        return _grid_array(g, spec), s
+    conf = _tiny_confidence(img)
+    grid, scan = grid_for(1)
+    assert 'confidence' in node.pipeline.timings   # the default rule reads it
+    np.testing.assert_array_equal(grid, proj.ground(noisy, conf, GridRule()).grid)
+    assert len(scan.ranges) == ScanLayout(proj, 0.01).size
+    ok = node.set_parameters([Parameter('grid_min_obstacle_run', value=0.0),
+                              Parameter('grid_cut_confidence', value=0.0),
+                              Parameter('scan_angle_increment', value=0.02)])
+    assert all(r.successful for r in ok)
+    bad = node.set_parameters([Parameter('grid_cut_confidence', value=1.5)])[0]
+    assert not bad.successful
+    grid2, scan2 = grid_for(2)
+    assert 'confidence' not in node.pipeline.timings   # the plain rule does not
+    plain = proj.ground(noisy, None, PLAIN_RULE).grid
+    np.testing.assert_array_equal(grid2, plain)
+    assert np.count_nonzero(grid == 0) > np.count_nonzero(plain == 0) + 50
+    assert scan2.angle_increment == pytest.approx(0.02)
+    assert len(scan2.ranges) == ScanLayout(proj, 0.02).size

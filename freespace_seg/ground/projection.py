@@ -44,6 +44,19 @@ consequences, both handled on the safe side:
 Under strong roll "below" in the image is no longer "nearer on the floor" and the rule is
 only approximate.
 
+**A mask with speckle** (:class:`GridRule`, :meth:`GroundProjector.ground`). The rule above
+lets one false-blocked pixel near the bottom of a column throw away everything above it. The
+grid rule that the node runs by default cuts a column only at a *cutting* blocked pixel: one
+that is part of a vertical run of blocked pixels at least ``min_run`` of the mask height tall
+(a vertical opening of the blocked pixels) and, when a per-pixel confidence is given, whose
+probability of being blocked is more than ``cut_confidence``. Every other blocked pixel below
+the cut (speckle, a cable, a low thing on the floor) does not cut the column, but the cell
+under the bottom pixel of each such run is still marked occupied (unless its P(blocked) is
+not more than ``mark_confidence``), so a thin real obstacle
+stays in the grid (and in the obstacle points and the scan, which come from the same cells).
+``GridRule(0, 0)`` is the plain rule above. docs/ground_outputs.md has the measurements the
+defaults come from.
+
 The mask may come at another resolution than the camera (e.g. the network's input size): it
 must then be a plain resize of the whole camera image (no crop or letterbox), and the camera
 intrinsics are rescaled with :meth:`CameraIntrinsics.scaled`.
@@ -200,6 +213,70 @@ def as_pose(mount_or_transform):
     if pos[2] <= 0.0:
         raise ValueError(f'the camera must be above the floor (z > 0), got z = {pos[2]}')
     return _Pose(rot, pos)
+
+
+@dataclass(frozen=True)
+class GridRule:
+    """
+    Which blocked pixels cut their column (see the module docstring).
+
+    ``min_run``: a blocked pixel cuts only when it lies in a vertical run of blocked pixels at
+    least this fraction of the mask height tall (0: any run). ``cut_confidence``: with a
+    confidence image (P(free) x 255, rounded), a blocked pixel cuts only when P(blocked) is
+    more than this (0: ignore the confidence). Blocked runs below the cut that do not cut mark
+    the cell under their bottom pixel occupied; with a confidence image and
+    ``mark_confidence`` > 0 only where that pixel's P(blocked) is more than
+    ``mark_confidence``: 0.5 leaves out the pixels whose two logits tie (P exactly 0.5, which
+    the class mask calls blocked; frequent with INT8 models). ``GridRule(0.0, 0.0)`` is the
+    plain rule; the defaults are the node's (chosen in docs/ground_outputs.md).
+    """
+
+    min_run: float = 0.10
+    cut_confidence: float = 0.97
+    mark_confidence: float = 0.5
+
+    def __post_init__(self):
+        for name in ('min_run', 'cut_confidence', 'mark_confidence'):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float, np.integer, np.floating)) or \
+                    not 0.0 <= value <= 1.0:
+                raise ValueError(f'GridRule.{name} must be in [0, 1], got {value!r}')
+
+    @property
+    def plain(self):
+        """Whether this is the plain rule: every blocked pixel cuts its column."""
+        return self.min_run <= 0.0 and self.cut_confidence <= 0.0
+
+    def run_rows(self, mask_rows):
+        """Return the run length in mask rows, made odd (1: any run)."""
+        return max(1, int(round(self.min_run * mask_rows))) | 1
+
+    def confidence_limit(self, p_blocked=None):
+        """Return the largest P(free) x 255 of a pixel with P(blocked) > ``p_blocked``."""
+        p = self.cut_confidence if p_blocked is None else p_blocked
+        return int(math.ceil(255.0 * (1.0 - p) - 1e-9)) - 1
+
+
+#: the plain rule: the lowest blocked pixel of a column cuts it
+PLAIN_RULE = GridRule(0.0, 0.0)
+
+
+@dataclass
+class Ground:
+    """
+    What one mask gives on the ground under one :class:`GridRule`.
+
+    ``grid``: int8 (ny, nx), 0 free / 100 occupied / -1 unknown. ``points``: (N, 3) float32
+    obstacle points (one per occupied cell, the mean of the floor points of its marking
+    pixels), ``point_cells``: their flat cell indices (sorted, the occupied cells of
+    ``grid``). ``rows``/``cols``: mask pixels (full mask rows) that mark cells occupied.
+    """
+
+    grid: np.ndarray
+    points: np.ndarray
+    point_cells: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
 
 
 class GroundProjector:
@@ -479,7 +556,10 @@ class GroundProjector:
             band = band.view(np.uint8)
         elif band.dtype != np.uint8:
             band = (band != 0).view(np.uint8)
-        band = np.ascontiguousarray(band)
+        return self._lowest_blocked_band(np.ascontiguousarray(band))
+
+    def _lowest_blocked_band(self, band):
+        """:meth:`_lowest_blocked` of a contiguous uint8 band (rows from ``_row0``)."""
         lowest = np.full(band.shape[1], -1, dtype=np.int16)
         if band.shape[0] == 0:
             return lowest
@@ -574,6 +654,93 @@ class GroundProjector:
         lowest = self._lowest_blocked(free_mask)
         rows, cols, cells = self._feet(lowest)
         return self._grid_from(lowest, cells), self._points_from(rows, cols, cells)
+
+    def _cut_free(self, free_mask, confidence, rule):
+        """
+        Band mask (uint8, nonzero = does not cut) under ``rule``, and the blocked band.
+
+        Computed on the band plus ``run`` rows above it, so a run that reaches above the
+        band keeps its length.
+        """
+        mask = np.asarray(free_mask)
+        if mask.ndim != 2:
+            raise ValueError(f'free_mask must be 2-D (rows, cols), got shape {mask.shape}')
+        if mask.shape != self._mask_shape:
+            self.update(mask_shape=mask.shape)
+        run = rule.run_rows(mask.shape[0])
+        top = max(0, self._row0 - run)
+        part = mask[top:]
+        if part.dtype == np.bool_:
+            part = part.view(np.uint8)
+        elif part.dtype != np.uint8:
+            part = (part != 0).view(np.uint8)
+        blocked = cv2.compare(np.ascontiguousarray(part), 0, cv2.CMP_EQ)
+        cut = blocked
+        if confidence is not None and rule.cut_confidence > 0.0:
+            conf = np.asarray(confidence)
+            if conf.shape != mask.shape or conf.dtype != np.uint8:
+                raise ValueError(f'confidence must be uint8 of the mask shape {mask.shape}, '
+                                 f'got {conf.dtype} {conf.shape}')
+            sure = cv2.compare(np.ascontiguousarray(conf[top:]), rule.confidence_limit(),
+                               cv2.CMP_LE)
+            cut = cv2.bitwise_and(blocked, sure)
+        if run > 1:
+            # An odd kernel: OpenCV's opening with an even one shifts runs by a row. Runs that
+            # touch the top or bottom of the image (or of the part above) keep going there.
+            kernel = np.ones((run, 1), np.uint8)
+            cut = cv2.morphologyEx(cut, cv2.MORPH_OPEN, kernel)
+        skip = self._row0 - top
+        return cv2.bitwise_not(cut[skip:]), blocked[skip:]
+
+    def _run_bottoms(self, blocked, lowest):
+        """Band rows and columns of the bottom pixels of the blocked runs below the cut."""
+        if blocked.shape[0] == 0:
+            empty = np.zeros(0, dtype=np.intp)
+            return empty, empty
+        bottoms = blocked.copy()
+        cv2.bitwise_and(bottoms[:-1], cv2.bitwise_not(blocked[1:]), dst=bottoms[:-1])
+        points = cv2.findNonZero(bottoms)
+        if points is None:
+            empty = np.zeros(0, dtype=np.intp)
+            return empty, empty
+        points = points.reshape(-1, 2)
+        cols = points[:, 0].astype(np.intp)
+        rows = points[:, 1].astype(np.intp)
+        below = rows > lowest[cols]
+        return rows[below], cols[below]
+
+    def ground(self, free_mask, confidence=None, rule=PLAIN_RULE):
+        """
+        Return the :class:`Ground` outputs (grid, obstacle points) of a mask under ``rule``.
+
+        ``confidence``: uint8 P(free) x 255 of the mask's pixels, or None (then only
+        ``rule.min_run`` applies). With :data:`PLAIN_RULE` this is :meth:`project_with_points`.
+        """
+        if rule.plain:
+            lowest = self._lowest_blocked(free_mask)
+            rows, cols, cells = self._feet(lowest)
+        else:
+            cut_free, blocked = self._cut_free(free_mask, confidence, rule)
+            lowest = self._lowest_blocked_band(cut_free)
+            rows, cols, cells = self._feet(lowest)
+            br, bc = self._run_bottoms(blocked, lowest)
+            if confidence is not None and rule.mark_confidence > 0.0 and br.size:
+                sure = confidence[br + self._row0, bc] <= rule.confidence_limit(
+                    rule.mark_confidence)
+                br, bc = br[sure], bc[sure]
+            bcells = self._band_lut[br, bc]
+            seen = bcells >= 0
+            rows = np.concatenate([rows, br[seen]])
+            cols = np.concatenate([cols, bc[seen]])
+            cells = np.concatenate([cells, bcells[seen].astype(np.intp)])
+        grid = self._grid_from(lowest, cells)
+        points, point_cells = self._points_and_cells(rows, cols, cells)
+        return Ground(grid, points, point_cells, rows + self._row0, cols)
+
+    def _points_and_cells(self, rows, cols, cells):
+        if cells.size == 0:
+            return np.zeros((0, 3), dtype=np.float32), np.zeros(0, dtype=np.intp)
+        return self._points_from(rows, cols, cells), np.unique(cells)
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -20,7 +20,8 @@ from freespace_seg.perception.image_codec import (checked_compressed, checked_ra
                                                   ImageCodecError, msg_to_rgb)
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2, PointField
+from sensor_msgs.msg import (CameraInfo, CompressedImage, Image, LaserScan, PointCloud2,
+                             PointField)
 
 
 def array_to_image(array, encoding, header=None, out=None):
@@ -158,6 +159,27 @@ class CvBridgeDecoder:
             raise ImageCodecError(f'{where}: cv_bridge returned {rgb.dtype} {rgb.shape}, '
                                   'not (H, W, 3) uint8')
         return rgb
+
+
+def scan_to_msg(ranges, layout, header_stamp, frame_id):
+    """
+    Build a sensor_msgs/LaserScan from the ranges of a :class:`ground.scan.ScanLayout`.
+
+    Angles as LaserScan: 0 = +x of ``frame_id``, counter-clockwise positive; no intensities,
+    ``time_increment`` and ``scan_time`` 0 (every ray is from the same image).
+    """
+    msg = LaserScan()
+    msg.header.stamp = header_stamp
+    msg.header.frame_id = frame_id
+    msg.angle_min = layout.angle_min
+    msg.angle_max = layout.angle_max
+    msg.angle_increment = layout.angle_increment
+    msg.time_increment = 0.0
+    msg.scan_time = 0.0
+    msg.range_min = layout.range_min
+    msg.range_max = layout.range_max
+    msg.ranges = array.array('f', ranges.astype('float32', copy=False).tobytes())
+    return msg
 
 
 def make_decoder(name='builtin'):

@@ -234,6 +234,25 @@ SEGMENTATION_PARAMS = (
               f'grid_origin must have two values (x, y), got {list(v)!r}'),
     ParamSpec('max_range', 3.0, 'Floor farther than this from the camera stays unknown (m).',
               'double', min_value=0.1, max_value=50.0),
+    ParamSpec('grid_min_obstacle_run', 0.1, 'Grid rule (docs/ground_outputs.md): a blocked '
+              'pixel cuts its image column (the floor above it stays unknown) only when it lies '
+              'in a vertical run of blocked pixels at least this fraction of the image height '
+              'tall; shorter runs below the cut (speckle, a cable) only mark the cell under '
+              'their bottom pixel occupied. 0: every blocked pixel cuts (the plain rule). The '
+              'grid, free_space/obstacles and free_space/scan all follow it.', 'double',
+              min_value=0.0, max_value=1.0),
+    ParamSpec('grid_cut_confidence', 0.97, 'Grid rule: a blocked pixel cuts its column only '
+              "when the model's P(blocked) there is more than this (models with probabilities "
+              'or logits; argmax models are always sure). 0: ignore the confidence. With '
+              'grid_min_obstacle_run 0 as well: the plain rule.', 'double',
+              min_value=0.0, max_value=1.0),
+    ParamSpec('grid_mark_confidence', 0.5, 'Grid rule: a short blocked run below the cut '
+              'marks its bottom cell occupied only when P(blocked) there is more than this; '
+              '0.5 leaves out pixels whose two logits tie (frequent with INT8 models). 0: every '
+              'such run marks.', 'double', min_value=0.0, max_value=1.0),
+    ParamSpec('scan_angle_increment', 0.01, 'Angle between the rays of free_space/scan (rad); '
+              'the rays span the floor the camera sees.', 'double', min_value=0.001,
+              max_value=0.5),
     ParamSpec('footprint_radius', 0.17, 'Robot radius drawn in free_space/grid_image (m); '
               'Create 3: 0.17.', 'double', min_value=0.0, max_value=2.0),
 )

@@ -4,10 +4,12 @@
 Subscribes ``image`` (or ``image/compressed``) and ``camera_info``, runs the model off the
 executor thread on the newest frame only, and publishes at camera resolution, each header
 equal to its input's: ``segmentation/mask`` (mono8 class ids), ``segmentation/colored_mask``,
-``segmentation/overlay`` (rgb8) and ``free_space/mask`` (mono8, 255 = free). From the same
-mask, once CameraInfo has arrived, it projects the free floor onto the ground and publishes
-in ``base_frame`` with the image's stamp: ``free_space/grid`` (nav_msgs/OccupancyGrid),
-``free_space/obstacles`` (sensor_msgs/PointCloud2) and ``free_space/grid_image`` (rgb8).
+``segmentation/overlay`` (rgb8), ``segmentation/confidence`` (mono8, P(free) x 255) and
+``free_space/mask`` (mono8, 255 = free). From the same mask, once CameraInfo has arrived, it
+projects the free floor onto the ground and publishes in ``base_frame`` with the image's
+stamp: ``free_space/grid`` (nav_msgs/OccupancyGrid), ``free_space/obstacles``
+(sensor_msgs/PointCloud2), ``free_space/scan`` (sensor_msgs/LaserScan) and
+``free_space/grid_image`` (rgb8), all under one grid rule (:class:`GridRule`).
 Plus ``/diagnostics``. Parameters: :data:`freespace_seg.nodes.params.SEGMENTATION_PARAMS`.
 """
 
@@ -18,9 +20,11 @@ import time
 
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from freespace_seg.ground.projection import mount_and_grid, projector_for_camera_info
+from freespace_seg.ground.projection import GridRule, mount_and_grid, projector_for_camera_info
+from freespace_seg.ground.scan import scan_layout
 from freespace_seg.nodes.camera_pose import CameraPoseSource
-from freespace_seg.nodes.msgs import array_to_image, grid_to_msg, make_decoder, points_to_cloud
+from freespace_seg.nodes.msgs import (array_to_image, grid_to_msg, make_decoder,
+                                      points_to_cloud, scan_to_msg)
 from freespace_seg.nodes.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
 from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, LatestSlot,
                                           on_parameter_changes, qos_from_name, spin_node,
@@ -36,7 +40,7 @@ from nav_msgs.msg import OccupancyGrid
 import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.time import Time
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, LaserScan, PointCloud2
 
 #: the parameter specs by name, to check changes before applying them
 SEGMENTATION_SPECS = {spec.name: spec for spec in SEGMENTATION_PARAMS}
@@ -85,6 +89,7 @@ class SegmentationNode(LifecycleNode):
                                + (f' (auto: {why})' if why else ''))
         self._publish_all = p['publish_unsubscribed']
         self._projector = None
+        self._scan_layout = None
         self._infos = collections.deque(maxlen=INFO_HISTORY)
         self._info_error = ''
         self._pose_source = CameraPoseSource(self, p['use_tf'], p['base_frame'],
@@ -163,8 +168,11 @@ class SegmentationNode(LifecycleNode):
         self._pub_grid = pub(OccupancyGrid, 'free_space/grid', GRID_QOS)
         self._pub_points = pub(PointCloud2, 'free_space/obstacles', out_qos)
         self._pub_grid_image = pub(Image, 'free_space/grid_image', out_qos)
+        self._pub_confidence = pub(Image, 'segmentation/confidence', out_qos)
+        self._pub_scan = pub(LaserScan, 'free_space/scan', out_qos)
         self._pubs = [self._pub_mask, self._pub_colored, self._pub_overlay, self._pub_free,
-                      self._pub_grid, self._pub_points, self._pub_grid_image]
+                      self._pub_grid, self._pub_points, self._pub_grid_image,
+                      self._pub_confidence, self._pub_scan]
         card = pipeline.card
         self.get_logger().info(
             f'configured: model {card.name} ({card.model_path}), input '
@@ -254,6 +262,7 @@ class SegmentationNode(LifecycleNode):
             self.destroy_lifecycle_publisher(pub)
         self._pubs = []
         self._projector = None
+        self._scan_layout = None
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state):
@@ -364,6 +373,13 @@ class SegmentationNode(LifecycleNode):
     def _wanted(self, pub):
         return self._publish_all or pub.get_subscription_count() > 0
 
+    @property
+    def grid_rule(self):
+        """Return the :class:`GridRule` of the grid_* parameters."""
+        p = self.params
+        return GridRule(p['grid_min_obstacle_run'], p['grid_cut_confidence'],
+                        p['grid_mark_confidence'])
+
     def _work(self, slot):
         while True:
             msg = slot.take(timeout=0.5)
@@ -416,9 +432,16 @@ class SegmentationNode(LifecycleNode):
         want_grid = self._wanted(self._pub_grid)
         want_points = self._wanted(self._pub_points)
         want_grid_image = self._wanted(self._pub_grid_image)
-        ground = want_grid or want_points or want_grid_image
-        if not (want_mask or want_colored or want_overlay or want_free or ground):
+        want_confidence = self._wanted(self._pub_confidence)
+        want_scan = self._wanted(self._pub_scan)
+        ground = want_grid or want_points or want_grid_image or want_scan
+        if not (want_mask or want_colored or want_overlay or want_free or ground
+                or want_confidence):
             return
+        rule = self.grid_rule
+        # The confidence is computed only for its topic, or for a grid rule that reads it.
+        need_confidence = want_confidence or (ground and not rule.plain and (
+            rule.cut_confidence > 0.0 or rule.mark_confidence > 0.0))
         t0 = time.perf_counter()
         # Output messages and arrays are reused from frame to frame (this worker is the only
         # user, and publish() has copied a message when it returns): no per-frame
@@ -435,16 +458,23 @@ class SegmentationNode(LifecycleNode):
             return buf
 
         rgb = self._decode_frame(msg)
-        mask = self.pipeline.segment(rgb)
+        if need_confidence:
+            mask, confidence = self.pipeline.segment_with_confidence(rgb)
+        else:
+            mask, confidence = self.pipeline.segment(rgb), None
         header = msg.header
         if want_mask:
             self._pub_mask.publish(array_to_image(mask, 'mono8', header, out=message('mask')))
+        if want_confidence:
+            self._pub_confidence.publish(array_to_image(confidence, 'mono8', header,
+                                                        out=message('confidence')))
         if want_free or ground:
             free = self.pipeline.free_mask(mask, out=buffer('free', mask.shape))
         if want_free:
             self._pub_free.publish(array_to_image(free, 'mono8', header, out=message('free')))
         if ground:
-            self._publish_ground(header, free, want_grid, want_points, want_grid_image)
+            self._publish_ground(header, free, confidence, rule, want_grid, want_points,
+                                 want_grid_image, want_scan)
         if want_colored or want_overlay:
             colored = colorize(mask, self._color_lut, out=buffer('colored', rgb.shape))
             if want_colored:
@@ -469,12 +499,19 @@ class SegmentationNode(LifecycleNode):
             self._proc_times.append(done - t0)
             self._done_times.append(time.monotonic())
 
-    def _publish_ground(self, header, free, want_grid, want_points, want_grid_image):
+    def _publish_ground(self, header, free, confidence, rule, want_grid, want_points,
+                        want_grid_image, want_scan):
         projector = self._update_projector(header, free.shape)
         if projector is None:
             return
-        grid, points = projector.project_with_points(free)
+        ground = projector.ground(free, confidence, rule)
+        grid, points = ground.grid, ground.points
         frame = self.params['base_frame']
+        if want_scan:
+            self._scan_layout = layout = scan_layout(self._scan_layout, projector,
+                                                     self.params['scan_angle_increment'])
+            self._pub_scan.publish(scan_to_msg(layout.ranges(ground), layout, header.stamp,
+                                               frame))
         if want_grid:
             self._pub_grid.publish(grid_to_msg(grid, projector.grid_spec, header.stamp, frame))
         if want_points:

@@ -99,6 +99,20 @@ class SegmentationPipeline:
 
     def segment(self, rgb):
         """Return the (H, W) uint8 class-id mask for an (H, W, 3) uint8 RGB image."""
+        return self._segment(rgb, False)[0]
+
+    def segment_with_confidence(self, rgb):
+        """
+        Return ``(mask, confidence)`` for an (H, W, 3) uint8 RGB image.
+
+        ``confidence`` is (H, W) uint8: P(free) x 255 of each pixel, from the same network
+        pixel as its class id (:func:`postprocess.free_probability`; nearest-neighbour back to
+        the camera resolution like the mask, so a pixel's class and confidence agree). Its
+        cost is in ``timings['confidence']``.
+        """
+        return self._segment(rgb, True)
+
+    def _segment(self, rgb, want_confidence):
         t0 = time.perf_counter()
         pre = self.preprocessor(rgb.shape[1], rgb.shape[0])
         tensor = pre(rgb)
@@ -112,7 +126,14 @@ class SegmentationPipeline:
             mask = mask.copy()  # no resize was needed: never hand out the reused buffer
         t3 = time.perf_counter()
         self.timings = {'preprocess': t1 - t0, 'inference': t2 - t1, 'postprocess': t3 - t2}
-        return mask
+        if not want_confidence:
+            return mask, None
+        card = self.card
+        net_conf = postprocess.free_probability(output, card.output_kind, card.free_space,
+                                                card.output_layout)
+        confidence = pre.letterbox.mask_to_source(net_conf)  # net_conf is fresh: no copy
+        self.timings['confidence'] = time.perf_counter() - t3
+        return mask, confidence
 
     def free_mask(self, class_mask, out=None):
         """255 where the class counts as free floor, else 0."""

@@ -43,6 +43,53 @@ def decode_classes(output, kind, layout='NCHW', out=None):
     return out
 
 
+def free_probability(output, kind, free_classes, layout='NCHW', out=None):
+    """
+    Return an (H, W) uint8 image of P(free) x 255 (rounded) from a batch-1 network output.
+
+    ``free_classes`` are the class ids that count as free floor. Logits: for two classes the
+    sigmoid of the logit difference (free minus the other), for more the softmax summed over
+    the free classes, for one channel the sigmoid of class 1's score. Probabilities: the sum
+    over the free classes (one channel: class 1's probability). Argmax outputs have no
+    probabilities: 255 where the class is free, 0 elsewhere. Where :func:`decode_classes`
+    picks a free class this is >= 128 (ties of exactly 0.5 aside).
+    """
+    output = np.asarray(output)
+    free = sorted({int(c) for c in free_classes})
+    if kind == 'argmax':
+        ids = decode_classes(output, 'argmax')
+        return free_space_mask(ids, class_lut(free), out=out)
+    if output.ndim != 4 or output.shape[0] != 1:
+        raise ValueError(f'expected a (1, C, H, W) or (1, H, W, C) output, got {output.shape}')
+    scores = output[0] if layout == 'NCHW' else np.moveaxis(output[0], -1, 0)
+    scores = scores.astype(np.float32, copy=False)
+    channels = scores.shape[0]
+    if channels == 1:
+        p = scores[0]
+        if kind == 'logits':
+            p = 1.0 / (1.0 + np.exp(-p))
+        if free != [1]:
+            p = 1.0 - p
+    elif kind == 'logits' and channels == 2:
+        other = 1 - free[0] if len(free) == 1 else None
+        if other is None:
+            p = np.ones(scores.shape[1:], np.float32) if len(free) == 2 else \
+                np.zeros(scores.shape[1:], np.float32)
+        else:
+            with np.errstate(over='ignore'):
+                p = 1.0 / (1.0 + np.exp(scores[other] - scores[free[0]]))
+    elif kind == 'logits':
+        e = np.exp(scores - scores.max(axis=0, keepdims=True))
+        p = e[free].sum(axis=0) / e.sum(axis=0)
+    else:
+        p = scores[free].sum(axis=0) if free else np.zeros(scores.shape[1:], np.float32)
+    if out is None:
+        out = np.empty(scores.shape[1:], np.uint8)
+    scaled = np.clip(p * np.float32(255.0) + np.float32(0.5), 0.0, 255.0)
+    np.copyto(out, scaled, casting='unsafe')  # truncation of x + 0.5: rounding
+    return out
+
+
 def class_lut(class_ids, true_value=255, size=256):
     """Return a uint8 table mapping ids in ``class_ids`` to ``true_value``, others to 0."""
     lut = np.zeros(size, np.uint8)

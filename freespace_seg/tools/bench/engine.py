@@ -77,11 +77,13 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
     Time the node's per-frame work without ROS transport; return a result row.
 
     Per frame: ``msg_to_rgb`` on a ``sensor_msgs/Image`` (zero-copy view), the pipeline
-    (preprocess, inference, class decoding, mask back to camera size), the free-space mask,
-    the ground projection (grid and obstacle points) and the mask and grid messages.
+    (preprocess, inference, class decoding, mask back to camera size, and the confidence
+    that the node's default grid rule reads), the free-space mask, the ground projection
+    under the default :class:`GridRule` (grid and obstacle points) and the mask and grid
+    messages.
     """
     from freespace_seg.ground.geometry import CameraMount
-    from freespace_seg.ground.projection import GridSpec, GroundProjector
+    from freespace_seg.ground.projection import GridRule, GridSpec, GroundProjector
     from freespace_seg.nodes.msgs import array_to_image
     from freespace_seg.nodes.msgs import grid_to_msg
     from freespace_seg.perception.image_codec import msg_to_rgb
@@ -89,21 +91,22 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
 
     pipe = SegmentationPipeline(model, backend='onnxruntime', num_threads=threads)
     projector = GroundProjector(frames.intrinsics, CameraMount(z=0.25, pitch=0.3), GridSpec())
+    rule = GridRule()
     stages = {k: [] for k in ('decode', 'preprocess', 'inference', 'postprocess',
-                              'free_and_projection', 'messages')}
+                              'confidence', 'free_and_projection', 'messages')}
     times = []
 
     def one(msg):
         t0 = time.perf_counter()
         rgb = msg_to_rgb(msg)
         t1 = time.perf_counter()
-        mask = pipe.segment(rgb)
+        mask, confidence = pipe.segment_with_confidence(rgb)
         t2 = time.perf_counter()
         free = pipe.free_mask(mask)
-        grid, points = projector.project_with_points(free)
+        ground = projector.ground(free, confidence, rule)
         t3 = time.perf_counter()
         array_to_image(mask, 'mono8', msg.header)
-        grid_to_msg(grid, projector.grid_spec, msg.header.stamp, 'base_link')
+        grid_to_msg(ground.grid, projector.grid_spec, msg.header.stamp, 'base_link')
         t4 = time.perf_counter()
         return t4 - t0, {'decode': t1 - t0, 'free_and_projection': t3 - t2,
                          'messages': t4 - t3, **pipe.timings}

@@ -6,6 +6,11 @@ OAK-D-like 69 degree colour camera with mild plumb_bob distortion, 0.25 m above 
 pitched 0.3 rad down (the synthetic default), projected onto the default GridSpec (4 x 4 m at
 5 cm, 3 m range). Masks are procedural (a floor region up to a wavy wall line with random
 obstacle blobs, ~20 different ones cycled), so the numbers do not depend on other modules.
+Also timed: the node's default grid rule (:class:`GridRule`, with a confidence image, on the
+same masks with 30 blobs of speckle each), the virtual scan of its result
+(``free_space/scan``), and the per-pixel confidence (``segmentation/confidence``: P(free)
+from 2-class logits of a 480x272 network output, back to the mask size; what
+:meth:`SegmentationPipeline.segment_with_confidence` adds).
 """
 
 import argparse
@@ -15,7 +20,10 @@ import time
 
 import cv2
 from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount
-from freespace_seg.ground.projection import GridSpec, GroundProjector
+from freespace_seg.ground.projection import GridRule, GridSpec, GroundProjector
+from freespace_seg.ground.scan import ScanLayout
+from freespace_seg.perception.postprocess import free_probability
+from freespace_seg.perception.preprocess import Letterbox
 import numpy as np
 
 CASES = (
@@ -49,6 +57,29 @@ def random_masks(width, height, count, rng):
     return masks
 
 
+def speckled(masks, rng, count=30):
+    """Return copies of ``masks`` with ``count`` blocked 2-5 px blobs in their lower half."""
+    out = []
+    for mask in masks:
+        mask = mask.copy()
+        height, width = mask.shape
+        for _ in range(count):
+            r = int(rng.integers(height // 2, height))
+            c = int(rng.integers(0, width))
+            mask[r:r + int(rng.integers(2, 6)), c:c + int(rng.integers(2, 6))] = 0
+        out.append(mask)
+    return out
+
+
+def confidences(masks, rng):
+    """Return a confidence image (P(free) x 255) per mask: sure floor, unsure blocked."""
+    out = []
+    for mask in masks:
+        low = rng.integers(0, 128, mask.shape, dtype=np.uint8)
+        out.append(np.where(mask > 0, np.uint8(240), low).astype(np.uint8))
+    return out
+
+
 def _time(fn, args_list, frames):
     times = np.empty(frames)
     for i in range(frames):
@@ -78,12 +109,29 @@ def measure(frames=200, distortion=True, builds=3, seed=0):
             proj.project(mask)
         project = _time(proj.project, masks, frames)
         both = _time(proj.project_with_points, masks, frames)
+        rule = GridRule()
+        noisy = speckled(masks, rng)
+        pairs = list(zip(noisy, confidences(noisy, rng)))
+        ruled = _time(lambda mc: proj.ground(mc[0], mc[1], rule), pairs, frames)
+        layout = ScanLayout(proj, 0.01)
+        grounds = [proj.ground(m, c, rule) for m, c in pairs]
+        scan = _time(layout.ranges, grounds, frames)
+        box = Letterbox.compute(mw, mh, 480, 272)
+        logits = [rng.normal(0.0, 3.0, (1, 2, 272, 480)).astype(np.float32) for _ in range(4)]
+        conf = _time(lambda o: box.mask_to_source(free_probability(o, 'logits', (1,))),
+                     logits, frames)
         results.append({
             'case': label, 'build_ms': float(np.median(build)),
             'samples': proj.table_size, 'project_median_ms': float(np.median(project)),
             'project_p95_ms': float(np.percentile(project, 95)),
             'with_points_median_ms': float(np.median(both)),
             'with_points_p95_ms': float(np.percentile(both, 95)),
+            'rule_median_ms': float(np.median(ruled)),
+            'rule_p95_ms': float(np.percentile(ruled, 95)),
+            'scan_median_ms': float(np.median(scan)),
+            'scan_p95_ms': float(np.percentile(scan, 95)),
+            'confidence_median_ms': float(np.median(conf)),
+            'confidence_p95_ms': float(np.percentile(conf, 95)),
             'rebuilds': proj.rebuild_count,
         })
     return results
@@ -98,14 +146,19 @@ def markdown(results, frames, distortion):
         f'OpenCV {cv2.__version__}.',
         '',
         '| case | LUT build (ms) | (column, cell) samples | project median (ms) '
-        '| project p95 (ms) | project_with_points median (ms) | p95 (ms) |',
-        '|---|---:|---:|---:|---:|---:|---:|',
+        '| project p95 (ms) | project_with_points median (ms) | p95 (ms) '
+        '| default rule median / p95 (ms) | scan median / p95 (ms) '
+        '| confidence median / p95 (ms) |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ]
     for r in results:
         lines.append(
             f"| {r['case']} | {r['build_ms']:.0f} | {r['samples']} "
             f"| {r['project_median_ms']:.3f} | {r['project_p95_ms']:.3f} "
-            f"| {r['with_points_median_ms']:.3f} | {r['with_points_p95_ms']:.3f} |")
+            f"| {r['with_points_median_ms']:.3f} | {r['with_points_p95_ms']:.3f} "
+            f"| {r['rule_median_ms']:.3f} / {r['rule_p95_ms']:.3f} "
+            f"| {r['scan_median_ms']:.3f} / {r['scan_p95_ms']:.3f} "
+            f"| {r['confidence_median_ms']:.3f} / {r['confidence_p95_ms']:.3f} |")
     return '\n'.join(lines)
 
 

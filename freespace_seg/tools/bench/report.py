@@ -21,7 +21,8 @@ def markdown_table(rows):
              'max ms | dropped | CPU % | RSS MB | bench CPU % | other CPU % |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for i, r in enumerate(rows, 1):
-        kind = r['kind'] + (' (all outputs)' if r.get('all_outputs') else '')
+        kind = r['kind'] + (' (all outputs)' if r.get('all_outputs') else '') + \
+            (f' (ground outputs {r["ground"]})' if r.get('ground') else '')
         dropped = '-' if 'published' not in r else f'{r["dropped"]}/{r["published"]}'
         lines.append(
             f'| {i} | {kind} | {r["model"]} | {r["threads"]} | {r["input"]} | '
@@ -43,7 +44,7 @@ def find(rows, kind, model=None, threads=None, rate=None, transport='rgb8', all_
             continue
         if kind in ('node', 'naive') and not r['input'].startswith(transport):
             continue
-        if bool(r.get('all_outputs')) != all_outputs:
+        if bool(r.get('all_outputs')) != all_outputs or r.get('ground'):
             continue
         return r
     return None
@@ -59,7 +60,7 @@ def saturated(rows, model, threads):
     best = None
     for r in rows:
         if r['kind'] != 'node' or r['model'] != model or r['threads'] != threads or \
-                r.get('all_outputs') or not r['input'].startswith('rgb8'):
+                r.get('all_outputs') or r.get('ground') or not r['input'].startswith('rgb8'):
             continue
         if r['rate_hz'] == 0 or r['camera_fps'] > 1.05 * r['fps']:
             if best is None or r['fps'] > best['fps']:
@@ -127,6 +128,19 @@ def ratios_and_goals(rows, threads_list, rates, models):
                     goal(f'<= 1/3 naive p95 at {rate:g} Hz ({model})', pr, 1 / 3,
                          pr <= 1 / 3,
                          f'node {node["p95_ms"]:.1f} vs naive {naive["p95_ms"]:.1f} ms')
+    before = [r for r in rows if r.get('ground') == 'before']
+    after = [r for r in rows if r.get('ground') == 'after']
+    if before and after:
+        b, a = before[0], after[0]
+        fr = a['fps'] / b['fps'] if b['fps'] else float('nan')
+        ratios.append({'ratio': 'ground outputs after/before fps at 30 Hz', 'value': fr})
+        goal('every ground output within 10 % of before (fps)', fr, 0.9, fr >= 0.9,
+             f'after {a["fps"]:.1f} fps vs before {b["fps"]:.1f} fps')
+        if a['p95_ms'] is not None and b['p95_ms']:
+            pr = a['p95_ms'] / b['p95_ms']
+            ratios.append({'ratio': 'ground outputs after/before p95 at 30 Hz', 'value': pr})
+            goal('every ground output within 10 % of before (p95)', pr, 1.1, pr <= 1.1,
+                 f'after {a["p95_ms"]:.1f} ms vs before {b["p95_ms"]:.1f} ms')
     for model in models:
         for t in threads_list:
             eng = find(rows, 'engine', model, t)

@@ -31,6 +31,15 @@ Examples::
     python -m freespace_seg bench                      # the full run (about 15 minutes)
     python -m freespace_seg bench --quick              # a tiny version, about a minute
     python -m freespace_seg bench --memory-minutes 10  # plus RSS over 10 minutes at 30 Hz
+    python -m freespace_seg bench --ground-outputs --only ground   # the ground outputs
+
+``--ground-outputs`` adds two node conditions at 30 Hz (INT8 where there is one, the most
+threads): **before**, the ground outputs that existed before free_space/scan
+(free_space/grid, free_space/obstacles, free_space/grid_image) under the plain grid rule
+(``grid_min_obstacle_run:=0 grid_cut_confidence:=0``, so no confidence is computed), and
+**after**, every ground output (those plus free_space/scan and segmentation/confidence)
+under the default rule, all subscribed by this process; both also subscribe
+segmentation/mask, as every node row.
 """
 
 import datetime
@@ -88,6 +97,9 @@ def add_arguments(parser):
                              'the bench.json of an earlier run into --out')
     parser.add_argument('--memory-only', action='store_true',
                         help='with --memory-minutes: run only the memory check')
+    parser.add_argument('--ground-outputs', action='store_true',
+                        help='add the two ground-output conditions (before / after the '
+                             'speckle-tolerant rule, scan and confidence); see above')
     parser.add_argument('--profile', action='store_true',
                         help='sample the stacks of every segmentation_node process '
                              '(freespace_seg.tools.profiling) and write profile_<n>.md per node '
@@ -148,6 +160,10 @@ def plan(args, models):
     if not args.no_naive:
         for rate in rates:
             conds.append(Condition('naive', 'fp32', fp32, best_t, rate))
+    if getattr(args, 'ground_outputs', False):
+        label, path = models[-1]   # INT8 where there is one
+        for ground in ('before', 'after'):
+            conds.append(Condition('node', label, path, best_t, 30.0, ground=ground))
     return threads_list, rates, conds
 
 

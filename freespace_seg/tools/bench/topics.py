@@ -29,7 +29,7 @@ class Condition:
     """One topic condition: which node, model, threads, input and camera rate."""
 
     def __init__(self, kind, model_label, model, threads, rate, transport='raw',
-                 all_outputs=False):
+                 all_outputs=False, ground=''):
         self.kind = kind              # 'node' or 'naive'
         self.model_label = model_label
         self.model = model
@@ -37,6 +37,7 @@ class Condition:
         self.rate = rate              # Hz, or 0 for closed loop
         self.transport = transport    # 'raw' or 'compressed'
         self.all_outputs = all_outputs
+        self.ground = ground          # '', 'before' or 'after' (see --ground-outputs)
 
     @property
     def camera(self):
@@ -46,6 +47,8 @@ class Condition:
         size = f'{frames.width}x{frames.height}'
         what = 'jpeg ' + size if self.transport == 'compressed' else 'rgb8 ' + size
         extra = ', all 7 outputs' if self.all_outputs else ''
+        if self.ground:
+            extra += f', ground outputs {self.ground}'
         return f'{self.kind} {self.model_label} {self.threads}t {what} {self.camera}{extra}'
 
 
@@ -91,6 +94,8 @@ class TopicBench:
                     f'image_transport:={cond.transport}']
             if cond.all_outputs:
                 cmd += ['-p', 'publish_unsubscribed:=true']
+            if cond.ground == 'before':
+                cmd += ['-p', 'grid_min_obstacle_run:=0.0', '-p', 'grid_cut_confidence:=0.0']
         return cmd, ready
 
     def run(self, cond, duration=None, rss_every=0.0):
@@ -150,6 +155,11 @@ class TopicBench:
             bench.create_subscription(OccupancyGrid, 'free_space/grid', on_grid, GRID_QOS,
                                       raw=True)
         bench.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 10)
+        extra = {}
+        for topic, msg_type in ground_topics(cond.ground):
+            def count(data, topic=topic):
+                extra[topic] = extra.get(topic, 0) + 1
+            bench.create_subscription(msg_type, topic, count, qos, raw=True)
         executor = SingleThreadedExecutor()
         executor.add_node(bench)
         spin = threading.Thread(target=executor.spin, daemon=True)
@@ -160,6 +170,8 @@ class TopicBench:
                + f'{self.frames.width}x{self.frames.height}',
                'camera': cond.camera, 'rate_hz': cond.rate, 'all_outputs': cond.all_outputs,
                'label': cond.label(self.frames)}
+        if cond.ground:
+            row['ground'] = cond.ground
         try:
             if not child.ready.wait(timeout=120):
                 raise RuntimeError(f'{cond.kind} did not start:\n{child.log_tail()}')
@@ -237,6 +249,7 @@ class TopicBench:
             'rss_mb': rss1, 'rss_start_mb': rss0, 'window_s': wall, 'exit_code': code,
             'loadavg_1min': os.getloadavg()[0],
             'grids': sum(1 for s in window if s in grids),
+            'extra_messages': dict(extra),
             'samples_ms': _ms_list(lat)})
         row.update(stats_ms(lat))
         if profile is not None and os.path.isfile(profile):
@@ -253,3 +266,15 @@ class TopicBench:
         if node_diag:
             row['node_diagnostics'] = node_diag[-1]
         return row
+
+
+def ground_topics(ground):
+    """Return the (topic, type) pairs a ground-output condition subscribes besides the mask."""
+    from sensor_msgs.msg import Image, LaserScan, PointCloud2
+
+    if not ground:
+        return []
+    topics = [('free_space/obstacles', PointCloud2), ('free_space/grid_image', Image)]
+    if ground == 'after':
+        topics += [('free_space/scan', LaserScan), ('segmentation/confidence', Image)]
+    return topics  # and free_space/grid, which every node row subscribes
