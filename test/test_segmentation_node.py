@@ -395,7 +395,11 @@ def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
             assert node._alpha == pytest.approx(valid)
         if name == 'publish_unsubscribed':
             assert node._publish_all is valid
-        if name.startswith('grid_') or name == 'max_range':
+        rule_field = {'grid_min_obstacle_run': 'min_run', 'grid_cut_confidence': 'cut_confidence',
+                      'grid_mark_confidence': 'mark_confidence'}
+        if name in rule_field:
+            assert _same(getattr(node.grid_rule, rule_field[name]), valid)
+        elif name.startswith('grid_') or name == 'max_range':
             field = {'grid_width': 'width', 'grid_height': 'height',
                      'grid_resolution': 'resolution', 'grid_origin': 'origin',
                      'max_range': 'max_range'}[name]
