@@ -42,7 +42,7 @@ from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, Segmentation
 from freespace_seg.nodes.stderr_capture import DECODER_LINE
 from freespace_seg.perception.image_codec import (image_to_array, ImageCodecError, msg_to_rgb,
                                                   SUPPORTED_ENCODINGS)
-from freespace_seg.tools.child import node_environment, NodeProcess
+from freespace_seg.tools.child import node_environment, NodeProcess, segmentation_node_command
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
@@ -380,9 +380,10 @@ def test_error_log_is_throttled_in_the_node_process(ros_init, tmp_path, transpor
     env = node_environment()
     env['RCUTILS_CONSOLE_OUTPUT_FORMAT'] = '[{severity}] [{name}]: {message}'
     env['RCUTILS_COLORIZED_OUTPUT'] = '0'
-    proc = NodeProcess(['-r', f'__ns:={ns}', '-r', f'__node:={name}', '-p',
-                        f'model_file_path:={model}', '-p', 'num_threads:=1', '-p',
-                        f'image_transport:={transport}', '-p', 'diagnostics_period:=0.2'], env)
+    proc = NodeProcess(segmentation_node_command(
+        ['-r', f'__ns:={ns}', '-r', f'__node:={name}', '-p', f'model_file_path:={model}', '-p',
+         'num_threads:=1', '-p', f'image_transport:={transport}', '-p',
+         'diagnostics_period:=0.2']), env)
     h = Harness(ns)
     try:
         assert proc.ready.wait(timeout=60), '\n'.join(proc.lines)

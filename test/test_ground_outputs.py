@@ -382,29 +382,29 @@ def test_nav2_obstacle_layer_example_uses_the_scan_for_marking_and_clearing():
 def test_bench_compares_the_ground_outputs_before_and_after():
     import argparse
 
-    from freespace_seg import bench
+    from freespace_seg.tools.bench import report, run, topics
 
     parser = argparse.ArgumentParser()
-    bench.add_arguments(parser)
+    run.add_arguments(parser)
     args = parser.parse_args(['--quick', '--ground-outputs', '--no-naive'])
-    _, _, conds = bench.plan(args, [('fp32', 'a.onnx'), ('int8', 'b.onnx')])
+    _, _, conds = run.plan(args, [('fp32', 'a.onnx'), ('int8', 'b.onnx')])
     ground = [c for c in conds if c.ground]
     assert [(c.ground, c.model_label, c.rate) for c in ground] == [
         ('before', 'int8', 30.0), ('after', 'int8', 30.0)]
-    before_cmd, _ = bench.TopicBench._command(None, ground[0], '/ns', 'n')
-    after_cmd, _ = bench.TopicBench._command(None, ground[1], '/ns', 'n')
+    before_cmd, _ = topics.TopicBench._command(None, ground[0], '/ns', 'n')
+    after_cmd, _ = topics.TopicBench._command(None, ground[1], '/ns', 'n')
     assert 'grid_cut_confidence:=0.0' in before_cmd and 'grid_cut_confidence:=0.0' not in \
         after_cmd
-    assert {t for t, _ in bench.ground_topics('after')} == {
+    assert {t for t, _ in topics.ground_topics('after')} == {
         'free_space/obstacles', 'free_space/grid_image', 'free_space/scan',
         'segmentation/confidence'}
-    assert 'free_space/scan' not in {t for t, _ in bench.ground_topics('before')}
+    assert 'free_space/scan' not in {t for t, _ in topics.ground_topics('before')}
     plain = {'kind': 'node', 'model': 'int8', 'threads': 2, 'rate_hz': 30.0,
              'input': 'rgb8 1280x720', 'fps': 30.0, 'p95_ms': 40.0, 'camera_fps': 30.0}
     rows = [plain, dict(plain, ground='before', fps=29.0, p95_ms=50.0),
             dict(plain, ground='after', fps=25.0, p95_ms=52.0)]
-    assert bench.find(rows, 'node', 'int8', 2, rate=30.0) is plain
-    _, goals = bench.ratios_and_goals(rows, [2], [30.0], ['int8'])
+    assert report.find(rows, 'node', 'int8', 2, rate=30.0) is plain
+    _, goals = report.ratios_and_goals(rows, [2], [30.0], ['int8'])
     by_name = {g['goal']: g for g in goals}
     fps = by_name['every ground output within 10 % of before (fps)']
     assert fps['value'] == pytest.approx(25.0 / 29.0) and not fps['met']

@@ -173,14 +173,14 @@ def test_strong_augment_keeps_labels_of_full_and_rejects_unknown_modes():
 def test_light_augment_flips_and_jitters_colour_only():
     x, y = toy_tensors(8)
     x = x.float() / 255.0
-    xf, y_flip = train.augment(x, y.long(), torch.Generator().manual_seed(3), 'flip')
-    xl, y_light = train.augment(x, y.long(), torch.Generator().manual_seed(3), 'light')
+    xf, y_flip = augment_mod.augment(x, y.long(), torch.Generator().manual_seed(3), 'flip')
+    xl, y_light = augment_mod.augment(x, y.long(), torch.Generator().manual_seed(3), 'light')
     # The same flips and no crop or roll: the labels equal those of flips alone ...
     assert torch.equal(y_flip, y_light) and not torch.equal(y_flip, y.long())
     # ... and the colours change.
     assert float((xl - xf).abs().mean()) > 0.01
     assert 0.0 <= float(xl.min()) and float(xl.max()) <= 1.0
-    assert train.augmentation_summary('light') == 'hflip, colour jitter, gamma'
+    assert augment_mod.augmentation_summary('light') == 'hflip, colour jitter, gamma'
 
 
 def test_synthetic_data_sources_name_the_photo_textures():
