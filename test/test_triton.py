@@ -236,8 +236,9 @@ def _server_child(proc):
 def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
     """The node on triton: local ONNX Runtime's masks; server lost: ERROR, then recovery."""
     from diagnostic_msgs.msg import DiagnosticStatus
-    from freespace_seg.perception.image_codec import array_to_image, image_to_array
+    from freespace_seg.nodes.msgs import array_to_image
     from freespace_seg.nodes.segmentation_node import SegmentationNode
+    from freespace_seg.perception.image_codec import image_to_array
     from rclpy.parameter import Parameter
     from ros_harness import Harness, unique_namespace
     from sensor_msgs.msg import Image
