@@ -180,7 +180,7 @@ def test_bad_frames_are_counted_and_skipped(tmp_path, model):
 
 
 @pytest.mark.parametrize('case', ['missing', 'truncated', 'garbage', 'no_images', 'exists',
-                                  'all_bad', 'wrong_topic'])
+                                  'all_bad', 'wrong_topic', 'bad_rule'])
 def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
     out = tmp_path / 'out'
     src = tmp_path / 'in'
@@ -209,11 +209,16 @@ def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
     elif case == 'wrong_topic':
         write_bag(src, n=2)
         extra = ['--image-topic', '/cam/other']
+    elif case == 'bad_rule':
+        write_bag(src, n=2)
+        extra = ['--grid-cut-confidence', '1.5']
     proc = run_bag(src, out, '--model', model, *extra)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [x for x in proc.stderr.strip().splitlines() if not x.startswith('bag: ') or
              x.startswith('bag: error:')]   # the progress bar's lines start 'bag: NN%'
     assert len(lines) == 1 and lines[0].startswith('bag: error:'), proc.stderr
+    if case == 'bad_rule':
+        assert '--grid-cut-confidence' in lines[0]
     if case == 'exists':
         assert (out / 'keep.txt').read_text() == 'mine'
         proc = run_bag(src, out, '--model', model, '--overwrite')

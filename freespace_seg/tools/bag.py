@@ -367,6 +367,10 @@ def process_bag(args, out=sys.stdout, progress_file=None):
 
     if os.path.lexists(args.output) and not args.overwrite:
         raise BagError(f'{args.output} exists; pass --overwrite to replace it')
+    for name in ('grid_min_obstacle_run', 'grid_cut_confidence', 'grid_mark_confidence'):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            raise BagError(f'--{name.replace("_", "-")} must be in [0, 1], got '
+                           f'{getattr(args, name)}')
     try:
         labels = LabelExport.from_args(args)
         rule = GridRule(args.grid_min_obstacle_run, args.grid_cut_confidence,
