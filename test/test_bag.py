@@ -32,8 +32,9 @@ def frame(i):
 
 
 def write_bag(path, n=5, storage='mcap', compressed=False, info=True, distro='ROS2_KILTED',
-              bad_frames=(), topic='/cam/image_raw'):
+              bad_frames=(), topic='/cam/image_raw', make_frame=None):
     """Write a test bag with rosbags: n frames (bad_frames with an unknown encoding)."""
+    make_frame = make_frame or frame
     store = get_typestore(getattr(Stores, distro))
     t = store.types
     with Writer(path, version=9 if distro != 'ROS2_HUMBLE' else 8,
@@ -49,7 +50,7 @@ def write_bag(path, n=5, storage='mcap', compressed=False, info=True, distro='RO
         for i in range(n):
             header = _header(store, i)
             stamp = 1_000_000_000 * (i + 1)
-            rgb = frame(i)
+            rgb = make_frame(i)
             if compressed:
                 ok, png = cv2.imencode('.png', cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
                 assert ok
@@ -179,7 +180,7 @@ def test_bad_frames_are_counted_and_skipped(tmp_path, model):
 
 
 @pytest.mark.parametrize('case', ['missing', 'truncated', 'garbage', 'no_images', 'exists',
-                                  'all_bad', 'wrong_topic'])
+                                  'all_bad', 'wrong_topic', 'bad_rule'])
 def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
     out = tmp_path / 'out'
     src = tmp_path / 'in'
@@ -208,11 +209,16 @@ def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
     elif case == 'wrong_topic':
         write_bag(src, n=2)
         extra = ['--image-topic', '/cam/other']
+    elif case == 'bad_rule':
+        write_bag(src, n=2)
+        extra = ['--grid-cut-confidence', '1.5']
     proc = run_bag(src, out, '--model', model, *extra)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [x for x in proc.stderr.strip().splitlines() if not x.startswith('bag: ') or
              x.startswith('bag: error:')]   # the progress bar's lines start 'bag: NN%'
     assert len(lines) == 1 and lines[0].startswith('bag: error:'), proc.stderr
+    if case == 'bad_rule':
+        assert '--grid-cut-confidence' in lines[0]
     if case == 'exists':
         assert (out / 'keep.txt').read_text() == 'mine'
         proc = run_bag(src, out, '--model', model, '--overwrite')
@@ -289,3 +295,149 @@ def test_bag_never_imports_rclpy(tmp_path, model):
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                           timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
+
+
+def _node_rule():
+    """Return the node's GridRule (from its grid_* parameters' defaults) and the defaults."""
+    from freespace_seg.ground.projection import GridRule
+    from freespace_seg.nodes.params import SEGMENTATION_PARAMS
+    d = {spec.name: spec.default for spec in SEGMENTATION_PARAMS}
+    return GridRule(d['grid_min_obstacle_run'], d['grid_cut_confidence'],
+                    d['grid_mark_confidence']), d
+
+
+def speckled_frame(i):
+    """frame(i) with a 2-row red speckle across the green floor: short blocked runs."""
+    rgb = frame(i).copy()
+    rgb[H - 6:H - 4] = (180, 0, 0)
+    return rgb
+
+
+def test_scan_and_grid_follow_the_node(tmp_path, model):
+    """
+    The scan and the grid: input stamp, bag time, base_frame, and the node's computation.
+
+    Both equal one GroundProjector.ground under the node's default GridRule (not the plain
+    rule, whose grid differs for these frames), the scan from ground.scan's ScanLayout.
+    """
+    from freespace_seg.ground.projection import (mount_and_grid, PLAIN_RULE,
+                                                 projector_for_camera_info)
+    from freespace_seg.ground.scan import ScanLayout
+
+    n = 4
+    src = write_bag(tmp_path / 'in', n=n, make_frame=speckled_frame)
+    proc = run_bag(src, tmp_path / 'out', '--model', model, '--confidence')
+    assert proc.returncode == 0, proc.stderr
+    assert f'free_space/scan: {n} scans' in proc.stdout
+    got = read_bag(tmp_path / 'out')
+    info = got['/cam/camera_info'][0][1]
+    rule, d = _node_rule()
+    assert not rule.plain
+    mount, spec = mount_and_grid(d)
+    pipe = _pipeline(model)
+    plain_differs = False
+    for i in range(n):
+        mask, confidence = pipe.segment_with_confidence(speckled_frame(i))
+        free = pipe.free_mask(mask)
+        projector = projector_for_camera_info(None, info, free.shape, mount, spec)
+        ground = projector.ground(free, confidence, rule)
+        layout = ScanLayout(projector, d['scan_angle_increment'])
+        ranges = layout.ranges(ground)
+        stamp, scan = got['/cam/free_space/scan'][i]
+        assert stamp == got['/cam/image_raw'][i][0] == 1_000_000_000 * (i + 1)
+        assert scan.header.stamp.sec == 100 + i and scan.header.stamp.nanosec == 5
+        assert scan.header.frame_id == 'base_link'
+        assert scan.angle_min == pytest.approx(layout.angle_min)
+        assert scan.angle_max == pytest.approx(layout.angle_max)
+        assert scan.angle_increment == pytest.approx(d['scan_angle_increment'])
+        assert scan.range_min == pytest.approx(layout.range_min)
+        assert scan.range_max == pytest.approx(layout.range_max)
+        assert scan.ranges.dtype == np.float32 and scan.ranges.size == layout.size > 0
+        np.testing.assert_array_equal(scan.ranges, ranges)
+        assert np.isfinite(ranges).any()   # the speckle is seen as an obstacle
+        gstamp, grid = got['/cam/free_space/grid'][i]
+        assert gstamp == stamp and grid.header.stamp == scan.header.stamp
+        np.testing.assert_array_equal(grid.data.reshape(ground.grid.shape), ground.grid)
+        plain = projector.ground(free, confidence, PLAIN_RULE).grid
+        plain_differs |= not np.array_equal(plain, ground.grid)
+        cstamp, conf = got['/cam/segmentation/confidence'][i]
+        assert cstamp == stamp and conf.encoding == 'mono8'
+        np.testing.assert_array_equal(conf.data.reshape(confidence.shape), confidence)
+    assert plain_differs, 'the test frames do not tell the node rule from the plain one'
+
+
+def test_grid_rule_options_reach_the_grid(tmp_path, model):
+    """--grid-min-obstacle-run 0 --grid-cut-confidence 0: the plain rule's grid; --no-scan."""
+    from freespace_seg.ground.projection import (mount_and_grid, PLAIN_RULE,
+                                                 projector_for_camera_info)
+
+    src = write_bag(tmp_path / 'in', n=2, make_frame=speckled_frame)
+    proc = run_bag(src, tmp_path / 'out', '--model', model, '--grid-min-obstacle-run', '0',
+                   '--grid-cut-confidence', '0', '--no-scan')
+    assert proc.returncode == 0, proc.stderr
+    got = read_bag(tmp_path / 'out')
+    assert '/cam/free_space/scan' not in got and '/cam/segmentation/confidence' not in got
+    _, d = _node_rule()
+    mount, spec = mount_and_grid(d)
+    pipe = _pipeline(model)
+    for i in range(2):
+        free = pipe.free_mask(pipe.segment(speckled_frame(i)))
+        projector = projector_for_camera_info(None, got['/cam/camera_info'][i][1], free.shape,
+                                              mount, spec)
+        expect = projector.ground(free, None, PLAIN_RULE).grid
+        np.testing.assert_array_equal(got['/cam/free_space/grid'][i][1].data.reshape(
+            expect.shape), expect)
+
+
+def test_no_camera_info_no_scan(tmp_path, model):
+    src = write_bag(tmp_path / 'in', n=2, info=False)
+    proc = run_bag(src, tmp_path / 'out', '--model', model)
+    assert proc.returncode == 0, proc.stderr
+    got = read_bag(tmp_path / 'out')
+    assert '/cam/free_space/scan' not in got and '/cam/free_space/grid' not in got
+
+
+#: G - R of the unsure frames: the nearer 0, the less sure the tiny model (P(free) =
+#: sigmoid(4 (G - R) / 255)); frames 3 and 1 are the least sure, then 5, 4, 2, 0
+UNSURE_DIFFS = (90, 4, 60, 1, 30, -8)
+
+
+def unsure_frame(i):
+    """Return a uniform frame with G - R = UNSURE_DIFFS[i]."""
+    rgb = np.zeros((H, W, 3), np.uint8)
+    rgb[..., 0] = 100
+    rgb[..., 1] = 100 + UNSURE_DIFFS[i]
+    return rgb
+
+
+@pytest.mark.parametrize('every,count,expect', [(1, 2, (1, 3)), (2, 2, (2, 4)),
+                                                (1, 3, (1, 3, 5)), (1, 10, range(6))])
+def test_label_export_least_confident(tmp_path, model, every, count, expect):
+    """--label-least-confident K: the K least sure of every --label-every-th frame, no other."""
+    from freespace_seg.tools.labels import frame_uncertainty
+
+    src = write_bag(tmp_path / 'in', n=len(UNSURE_DIFFS), make_frame=unsure_frame)
+    labels = tmp_path / 'labels'
+    proc = run_bag(src, tmp_path / 'out', '--model', model, '--export-labels', labels,
+                   '--label-every', every, '--label-least-confident', count,
+                   '--label-ignore-band', '0')
+    assert proc.returncode == 0, proc.stderr
+    assert f'exported {len(expect)} label pairs' in proc.stdout
+    names = sorted(os.listdir(labels))
+    stems = [f'cam_image_raw_{1_000_000_000 * (i + 1):019d}' for i in expect]
+    assert names == sorted([s + '.png' for s in stems] + [s + '_mask.png' for s in stems])
+    pairs = user_image_pairs(str(labels))
+    rgb, _ = read_user_image_pair(*pairs[0])
+    np.testing.assert_array_equal(rgb, unsure_frame(expect[0]))
+    # the known order is the pipeline's own: frame_uncertainty of segment_with_confidence
+    pipe = _pipeline(model)
+    u = [frame_uncertainty(pipe.segment_with_confidence(unsure_frame(i))[1])
+         for i in range(len(UNSURE_DIFFS))]
+    assert sorted(range(0, len(u), every), key=lambda i: -u[i])[:count] == \
+        sorted(expect, key=lambda i: -u[i])
+
+
+def test_frame_uncertainty():
+    from freespace_seg.tools.labels import frame_uncertainty
+    assert frame_uncertainty(np.array([[0, 255]], np.uint8)) == 0.0
+    assert frame_uncertainty(np.array([[51, 204]], np.uint8)) == pytest.approx(0.2)

@@ -78,3 +78,20 @@ def test_folder_glob_and_missing(tmp_path, model):
                      '--out', tmp_path / 'out2')
     assert proc.returncode == 1
     assert '2 frames' in proc.stdout and 'no such file, folder or glob match' in proc.stderr
+
+
+def test_folder_labels_least_confident(tmp_path, model):
+    """--label-least-confident 2 on a folder: the two images the tiny model is least sure of."""
+    folder = tmp_path / 'imgs'
+    folder.mkdir()
+    # G - R per image: the nearer 0, the less sure (P(free) = sigmoid(4 (G - R) / 255))
+    for i, diff in enumerate((70, 2, 40, -5, 90)):
+        rgb = np.zeros((H, W, 3), np.uint8)
+        rgb[..., 0], rgb[..., 1] = 100, 100 + diff
+        cv2.imwrite(str(folder / f'f{i}.png'), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    labels = tmp_path / 'labels'
+    proc = run_infer(folder, '--model', model, '--out', tmp_path / 'out', '--export-labels',
+                     labels, '--label-every', '1', '--label-least-confident', '2')
+    assert proc.returncode == 0, proc.stderr
+    assert '2 label pairs' in proc.stdout
+    assert sorted(os.listdir(labels)) == ['f1.png', 'f1_mask.png', 'f3.png', 'f3_mask.png']

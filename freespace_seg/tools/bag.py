@@ -5,22 +5,27 @@ IN is a rosbag2 directory (MCAP or sqlite3 storage, with or without ``metadata.y
 directory without it is read through its single ``.mcap`` or ``.db3`` file) or one ``.mcap``
 or ``.db3`` file. The bag is read and OUT written by the ``rosbags`` library, whose own
 typestore (de)serializes the messages: no ROS installation and no rclpy are needed, and bags
-of ROS 2 Humble through Kilted read alike (sensor_msgs/Image, CompressedImage, CameraInfo and
-nav_msgs/OccupancyGrid have the same layout in all of them).
+of ROS 2 Humble through Kilted read alike (sensor_msgs/Image, CompressedImage, CameraInfo,
+LaserScan and nav_msgs/OccupancyGrid have the same layout in all of them).
 
 Each frame of the chosen image topic (sensor_msgs/Image or CompressedImage) goes through the
 same :class:`~freespace_seg.perception.pipeline.SegmentationPipeline` as
 ``segmentation_node``, and OUT gets the node's outputs under the image topic's namespace
 (``/cam/image_raw`` ->
 ``/cam/segmentation/mask``, ``/cam/segmentation/colored_mask``, ``/cam/segmentation/overlay``,
-``/cam/free_space/mask``, and with a CameraInfo topic in the bag ``/cam/free_space/grid``),
-each with the input's header and written at the input message's bag time, beside the input
-topics kept (``--keep``). Messages stream one at a time, so memory does not grow with the
-bag. OUT is written under a temporary name beside it and renamed at the end: a failure
-never leaves a half-written OUT.
+``/cam/free_space/mask``, optionally ``/cam/segmentation/confidence`` (``--confidence``), and
+with a CameraInfo topic in the bag ``/cam/free_space/grid`` and ``/cam/free_space/scan``),
+each with the input's header (the grid and scan in ``--base-frame``) and written at the input
+message's bag time, beside the input topics kept (``--keep``). The grid and the scan are
+computed as ``segmentation_node._publish_ground`` computes them: one
+:meth:`GroundProjector.ground` under the node's :class:`GridRule` (``--grid-*``, the node's
+``grid_*`` parameters), the scan by :mod:`freespace_seg.ground.scan`. Messages stream one
+at a time, so memory does not grow with the bag. OUT is written under a temporary name beside
+it and renamed at the end: a failure never leaves a half-written OUT.
 
-``--export-labels DIR`` writes every ``--label-every``-th frame as ``<stem>.png`` (the
-camera image) and ``<stem>_mask.png`` (the model's answer to correct: see
+``--export-labels DIR`` writes every ``--label-every``-th frame (or, with
+``--label-least-confident K``, the K of them the model is least sure of) as ``<stem>.png``
+(the camera image) and ``<stem>_mask.png`` (the model's answer to correct: see
 :func:`freespace_seg.tools.labels.write_label_pair`), the folder format of ``finetune --images``
 and ``eval --images``.
 """
@@ -36,12 +41,13 @@ import threading
 import time
 
 from freespace_seg.common.progress import Progress
-from freespace_seg.ground.projection import mount_and_grid, projector_for_camera_info
+from freespace_seg.ground.projection import GridRule, mount_and_grid, projector_for_camera_info
+from freespace_seg.ground.scan import scan_layout
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
 from freespace_seg.perception.pipeline import SegmentationPipeline
-from freespace_seg.tools.labels import add_label_arguments, write_label_pair
+from freespace_seg.tools.labels import add_label_arguments, LabelExport
 import numpy as np
 
 IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
@@ -50,6 +56,13 @@ INFO_TYPE = 'sensor_msgs/msg/CameraInfo'
 OUTPUTS = ('segmentation/mask', 'segmentation/colored_mask', 'segmentation/overlay',
            'free_space/mask')
 GRID_OUTPUT = 'free_space/grid'
+SCAN_OUTPUT = 'free_space/scan'
+CONFIDENCE_OUTPUT = 'segmentation/confidence'
+#: the node parameters of the mount, grid, grid rule and scan that ``bag`` has options for
+GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
+                 'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'max_range',
+                 'grid_min_obstacle_run', 'grid_cut_confidence', 'grid_mark_confidence',
+                 'scan_angle_increment')
 #: CameraInfo messages kept to find the one whose stamp matches an image (as the node)
 INFO_HISTORY = 30
 #: messages queued for the writer thread at most (about 5 frames of outputs): memory stays flat
@@ -92,10 +105,16 @@ def add_arguments(parser):
                         help=f'overlay weight ({d["overlay_alpha"]})')
     parser.add_argument('--no-grid', action='store_true',
                         help='do not write free_space/grid even with CameraInfo in the bag')
-    for name in ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
-                 'camera_yaw', 'max_range'):
+    parser.add_argument('--no-scan', action='store_true',
+                        help='do not write free_space/scan even with CameraInfo in the bag')
+    parser.add_argument('--confidence', action='store_true',
+                        help='also write segmentation/confidence (mono8, P(free) x 255)')
+    for name in GROUND_PARAMS:
         parser.add_argument('--' + name.replace('_', '-'), type=float, default=d[name],
                             help=f'the node parameter {name} ({d[name]})')
+    parser.add_argument('--grid-origin', type=float, nargs=2, default=list(d['grid_origin']),
+                        metavar=('X', 'Y'),
+                        help=f'the node parameter grid_origin ({d["grid_origin"]})')
     parser.add_argument('--base-frame', default=d['base_frame'],
                         help=f'frame_id of the grid ({d["base_frame"]})')
     parser.add_argument('--max-frames', type=int, default=0,
@@ -188,6 +207,7 @@ class _Outputs:
         t = store.types
         self.Image = t['sensor_msgs/msg/Image']
         self.Grid = t['nav_msgs/msg/OccupancyGrid']
+        self.Scan = t['sensor_msgs/msg/LaserScan']
         self.Meta = t['nav_msgs/msg/MapMetaData']
         self.Pose = t['geometry_msgs/msg/Pose']
         self.Point = t['geometry_msgs/msg/Point']
@@ -213,6 +233,16 @@ class _Outputs:
         msg = self.Grid(header=self.Header(stamp=header.stamp, frame_id=frame_id), info=info,
                         data=np.ascontiguousarray(grid, np.int8).reshape(-1))
         return self.store.serialize_cdr(msg, 'nav_msgs/msg/OccupancyGrid')
+
+    def scan(self, ranges, layout, header, frame_id):
+        """Serialize a LaserScan as :func:`freespace_seg.nodes.msgs.scan_to_msg` fills one."""
+        msg = self.Scan(header=self.Header(stamp=header.stamp, frame_id=frame_id),
+                        angle_min=layout.angle_min, angle_max=layout.angle_max,
+                        angle_increment=layout.angle_increment, time_increment=0.0,
+                        scan_time=0.0, range_min=layout.range_min, range_max=layout.range_max,
+                        ranges=np.ascontiguousarray(ranges, np.float32).reshape(-1),
+                        intensities=np.zeros(0, np.float32))
+        return self.store.serialize_cdr(msg, 'sensor_msgs/msg/LaserScan')
 
 
 class _WriterThread:
@@ -291,6 +321,7 @@ class _Summary:
         self.labels = 0
         self.dropped_topics = []
         self.grid = 0
+        self.scan = 0
         self.seconds = 0.0
         self.pipeline_seconds = 0.0   # SegmentationPipeline.segment alone
 
@@ -313,6 +344,8 @@ class _Summary:
             out.append('free pixels over time (10 equal parts of the frames): ' +
                        ' '.join(f'{b.mean():.0%}' for b in bins))
         out.append(grid_note if not self.grid else f'free_space/grid: {self.grid} grids')
+        if self.scan:
+            out.append(f'free_space/scan: {self.scan} scans')
         if self.labels:
             out.append(f'exported {self.labels} label pairs')
         for topic in self.dropped_topics:
@@ -334,8 +367,22 @@ def process_bag(args, out=sys.stdout, progress_file=None):
 
     if os.path.lexists(args.output) and not args.overwrite:
         raise BagError(f'{args.output} exists; pass --overwrite to replace it')
-    if args.label_every < 1:
-        raise BagError('--label-every must be at least 1')
+    for name in ('grid_min_obstacle_run', 'grid_cut_confidence', 'grid_mark_confidence'):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            raise BagError(f'--{name.replace("_", "-")} must be in [0, 1], got '
+                           f'{getattr(args, name)}')
+    try:
+        labels = LabelExport.from_args(args)
+        rule = GridRule(args.grid_min_obstacle_run, args.grid_cut_confidence,
+                        args.grid_mark_confidence)
+        params = _defaults()
+        for name in GROUND_PARAMS + ('grid_origin',):
+            params[name] = getattr(args, name)
+        mount, grid_spec = mount_and_grid(params)
+    except ValueError as e:
+        raise BagError(str(e)) from None
+    if args.scan_angle_increment <= 0.0:
+        raise BagError('--scan-angle-increment must be positive')
     reader = open_reader(args.input)
     tmp = os.path.join(os.path.dirname(os.path.abspath(args.output)) or '.',
                        f'.{os.path.basename(os.path.abspath(args.output))}.partial-{os.getpid()}')
@@ -343,11 +390,6 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         image_topic, image_type, info_topic = choose_topics(reader, args.image_topic,
                                                             args.camera_info_topic)
         store = typestore_for(reader)
-        params = _defaults()
-        for name in ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
-                     'camera_yaw', 'max_range'):
-            params[name] = getattr(args, name)
-        mount, grid_spec = mount_and_grid(params)
         pipe = SegmentationPipeline(args.model or None, args.backend, args.num_threads)
         ns = namespace_of(image_topic)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -355,7 +397,7 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         writer.open()
         try:
             summary = _run(reader, writer, store, pipe, args, image_topic, info_topic, ns,
-                           mount, grid_spec, progress_file)
+                           _Ground(mount, grid_spec, rule, args), labels, progress_file)
         finally:
             pipe.close()
             writer.close()
@@ -386,7 +428,43 @@ def process_bag(args, out=sys.stdout, progress_file=None):
     return summary
 
 
-def _run(reader, writer, store, pipe, args, image_topic, info_topic, ns, mount, grid_spec,
+class _Ground:
+    """
+    The grid and scan of a frame, as ``segmentation_node._publish_ground`` computes them.
+
+    One :meth:`GroundProjector.ground` of the free mask (and the confidence, which the
+    default rule reads) under ``rule``; the scan's rays from :func:`scan_layout` with
+    ``--scan-angle-increment``; the projector and the layout are kept from frame to frame
+    and rebuilt only when the CameraInfo changes, as in the node.
+    """
+
+    def __init__(self, mount, grid_spec, rule, args):
+        self.mount = mount
+        self.grid_spec = grid_spec
+        self.rule = rule
+        self.angle_increment = args.scan_angle_increment
+        self.projector = None
+        self.layout = None
+
+    @property
+    def needs_confidence(self):
+        """Whether the rule reads the confidence image (as the node decides it)."""
+        rule = self.rule
+        return not rule.plain and (rule.cut_confidence > 0.0 or rule.mark_confidence > 0.0)
+
+    def compute(self, info, free, confidence, want_scan):
+        """Return ``(projector, Ground, scan ranges or None)``; ValueError: bad CameraInfo."""
+        self.projector = projector_for_camera_info(self.projector, info, free.shape,
+                                                   self.mount, self.grid_spec)
+        ground = self.projector.ground(free, confidence, self.rule)
+        ranges = None
+        if want_scan:
+            self.layout = scan_layout(self.layout, self.projector, self.angle_increment)
+            ranges = self.layout.ranges(ground)
+        return self.projector, ground, ranges
+
+
+def _run(reader, writer, store, pipe, args, image_topic, info_topic, ns, ground, labels,
          progress_file):
     outputs = _Outputs(store)
     summary = _Summary()
@@ -403,27 +481,32 @@ def _run(reader, writer, store, pipe, args, image_topic, info_topic, ns, mount, 
                 copies[conn.id] = made
     # Copies of one topic over several connections share the first one's output connection.
     by_topic = {c.topic: c for c in copies.values()}
+    names = OUTPUTS + ((CONFIDENCE_OUTPUT,) if args.confidence else ())
     out_conns = {name: writer.add_connection(f'{ns}/{name}', 'sensor_msgs/msg/Image',
-                                             typestore=store) for name in OUTPUTS}
-    grid_conn = None
+                                             typestore=store) for name in names}
     if info_topic and not args.no_grid:
-        grid_conn = writer.add_connection(f'{ns}/{GRID_OUTPUT}', 'nav_msgs/msg/OccupancyGrid',
-                                          typestore=store)
+        out_conns[GRID_OUTPUT] = writer.add_connection(
+            f'{ns}/{GRID_OUTPUT}', 'nav_msgs/msg/OccupancyGrid', typestore=store)
+    if info_topic and not args.no_scan:
+        out_conns[SCAN_OUTPUT] = writer.add_connection(
+            f'{ns}/{SCAN_OUTPUT}', 'sensor_msgs/msg/LaserScan', typestore=store)
     writes = _WriterThread(writer, threaded=args.storage == 'mcap')
     try:
         return _frames_loop(reader, writes, store, pipe, args, image_topic, info_topic,
-                            mount, grid_spec, progress_file, outputs, summary, copies, by_topic,
-                            out_conns, grid_conn)
+                            ground, labels, progress_file, outputs, summary, copies, by_topic,
+                            out_conns)
     finally:
         writes.close()
 
 
-def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, mount, grid_spec,
-                 progress_file, outputs, summary, copies, by_topic, out_conns, grid_conn):
+def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, ground, labels,
+                 progress_file, outputs, summary, copies, by_topic, out_conns):
     total = sum(c.msgcount for c in reader.connections if c.topic == image_topic)
     if args.max_frames > 0:
         total = min(total, args.max_frames) if total else args.max_frames
     infos = collections.deque(maxlen=INFO_HISTORY)
+    grid_conn, scan_conn = out_conns.get(GRID_OUTPUT), out_conns.get(SCAN_OUTPUT)
+    want_ground = grid_conn is not None or scan_conn is not None
 
     def frames():
         """Yield the image topic's messages; copy the kept topics and collect CameraInfo."""
@@ -432,7 +515,7 @@ def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, mou
             target = copies.get(conn.id) or by_topic.get(conn.topic)
             if target is not None:
                 writer.write(target, stamp, raw)
-            if conn.topic == info_topic and grid_conn is not None:
+            if conn.topic == info_topic and want_ground:
                 try:
                     infos.append(store.deserialize_cdr(raw, INFO_TYPE))
                 except Exception as e:  # noqa: B902 - a bad CameraInfo is skipped
@@ -443,7 +526,6 @@ def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, mou
                 seen += 1
                 yield seen - 1, conn, stamp, raw
 
-    projector = None
     started = time.monotonic()
     bar = Progress(frames(), total=total or None, desc='bag', file=progress_file)
     for index, conn, stamp, raw in bar:
@@ -461,37 +543,50 @@ def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, mou
             summary.skipped[_one_line(e)] += 1
             continue
         header = msg.header
-        mask = pipe.segment(rgb)
+        info = _info_for(infos, header) if want_ground else None
+        # The confidence is computed only where something reads it, as in the node.
+        label_candidate = labels is not None and labels.is_candidate(index)
+        if args.confidence or (info is not None and ground.needs_confidence) or \
+                (label_candidate and labels.wants_confidence):
+            mask, confidence = pipe.segment_with_confidence(rgb)
+        else:
+            mask, confidence = pipe.segment(rgb), None
         summary.pipeline_seconds += sum(pipe.timings.values())
         free = pipe.free_mask(mask)
         colored = pipe.colorize(mask)
         overlay = pipe.overlay(rgb, colored, args.alpha)
         # Serialized in the writer thread; every array here is fresh for this frame.
-        for name, array, encoding in (('segmentation/mask', mask, 'mono8'),
-                                      ('segmentation/colored_mask', colored, 'rgb8'),
-                                      ('segmentation/overlay', overlay, 'rgb8'),
-                                      ('free_space/mask', free, 'mono8')):
+        images = [('segmentation/mask', mask, 'mono8'),
+                  ('segmentation/colored_mask', colored, 'rgb8'),
+                  ('segmentation/overlay', overlay, 'rgb8'),
+                  ('free_space/mask', free, 'mono8')]
+        if args.confidence:
+            images.append((CONFIDENCE_OUTPUT, confidence, 'mono8'))
+        for name, array, encoding in images:
             writer.write(out_conns[name], stamp,
                          functools.partial(outputs.image, array, encoding, header))
-        info = _info_for(infos, header) if grid_conn is not None else None
         if info is not None:
             try:
-                projector = projector_for_camera_info(projector, info, free.shape, mount,
-                                                      grid_spec)
+                projector, result, ranges = ground.compute(info, free, confidence,
+                                                           scan_conn is not None)
             except ValueError as e:
                 summary.skipped[f'grid only: unusable CameraInfo: {_one_line(e)}'] += 1
             else:
-                grid = projector.project(free)
-                writer.write(grid_conn, stamp, functools.partial(
-                    outputs.grid, grid, projector.grid_spec, header, args.base_frame))
-                summary.grid += 1
+                if grid_conn is not None:
+                    writer.write(grid_conn, stamp, functools.partial(
+                        outputs.grid, result.grid, projector.grid_spec, header,
+                        args.base_frame))
+                    summary.grid += 1
+                if scan_conn is not None:
+                    writer.write(scan_conn, stamp, functools.partial(
+                        outputs.scan, ranges, ground.layout, header, args.base_frame))
+                    summary.scan += 1
         summary.frames += 1
         summary.free.append((stamp, float(np.count_nonzero(free)) / free.size))
-        if args.export_labels and index % args.label_every == 0:
-            write_label_pair(args.export_labels, f'{_stem(image_topic)}_{stamp:019d}', rgb,
-                             free, args.label_ignore_band)
-            summary.labels += 1
+        if label_candidate:
+            labels.offer(index, f'{_stem(image_topic)}_{stamp:019d}', rgb, free, confidence)
     bar.close()
+    summary.labels = labels.count if labels is not None else 0
     summary.seconds = time.monotonic() - started
     return summary
 

@@ -7,7 +7,8 @@ OpenCV's VideoCapture reads). For each image it writes ``<name>_mask.png`` (clas
 ``<name>_colored.png`` and ``<name>_overlay.png`` into the output folder. For a video it
 writes ``<name>_overlay.mp4`` (and with ``--mask-video`` ``<name>_colored.mp4``) at the
 video's frame rate, and per-frame PNGs ``<name>_NNNNNN_*.png`` only with ``--frames``.
-``--export-labels DIR`` writes every Nth frame as ``<stem>.png`` + ``<stem>_mask.png`` for
+``--export-labels DIR`` writes every Nth frame (or the K least confident of them,
+``--label-least-confident K``) as ``<stem>.png`` + ``<stem>_mask.png`` for
 ``finetune --images`` (see :func:`freespace_seg.tools.labels.write_label_pair`). A progress bar
 shows frames/s; the end prints a summary.
 """
@@ -21,7 +22,7 @@ import cv2
 from freespace_seg.common.progress import Progress
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.pipeline import SegmentationPipeline
-from freespace_seg.tools.labels import add_label_arguments, write_label_pair
+from freespace_seg.tools.labels import add_label_arguments, LabelExport
 import numpy as np
 
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.tif', '.tiff', '.webp')
@@ -70,15 +71,19 @@ def expand_inputs(inputs):
 class _Outputs:
     """Writes one frame's results and counts them."""
 
-    def __init__(self, args, pipe):
+    def __init__(self, args, pipe, labels=None):
         self.args = args
         self.pipe = pipe
         self.frames = 0
-        self.labels = 0
+        self.labels = labels
         self.free = []
+        self.confidence = None
 
     def segment(self, rgb):
-        mask = self.pipe.segment(rgb)
+        if self.labels is not None and self.labels.wants_confidence:
+            mask, self.confidence = self.pipe.segment_with_confidence(rgb)
+        else:
+            mask = self.pipe.segment(rgb)
         colored = self.pipe.colorize(mask)
         overlay = self.pipe.overlay(rgb, colored, self.args.alpha)
         free = self.pipe.free_mask(mask)
@@ -93,10 +98,9 @@ class _Outputs:
         cv2.imwrite(base + '_overlay.png', cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))
 
     def label(self, index, stem, rgb, free):
-        if self.args.export_labels and index % self.args.label_every == 0:
-            write_label_pair(self.args.export_labels, stem, rgb, free,
-                             self.args.label_ignore_band)
-            self.labels += 1
+        """Offer the frame just segmented to the label export (every Nth / least confident)."""
+        if self.labels is not None:
+            self.labels.offer(index, stem, rgb, free, self.confidence)
 
 
 def _video_frames(cap):
@@ -149,13 +153,15 @@ def _run_video(path, outputs, args):
 
 def run(args):
     """Segment every input; exit status 1 when some input could not be read."""
-    if args.label_every < 1:
-        print('infer: error: --label-every must be at least 1', file=sys.stderr)
+    try:
+        labels = LabelExport.from_args(args)
+    except ValueError as e:
+        print(f'infer: error: {e}', file=sys.stderr)
         return 2
     sources = expand_inputs(args.images)
     pipe = SegmentationPipeline(args.model or None, args.backend, args.num_threads)
     os.makedirs(args.out, exist_ok=True)
-    outputs = _Outputs(args, pipe)
+    outputs = _Outputs(args, pipe, labels)
     errors = [f'{path}: no such file, folder or glob match'
               for kind, path in sources if kind == 'missing']
     images = [path for kind, path in sources if kind == 'image']
@@ -184,8 +190,8 @@ def run(args):
     line = f'{outputs.frames} frames in {seconds:.1f} s ({fps:.1f} frames/s)'
     if outputs.free:
         line += f', free pixels mean {np.mean(outputs.free):.1%}'
-    if outputs.labels:
-        line += f', {outputs.labels} label pairs in {args.export_labels}/'
+    if labels is not None and labels.count:
+        line += f', {labels.count} label pairs in {args.export_labels}/'
     print(line)
     print(f'wrote {args.out}/')
     return 1 if errors else 0
