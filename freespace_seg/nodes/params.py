@@ -10,6 +10,8 @@ so the same rule guards both paths.
 from dataclasses import dataclass, field
 import math
 
+from freespace_seg.common.markdown import table
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -276,11 +278,11 @@ def _default_text(spec):
 
 def markdown_table(specs):
     """Return the README's Markdown table of ``specs``: name, type, default, description."""
-    rows = ['| parameter | type | default | description |', '|---|---|---|---|']
+    rows = []
     for s in specs:
         text = s.description
         constraints = s.constraints_text()
         if constraints:
             text += f' ({constraints})'
-        rows.append(f'| `{s.name}` | {s.kind} | {_default_text(s)} | {text} |')
-    return '\n'.join(rows)
+        rows.append([f'`{s.name}`', s.kind, _default_text(s), text])
+    return '\n'.join(table(['parameter', 'type', 'default', 'description'], rows))

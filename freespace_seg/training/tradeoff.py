@@ -58,6 +58,7 @@ import shlex
 import sys
 
 import cv2
+from freespace_seg.common.markdown import number, table
 from freespace_seg.common.progress import progress
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.model_card import card_from_dict, load_card, ModelCardError
@@ -501,11 +502,11 @@ def add_ratios(rows, reference):
 
 
 def _f(value, digits):
-    return '–' if value is None else f'{value:.{digits}f}'
+    return number(value, digits, missing='–')
 
 
 def _delta(value):
-    return '–' if value is None else f'{value:+.4f}'
+    return number(value, 4, missing='–', sign=True)
 
 
 def table_lines(result):
@@ -514,8 +515,7 @@ def table_lines(result):
     head = (['model', 'input', 'pad', 'precision', 'params', 'MB', 'mIoU']
             + [f'IoU {n}' for n in names]
             + ['F1 free', 'p50 ms', 'p95 ms', 'fps', 'threads', 'p50 vs ref', 'mIoU vs ref'])
-    lines = ['| ' + ' | '.join(head) + ' |',
-             '|' + '|'.join(['---'] * 4 + ['---:'] * (len(head) - 4)) + '|']
+    rows = []
     ref = result['reference']
     for row in result['rows']:
         lat = row['latency']
@@ -531,10 +531,10 @@ def table_lines(result):
                  + [_f(row['iou'].get(n), 4) for n in names]
                  + [_f(row['f1_free'], 4), _f(lat['p50_ms'], 1), _f(lat['p95_ms'], 1),
                     _f(lat['fps'], 1), str(lat['threads']),
-                    '–' if row['p50_vs_ref'] is None else f'{row["p50_vs_ref"]:.2f}x',
+                    number(row['p50_vs_ref'], 2, missing='–', unit='x'),
                     _delta(row['miou_vs_ref'])])
-        lines.append('| ' + ' | '.join(cells) + ' |')
-    return lines
+        rows.append(cells)
+    return table(head, rows, align=['---'] * 4 + ['---:'] * (len(head) - 4))
 
 
 def markdown_report(result):
