@@ -39,7 +39,8 @@ class OptionRecorder:
 
         ``skip(dest, value)``: leave that option out (an option that does not apply, or a
         default path that differs between machines); ``show(dest, value)``: the text of a
-        value (e.g. ``480x270`` for a size). Options whose value is None are left out.
+        value (e.g. ``480x270`` for a size). Options whose value is None are left out; a list
+        (an ``action='append'`` option) is spelled out once per item.
         """
         parts = ['python', '-m', 'freespace_seg', self.command]
         for flag, dest, is_flag in self.options:
@@ -50,5 +51,7 @@ class OptionRecorder:
                 continue
             if value is None or (skip is not None and skip(dest, value)):
                 continue
-            parts += [flag, str(show(dest, value) if show is not None else value)]
+            text = show(dest, value) if show is not None else value
+            for item in (text if isinstance(text, list) else [text]):
+                parts += [flag, str(item)]
         return shlex.join(parts)
