@@ -38,7 +38,7 @@ from conftest import green_red_image, write_tiny_model
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
-from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, SegmentationNode
+from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, start_segmentation_node
 from freespace_seg.nodes.stderr_capture import DECODER_LINE
 from freespace_seg.perception.image_codec import (image_to_array, ImageCodecError, msg_to_rgb,
                                                   SUPPORTED_ENCODINGS)
@@ -253,7 +253,7 @@ def stamp(msg, sec, nanosec):
 def fuzz_rig(ros_init, tmp_path, request):
     """Start an in-process node with a reliable depth-100 input, in a harness."""
     ns = unique_namespace('fz')
-    node = SegmentationNode(namespace=ns, parameter_overrides=[
+    node = start_segmentation_node(namespace=ns, parameter_overrides=[
         Parameter('model_file_path', value=write_tiny_model(tmp_path)),
         Parameter('num_threads', value=1),
         Parameter('image_transport', value=request.param),

@@ -12,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.nodes.ros_util import StartupError
-from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.nodes.segmentation_node import start_segmentation_node
 from freespace_seg.perception.engines.onnxruntime import GPU_PROVIDERS
 from freespace_seg.perception.engines.tensorrt import tensorrt_unavailable_reason
 from freespace_seg.perception.image_codec import image_to_array
@@ -43,7 +43,7 @@ OUTPUTS = {
 def make_node(namespace, model, **params):
     overrides = [Parameter('model_file_path', value=model), Parameter('num_threads', value=1)]
     overrides += [Parameter(k, value=v) for k, v in params.items()]
-    return SegmentationNode(namespace=namespace, parameter_overrides=overrides)
+    return start_segmentation_node(namespace=namespace, parameter_overrides=overrides)
 
 
 @pytest.fixture

@@ -237,7 +237,7 @@ def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
     """The node on triton: local ONNX Runtime's masks; server lost: ERROR, then recovery."""
     from diagnostic_msgs.msg import DiagnosticStatus
     from freespace_seg.perception.image_codec import array_to_image, image_to_array
-    from freespace_seg.nodes.segmentation_node import SegmentationNode
+    from freespace_seg.nodes.segmentation_node import start_segmentation_node
     from rclpy.parameter import Parameter
     from ros_harness import Harness, unique_namespace
     from sensor_msgs.msg import Image
@@ -246,7 +246,7 @@ def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
     ns = unique_namespace()
     params = {'model_file_path': MODEL, 'backend': 'triton', 'triton_url': srv.url,
               'triton_timeout': 30.0}
-    node = SegmentationNode(namespace=ns, parameter_overrides=[
+    node = start_segmentation_node(namespace=ns, parameter_overrides=[
         Parameter(k, value=v) for k, v in params.items()])
     rig = Harness(ns, node)
     srv2 = None

@@ -262,7 +262,7 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
                              f'(one camera period), got {latency}')
         sim_time = {'use_sim_time': True} if lockstep else {}
         if perception == 'model':
-            from freespace_seg.nodes.segmentation_node import SegmentationNode
+            from freespace_seg.nodes.segmentation_node import start_segmentation_node
             seg_values = {'num_threads': int(num_threads),
                           'camera_height': float(sim.mount.z),
                           'camera_pitch': float(sim.mount.pitch)}
@@ -270,8 +270,8 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
             if model_path:
                 seg_values['model_file_path'] = model_path
             seg_values.update(seg_params or {})
-            seg = SegmentationNode(namespace=ns, context=context, cli_args=clock_remap,
-                                   parameter_overrides=_overrides(seg_values))
+            seg = start_segmentation_node(namespace=ns, context=context, cli_args=clock_remap,
+                                          parameter_overrides=_overrides(seg_values))
         else:
             seg = TruthGridNode(sim.mount, namespace=ns, context=context, cli_args=clock_remap,
                                 parameter_overrides=_overrides(sim_time))
