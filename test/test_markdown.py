@@ -27,3 +27,28 @@ def test_number():
     assert number(0.0123, 4, sign=True) == '+0.0123'
     assert number(-0.0123, 4, sign=True) == '-0.0123'
     assert number(0.5, 2, unit='x') == '0.50x'
+
+
+def test_the_grid_rules_table_is_built_with_it():
+    from freespace_seg.tools import grid_rules
+    plain = {'free_iou': 0.8, 'missed': 0.01, 'called_free': 0.02, 'phantom': 0.03}
+    cut = {'free_iou': 0.85, 'missed': 0.011, 'called_free': 0.021, 'phantom': 0.031}
+    assert grid_rules.table({'val': {'plain': plain, 'cut': cut}}, ['plain', 'cut']) == (
+        '| frames | rule | free IoU (3 m) | missed obstacle cells | called free | '
+        'phantom obstacle cells |\n'
+        '|---|---|---|---|---|---|\n'
+        '| val | `plain` | 0.800 | 1.0 % | 2.0 % | 3.0 % |\n'
+        '| val | `cut` | 0.850 (+0.050) | 1.1 % | 2.1 % | 3.1 % |')
+
+
+def test_the_projection_bench_table_is_built_with_it():
+    from freespace_seg.tools.bench import projection
+    r = dict.fromkeys((
+        'build_ms', 'project_median_ms', 'project_p95_ms', 'with_points_median_ms',
+        'with_points_p95_ms', 'rule_median_ms', 'rule_p95_ms', 'scan_median_ms', 'scan_p95_ms',
+        'confidence_median_ms', 'confidence_p95_ms'), 1.23456)
+    r.update(case='c', samples=100)
+    lines = projection.markdown([r], 10, True).split('\n')
+    assert lines[3] == '|---|' + '---:|' * 9
+    assert lines[4] == ('| c | 1 | 100 | 1.235 | 1.235 | 1.235 | 1.235 | 1.235 / 1.235 | '
+                        '1.235 / 1.235 | 1.235 / 1.235 |')

@@ -29,6 +29,7 @@ import re
 import sys
 import time
 
+from freespace_seg.common.markdown import number, table as markdown_table
 import numpy as np
 
 DEFAULT_RULES = 'plain,run0.1,conf0.97,run0.1+conf0.97,run0.1+conf0.97+mark0.5'
@@ -146,18 +147,20 @@ def summary(acc):
 
 def table(result, rules):
     """Return the Markdown table: one row per set and rule."""
-    lines = ['| frames | rule | free IoU (3 m) | missed obstacle cells | called free | '
-             'phantom obstacle cells |', '|---|---|---|---|---|---|']
+    cells = []
     for name, rows in result.items():
         base = rows.get('plain')
         for rule in rules:
             r = rows[rule]
-            gain = f' ({r["free_iou"] - base["free_iou"]:+.3f})' if base and rule != 'plain' \
-                else ''
-            lines.append(f'| {name} | `{rule}` | {r["free_iou"]:.3f}{gain} | '
-                         f'{100 * r["missed"]:.1f} % | {100 * r["called_free"]:.1f} % | '
-                         f'{100 * r["phantom"]:.1f} % |')
-    return '\n'.join(lines)
+            gain = f' ({number(r["free_iou"] - base["free_iou"], 3, sign=True)})' \
+                if base and rule != 'plain' else ''
+            cells.append((name, f'`{rule}`', number(r['free_iou'], 3) + gain,
+                          number(100 * r['missed'], 1, unit=' %'),
+                          number(100 * r['called_free'], 1, unit=' %'),
+                          number(100 * r['phantom'], 1, unit=' %')))
+    return '\n'.join(markdown_table(
+        ('frames', 'rule', 'free IoU (3 m)', 'missed obstacle cells', 'called free',
+         'phantom obstacle cells'), cells))
 
 
 def run(args):

@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from freespace_seg.common.markdown import number, table
+
 #: leaf functions of threads that only wait (executor waits, condition variables, sleeps)
 IDLE_FUNCTIONS = frozenset({
     'wait', 'acquire', 'sleep', 'select', 'poll', 'epoll', '_wait_for_ready_callbacks',
@@ -104,11 +106,11 @@ class StackSampler:
                  f'{self.samples} busy samples and {self.idle_samples} idle ones (threads '
                  f'waiting), one every {1000 * self.interval:g} ms of every thread over '
                  f'{self.elapsed:.1f} s. self: the function was running (or was in C code it '
-                 'called); total: it was on the stack. Percent of busy samples.', '',
-                 '| function | self % | total % |', '|---|---|---|']
-        for label, count in self.self_counts.most_common(top):
-            lines.append(f'| `{label}` | {100.0 * count / n:.1f} | '
-                         f'{100.0 * self.total_counts[label] / n:.1f} |')
+                 'called); total: it was on the stack. Percent of busy samples.', '']
+        lines += table(('function', 'self %', 'total %'), [
+            (f'`{label}`', number(100.0 * count / n, 1),
+             number(100.0 * self.total_counts[label] / n, 1))
+            for label, count in self.self_counts.most_common(top)])
         return '\n'.join(lines) + '\n'
 
     def write(self, path, top=25, title='Profile'):

@@ -41,6 +41,7 @@ import os
 import sys
 
 import cv2
+from freespace_seg.common.markdown import row
 import numpy as np
 
 FREE = 1
@@ -337,8 +338,8 @@ def _source_md(stats, calib):
     """Return the text of ``SOURCE.md`` for the stats of :func:`write_motorcycle_set`."""
     n = stats['plane_normal']
     rows = '\n'.join(
-        f'| `{name}.png` | {s["width"]}x{s["height"]} | {s["labelled_share"]:.1%} | '
-        f'{s["free_share"]:.1%} |' for name, s in stats['images'].items())
+        row((f'`{name}.png`', f'{s["width"]}x{s["height"]}', f'{s["labelled_share"]:.1%}',
+             f'{s["free_share"]:.1%}')) for name, s in stats['images'].items())
     return f"""# Real-photo evaluation set: Middlebury 2014 "Motorcycle"
 
 **This pair is reserved for evaluation; never train on it** (nor fine-tune, nor tune
