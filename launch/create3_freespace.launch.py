@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Free-space driving on an iRobot Create 3 / TurtleBot 4: segmentation, driver, camera TF.
 
@@ -5,13 +19,14 @@ Free-space driving on an iRobot Create 3 / TurtleBot 4: segmentation, driver, ca
     ros2 launch freespace_seg create3_freespace.launch.py camera:=usb drive:=true rqt:=true
 
 Starts, under the robot ``namespace``, ``segmentation_node`` (camera in, ``free_space/grid``
-out), ``freespace_driver`` (grid in, ``cmd_vel`` out; hazards from ``hazard_detection``) and,
-when needed, static TF publishers for the camera mount (``base_frame`` -> camera frame ->
-optical frame). ``/tf`` and ``/tf_static`` are remapped to ``tf`` and ``tf_static`` so a
-namespaced robot's TF works. ``camera:=oakd`` is the TurtleBot 4's OAK-D
-(``oakd/rgb/preview/image_raw``, frame ``oakd_rgb_camera_optical_frame``), ``camera:=usb`` a
-usb_cam / v4l2_camera style driver (``image_raw``, ``camera_info``). The robot only moves with
-``drive:=true``; until then the driver plans and publishes nothing on ``cmd_vel``.
+out; freespace_seg.launch.py, included), ``freespace_driver`` (grid in, ``cmd_vel`` out;
+hazards from ``hazard_detection``) and, when needed, static TF publishers for the camera mount
+(``base_frame`` -> camera frame -> optical frame). ``/tf`` and ``/tf_static`` are remapped to
+``tf`` and ``tf_static`` so a namespaced robot's TF works. ``camera:=oakd`` is the TurtleBot
+4's OAK-D (``oakd/rgb/preview/image_raw``, frame ``oakd_rgb_camera_optical_frame``),
+``camera:=usb`` a usb_cam / v4l2_camera style driver (``image_raw``, ``camera_info``). The
+robot only moves with ``drive:=true``; until then the driver plans and publishes nothing on
+``cmd_vel``.
 
 Every argument is described (``ros2 launch freespace_seg create3_freespace.launch.py -s``).
 """
@@ -20,7 +35,9 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
+from launch.actions import (DeclareLaunchArgument, GroupAction, IncludeLaunchDescription,
+                            OpaqueFunction)
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
@@ -37,6 +54,10 @@ CAMERAS = {
 }
 TF_REMAPS = [('/tf', 'tf'), ('/tf_static', 'tf_static')]
 MOUNT = ('camera_x', 'camera_y', 'camera_z', 'camera_roll', 'camera_pitch', 'camera_yaw')
+#: the mount arguments as segmentation_node's parameters (camera_z is its camera_height)
+MOUNT_PARAMS = {'camera_x': 'camera_x', 'camera_y': 'camera_y', 'camera_z': 'camera_height',
+                'camera_roll': 'camera_roll', 'camera_pitch': 'camera_pitch',
+                'camera_yaw': 'camera_yaw'}
 
 
 def _arg(context, name):
@@ -55,33 +76,36 @@ def _number(context, name):
         raise RuntimeError(f'launch argument {name} must be a number, got {text!r}')
 
 
+def _segmentation(context):
+    """segmentation_node: freespace_seg.launch.py, included with this robot's arguments."""
+    cam = CAMERAS[_arg(context, 'camera')]
+    share = get_package_share_directory('freespace_seg')
+    values = {
+        'namespace': _arg(context, 'namespace'),
+        'params_file': _arg(context, 'params_file'),
+        'image_topic': cam['image'], 'camera_info_topic': cam['camera_info'],
+        'model_file_path': _arg(context, 'model_file_path'),
+        'backend': _arg(context, 'backend'),
+        'base_frame': _arg(context, 'base_frame'),
+        'use_tf': 'true' if _flag(context, 'use_tf') else 'false',
+        'remap_tf': 'true',
+    }
+    values.update({param: str(_number(context, name)) for name, param in MOUNT_PARAMS.items()})
+    return [IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(os.path.join(share, 'launch', 'freespace_seg.launch.py')),
+        launch_arguments=values.items())]
+
+
 def _nodes(context):
     cam = CAMERAS[_arg(context, 'camera')]
     namespace = _arg(context, 'namespace')
     base_frame = _arg(context, 'base_frame')
-    model = _arg(context, 'model_file_path')
     mount = {name: _number(context, name) for name in MOUNT}
     publish_tf = _arg(context, 'publish_camera_tf')
     if publish_tf == 'auto':
         publish_tf = 'false' if cam['has_tf'] else 'true'
 
-    seg_params = {
-        'backend': _arg(context, 'backend'),
-        'base_frame': base_frame,
-        'use_tf': _flag(context, 'use_tf'),
-        'camera_x': mount['camera_x'], 'camera_y': mount['camera_y'],
-        'camera_height': mount['camera_z'], 'camera_roll': mount['camera_roll'],
-        'camera_pitch': mount['camera_pitch'], 'camera_yaw': mount['camera_yaw'],
-    }
-    if model:
-        seg_params['model_file_path'] = model
     nodes = [
-        Node(package='freespace_seg', executable='segmentation_node',
-             name='freespace_segmentation', output='screen',
-             parameters=[_arg(context, 'params_file'), seg_params],
-             remappings=[('image', cam['image']),
-                         ('image/compressed', cam['image'] + '/compressed'),
-                         ('camera_info', cam['camera_info'])] + TF_REMAPS),
         Node(package='freespace_seg', executable='freespace_driver', name='freespace_driver',
              output='screen',
              parameters=[{'drive': _flag(context, 'drive'),
@@ -173,4 +197,7 @@ def generate_launch_description():
     ]
     group = GroupAction([PushRosNamespace(LaunchConfiguration('namespace')),
                          OpaqueFunction(function=_nodes)])
-    return LaunchDescription(args + [group])
+    # Beside the group: freespace_seg.launch.py pushes the namespace itself. Its own group
+    # keeps the launch arguments the include sets out of this file's.
+    segmentation = GroupAction([OpaqueFunction(function=_segmentation)])
+    return LaunchDescription(args + [group, segmentation])

@@ -1,34 +1,82 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
-Launch segmentation_node alone.
+Launch segmentation_node alone; the robot launch files include this one.
 
     ros2 launch freespace_seg freespace_seg.launch.py image_topic:=/oakd/rgb/preview/image_raw
 
 Every argument is described (``ros2 launch freespace_seg freespace_seg.launch.py -s``).
-Defaults live in config/freespace_seg.yaml; arguments given here override that file.
+Defaults live in config/freespace_seg.yaml; arguments given here override that file. The
+arguments of ``OPTIONAL_PARAMS`` are empty by default, which keeps the file's value:
+create3_freespace.launch.py and sim_demo.launch.py set them through
+``IncludeLaunchDescription(..., launch_arguments=...)`` instead of declaring the node again.
 """
 
 import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PythonExpression
+from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
+
+#: node parameters a launch argument may set, with their type; an empty argument (the
+#: default) keeps the value of params_file
+OPTIONAL_PARAMS = {
+    'model_file_path': str, 'base_frame': str, 'use_tf': bool,
+    'camera_x': float, 'camera_y': float, 'camera_height': float,
+    'camera_roll': float, 'camera_pitch': float, 'camera_yaw': float,
+}
+#: what remap_tf:=true remaps: a namespaced robot's TF
+TF_REMAPS = [('/tf', 'tf'), ('/tf_static', 'tf_static')]
+
+
+def _value(name, text):
+    kind = OPTIONAL_PARAMS[name]
+    if kind is bool:
+        return text.lower() == 'true'
+    if kind is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise RuntimeError(f'launch argument {name} must be a number, got {text!r}')
+    return text
+
+
+def _node(context):
+    arg = context.launch_configurations
+    image_topic = arg['image_topic']
+    overrides = {
+        'backend': arg['backend'],
+        'image_transport': arg['image_transport'],
+        'use_sim_time': arg['use_sim_time'].lower() == 'true',
+    }
+    overrides.update({name: _value(name, arg[name]) for name in OPTIONAL_PARAMS if arg[name]})
+    remappings = [('image', image_topic), ('image/compressed', image_topic + '/compressed'),
+                  ('camera_info', arg['camera_info_topic'])]
+    if arg['remap_tf'].lower() == 'true':
+        remappings += TF_REMAPS
+    return [Node(
+        package='freespace_seg', executable='segmentation_node',
+        name='freespace_segmentation', output='screen',
+        parameters=[arg['params_file'], overrides], remappings=remappings,
+        arguments=['--ros-args', '--log-level', arg['log_level']])]
 
 
 def generate_launch_description():
     share = get_package_share_directory('freespace_seg')
-    namespace = LaunchConfiguration('namespace')
-    params_file = LaunchConfiguration('params_file')
-    image_topic = LaunchConfiguration('image_topic')
-    camera_info_topic = LaunchConfiguration('camera_info_topic')
-    model_file_path = LaunchConfiguration('model_file_path')
-    backend = LaunchConfiguration('backend')
-    image_transport = LaunchConfiguration('image_transport')
-    use_sim_time = LaunchConfiguration('use_sim_time')
-    log_level = LaunchConfiguration('log_level')
-
     args = [
         DeclareLaunchArgument('namespace', default_value='',
                               description='Namespace of the node and its topics (e.g. the '
@@ -58,29 +106,33 @@ def generate_launch_description():
         DeclareLaunchArgument('log_level', default_value='info',
                               choices=['debug', 'info', 'warn', 'error', 'fatal'],
                               description='Logging level of the node.'),
+        DeclareLaunchArgument('base_frame', default_value='',
+                              description='Robot base frame of the grid; empty uses '
+                                          'params_file.'),
+        DeclareLaunchArgument('use_tf', default_value='', choices=['', 'true', 'false'],
+                              description='Look the camera pose up in TF instead of the '
+                                          'camera_* parameters; empty uses params_file.'),
+        DeclareLaunchArgument('camera_x', default_value='',
+                              description='Camera optical centre, x in base_frame (m); '
+                                          'empty uses params_file.'),
+        DeclareLaunchArgument('camera_y', default_value='',
+                              description='Camera optical centre, y in base_frame (m); '
+                                          'empty uses params_file.'),
+        DeclareLaunchArgument('camera_height', default_value='',
+                              description='Camera optical centre above the floor (m); '
+                                          'empty uses params_file.'),
+        DeclareLaunchArgument('camera_roll', default_value='',
+                              description='Camera roll (rad); empty uses params_file.'),
+        DeclareLaunchArgument('camera_pitch', default_value='',
+                              description='Camera pitch (rad), positive looks down; empty '
+                                          'uses params_file.'),
+        DeclareLaunchArgument('camera_yaw', default_value='',
+                              description='Camera yaw (rad), positive looks left; empty '
+                                          'uses params_file.'),
+        DeclareLaunchArgument('remap_tf', default_value='false', choices=['true', 'false'],
+                              description='Remap /tf and /tf_static to tf and tf_static, '
+                                          "for a namespaced robot's TF."),
     ]
-
-    overrides = {
-        'backend': backend,
-        'image_transport': image_transport,
-        'use_sim_time': PythonExpression(["'", use_sim_time, "' == 'true'"]),
-    }
-
-    def node(with_model):
-        params = [params_file, dict(overrides)]
-        if with_model:
-            params.append({'model_file_path': model_file_path})
-        condition = PythonExpression(["'", model_file_path, "' ", '!=' if with_model else '==',
-                                      " ''"])
-        return Node(
-            package='freespace_seg', executable='segmentation_node',
-            name='freespace_segmentation', output='screen',
-            parameters=params,
-            remappings=[('image', image_topic),
-                        ('image/compressed', [image_topic, '/compressed']),
-                        ('camera_info', camera_info_topic)],
-            arguments=['--ros-args', '--log-level', log_level],
-            condition=IfCondition(condition))
-
-    group = GroupAction([PushRosNamespace(namespace), node(True), node(False)])
+    group = GroupAction([PushRosNamespace(LaunchConfiguration('namespace')),
+                         OpaqueFunction(function=_node)])
     return LaunchDescription(args + [group])

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Closed-loop demo without a robot: sim_robot + segmentation_node + freespace_driver.
 
@@ -17,9 +31,11 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
+from launch.actions import (DeclareLaunchArgument, GroupAction, IncludeLaunchDescription,
+                            OpaqueFunction)
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PythonExpression
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 from launch_ros.parameter_descriptions import ParameterValue
 
@@ -34,7 +50,6 @@ def _rqt(context):
 def generate_launch_description():
     share = get_package_share_directory('freespace_seg')
     namespace = LaunchConfiguration('namespace')
-    model_file_path = LaunchConfiguration('model_file_path')
 
     args = [
         DeclareLaunchArgument('namespace', default_value='',
@@ -79,20 +94,17 @@ def generate_launch_description():
                                            value_type=bool),
         }],
         remappings=[('/tf', 'tf')])
-    seg_params = [LaunchConfiguration('params_file'),
-                  {'backend': LaunchConfiguration('backend')}]
-
-    def segmentation(with_model):
-        params = list(seg_params)
-        if with_model:
-            params.append({'model_file_path': model_file_path})
-        # Written like freespace_seg.launch.py: an empty model_file_path keeps params_file's.
-        return Node(
-            package='freespace_seg', executable='segmentation_node',
-            name='freespace_segmentation', output='screen', parameters=params,
-            remappings=[('/tf', 'tf'), ('/tf_static', 'tf_static')],
-            condition=IfCondition(PythonExpression(
-                ["'", model_file_path, "' ", '!=' if with_model else '==', " ''"])))
+    # segmentation_node: freespace_seg.launch.py, included (it pushes the namespace itself;
+    # its own group keeps the launch arguments the include sets out of this file's).
+    segmentation = GroupAction([IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(os.path.join(share, 'launch', 'freespace_seg.launch.py')),
+        launch_arguments={
+            'namespace': namespace,
+            'params_file': LaunchConfiguration('params_file'),
+            'model_file_path': LaunchConfiguration('model_file_path'),
+            'backend': LaunchConfiguration('backend'),
+            'remap_tf': 'true',
+        }.items())])
 
     driver = Node(
         package='freespace_seg', executable='freespace_driver', name='freespace_driver',
@@ -100,6 +112,5 @@ def generate_launch_description():
         parameters=[{'drive': ParameterValue(LaunchConfiguration('drive'), value_type=bool)}])
     rqt = GroupAction([OpaqueFunction(function=_rqt)],
                       condition=IfCondition(LaunchConfiguration('rqt')))
-    group = GroupAction([PushRosNamespace(namespace), sim, segmentation(True),
-                         segmentation(False), driver, rqt])
-    return LaunchDescription(args + [group])
+    group = GroupAction([PushRosNamespace(namespace), sim, driver, rqt])
+    return LaunchDescription(args + [group, segmentation])

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 CameraPoseSource's TF paths (``nodes/camera_pose``) against a stub of the tf2_ros Python API.
 
@@ -21,7 +35,7 @@ from builtin_interfaces.msg import Time as TimeMsg
 from conftest import write_tiny_model
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.nodes.camera_pose import CameraPoseSource
-from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.nodes.segmentation_node import start_segmentation_node
 from geometry_msgs.msg import TransformStamped
 import numpy as np
 import pytest
@@ -295,7 +309,7 @@ def test_use_tf_false_never_touches_tf2(tf2, node):
 
 def test_segmentation_node_passes_base_frame_and_tf_timeout(tf2, ros_init, tmp_path):
     model = write_tiny_model(tmp_path, 64, 36)
-    seg = SegmentationNode(namespace=unique_namespace('tfpose'), parameter_overrides=[
+    seg = start_segmentation_node(namespace=unique_namespace('tfpose'), parameter_overrides=[
         Parameter('model_file_path', value=model), Parameter('use_tf', value=True),
         Parameter('base_frame', value=BASE), Parameter('tf_timeout', value=0.3)])
     try:
@@ -314,7 +328,7 @@ def test_segmentation_node_checks_the_tf_mount_against_the_training_ranges(
         tf2, ros_init, tmp_path):
     data = {'camera_height': [0.1, 0.5], 'camera_pitch': [0.0, 0.6]}
     model = write_tiny_model(tmp_path, 64, 36, card_overrides={'training': {'data': data}})
-    seg = SegmentationNode(namespace=unique_namespace('tfmount'), parameter_overrides=[
+    seg = start_segmentation_node(namespace=unique_namespace('tfmount'), parameter_overrides=[
         Parameter('model_file_path', value=model), Parameter('use_tf', value=True),
         Parameter('base_frame', value=BASE)])
     try:

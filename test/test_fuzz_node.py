@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Fuzz the running segmentation_node over real topics with thousands of bad image messages.
 
@@ -38,7 +52,7 @@ from conftest import green_red_image, write_tiny_model
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
-from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, SegmentationNode
+from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, start_segmentation_node
 from freespace_seg.nodes.stderr_capture import DECODER_LINE
 from freespace_seg.perception.image_codec import (image_to_array, ImageCodecError, msg_to_rgb,
                                                   SUPPORTED_ENCODINGS)
@@ -253,7 +267,7 @@ def stamp(msg, sec, nanosec):
 def fuzz_rig(ros_init, tmp_path, request):
     """Start an in-process node with a reliable depth-100 input, in a harness."""
     ns = unique_namespace('fz')
-    node = SegmentationNode(namespace=ns, parameter_overrides=[
+    node = start_segmentation_node(namespace=ns, parameter_overrides=[
         Parameter('model_file_path', value=write_tiny_model(tmp_path)),
         Parameter('num_threads', value=1),
         Parameter('image_transport', value=request.param),

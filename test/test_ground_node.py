@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """The ground outputs of segmentation_node over real topics: grid, points, scan, picture."""
 
 import array
@@ -9,7 +23,7 @@ from freespace_seg.ground.projection import (GridRule, GridSpec, GroundProjector
                                              render_grid)
 from freespace_seg.ground.scan import ScanLayout
 from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
-from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.nodes.segmentation_node import start_segmentation_node
 from freespace_seg.perception.image_codec import image_to_array
 from freespace_seg.sim import Box, Cylinder, default_intrinsics, default_mount, render, Scene
 from nav_msgs.msg import OccupancyGrid
@@ -57,7 +71,7 @@ def ground_rig(ros_init, tmp_path):
     # Network input = camera size: no resize, so the node's mask equals the ground truth.
     model = write_tiny_model(tmp_path, W, H)
     ns = unique_namespace('g')
-    node = SegmentationNode(namespace=ns, parameter_overrides=[
+    node = start_segmentation_node(namespace=ns, parameter_overrides=[
         Parameter('model_file_path', value=model), Parameter('num_threads', value=1),
         Parameter('camera_height', value=0.25), Parameter('camera_pitch', value=0.3)])
     h = Harness(ns, node)
@@ -254,7 +268,7 @@ def test_use_tf_without_tf2_falls_back_to_parameters(ros_init, tmp_path):
     except ImportError:
         pass
     model = write_tiny_model(tmp_path, 64, 36)
-    node = SegmentationNode(namespace=unique_namespace('tf'), parameter_overrides=[
+    node = start_segmentation_node(namespace=unique_namespace('tf'), parameter_overrides=[
         Parameter('model_file_path', value=model), Parameter('use_tf', value=True)])
     try:
         assert 'tf2_ros is not importable' in node._pose_source.status

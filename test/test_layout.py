@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 The package's layout rules, checked by walking every module's imports (ast, nothing runs).
 
@@ -6,6 +20,9 @@ The package's layout rules, checked by walking every module's imports (ast, noth
 * Only training/ imports torch.
 * Every tool is a ``python -m freespace_seg`` subcommand: no module outside nodes/ has a
   ``__main__`` block of its own.
+* Nodes as the ROS anchors write them: no lifecycle transition (``trigger_*``) inside an
+  ``__init__`` (autostart is done from main()); no read of rclpy's private state
+  (``_state_machine``); no attribute set up through ``__dict__`` (buffers go in ``__init__``).
 """
 
 import ast
@@ -49,6 +66,22 @@ def has_main_block(source):
     return False
 
 
+def node_style_problems(module, source):
+    """Return the breaks of the node rules (see the module docstring) in ``source``."""
+    out = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == '__init__':
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Attribute) and inner.attr.startswith('trigger_'):
+                    out.append(f'{module}: {inner.attr}() inside __init__; autostart from main()')
+        elif isinstance(node, ast.Attribute) and node.attr == '_state_machine':
+            out.append(f"{module} reads rclpy's private _state_machine")
+        elif isinstance(node, ast.Attribute) and node.attr == '__dict__':
+            out.append(f'{module} uses __dict__; set the attribute up in __init__')
+    return out
+
+
 def problems(module, source):
     """Return the rule breaks of ``module`` (dotted, relative to the package) with ``source``."""
     out = []
@@ -64,7 +97,7 @@ def problems(module, source):
             out.append(f'{module} imports torch; only training/ may')
     if has_main_block(source) and top != 'nodes' and module != '__main__':
         out.append(f'{module} has a __main__ block; make it a cli command instead')
-    return out
+    return out + node_style_problems(module, source)
 
 
 def package_modules():
@@ -107,6 +140,12 @@ def test_every_package_is_one_of_the_known_rooms():
     ('tools.demo', 'import torch\n', 'imports torch'),
     ('cli', 'import rclpy\n', 'imports rclpy'),
     ('tools.bench.projection', "if __name__ == '__main__':\n    pass\n", '__main__ block'),
+    ('nodes.segmentation_node',
+     'class N:\n    def __init__(self):\n        self.trigger_configure()\n', 'inside __init__'),
+    ('nodes.segmentation_node', 'def f(node):\n    return node._state_machine.current_state\n',
+     '_state_machine'),
+    ('nodes.segmentation_node', "def f(self):\n    return self.__dict__.setdefault('_b', {})\n",
+     '__dict__'),
 ])
 def test_the_checker_catches_a_break(module, source, expected):
     found = problems(module, source)
@@ -119,6 +158,7 @@ def test_the_checker_catches_a_break(module, source, expected):
     ('tools.bench.naive', 'from rclpy.node import Node\n'),
     ('training.train', 'import torch\n'),
     ('perception.pipeline', 'import numpy\nimport onnxruntime\n'),
+    ('nodes.segmentation_node', 'def main():\n    node = N()\n    node.trigger_configure()\n'),
 ])
 def test_the_checker_allows_what_the_rules_allow(module, source):
     assert problems(module, source) == []

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """segmentation_node as a managed node: transitions over the real lifecycle services."""
 
 import os
@@ -5,7 +19,7 @@ import os
 from conftest import green_red_image, write_tiny_model
 from diagnostic_msgs.msg import DiagnosticStatus
 from freespace_seg.nodes.msgs import array_to_image
-from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.nodes.segmentation_node import SegmentationNode, start_segmentation_node
 from freespace_seg.perception.image_codec import image_to_array
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
@@ -21,7 +35,7 @@ pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` 
 def _node(ns, model, **params):
     overrides = [Parameter('model_file_path', value=model), Parameter('num_threads', value=1)]
     overrides += [Parameter(k, value=v) for k, v in params.items()]
-    return SegmentationNode(namespace=ns, parameter_overrides=overrides)
+    return start_segmentation_node(namespace=ns, parameter_overrides=overrides)
 
 
 class LifecycleClient:
@@ -60,12 +74,14 @@ def test_transitions_over_the_lifecycle_services(ros_init, tiny_model):
     try:
         lc = LifecycleClient(h)
         assert lc.state() == State.PRIMARY_STATE_UNCONFIGURED
+        assert node.lifecycle_state == 'unconfigured'
         assert node.pipeline is None
         image_topic = f'{ns}/image'
         assert h.client.count_subscribers(image_topic) == 0
 
         assert lc.transition(Transition.TRANSITION_CONFIGURE)
         assert lc.state() == State.PRIMARY_STATE_INACTIVE
+        assert node.lifecycle_state == 'inactive'
         assert node.pipeline is not None                       # model and engine loaded
         assert h.client.count_subscribers(image_topic) == 0    # but not listening yet
 
@@ -73,6 +89,7 @@ def test_transitions_over_the_lifecycle_services(ros_init, tiny_model):
         pub = h.publisher(Image, 'image')
         assert lc.transition(Transition.TRANSITION_ACTIVATE)
         assert lc.state() == State.PRIMARY_STATE_ACTIVE
+        assert node.lifecycle_state == 'active'
         assert h.wait_for_subscribers(pub)
         assert h.wait_for(lambda: node._wanted(node._pub_mask))
         _send(h, pub, 1)
@@ -80,6 +97,7 @@ def test_transitions_over_the_lifecycle_services(ros_init, tiny_model):
 
         assert lc.transition(Transition.TRANSITION_DEACTIVATE)
         assert lc.state() == State.PRIMARY_STATE_INACTIVE
+        assert node.lifecycle_state == 'inactive'
         assert node.pipeline is None                           # engine memory released
         assert h.wait_for(lambda: h.client.count_subscribers(image_topic) == 0)
         _send(h, pub, 2)
@@ -96,9 +114,11 @@ def test_transitions_over_the_lifecycle_services(ros_init, tiny_model):
         assert lc.transition(Transition.TRANSITION_DEACTIVATE)
         assert lc.transition(Transition.TRANSITION_CLEANUP)
         assert lc.state() == State.PRIMARY_STATE_UNCONFIGURED
+        assert node.lifecycle_state == 'unconfigured'
         assert node.pipeline is None and node._pubs == []
         assert lc.transition(Transition.TRANSITION_UNCONFIGURED_SHUTDOWN)
         assert lc.state() == State.PRIMARY_STATE_FINALIZED
+        assert node.lifecycle_state == 'finalized'
     finally:
         h.close()
 
@@ -112,9 +132,50 @@ def test_configure_fails_with_the_reason_on_a_bad_model(ros_init, tmp_path):
         lc = LifecycleClient(h)
         assert not lc.transition(Transition.TRANSITION_CONFIGURE)
         assert lc.state() == State.PRIMARY_STATE_UNCONFIGURED
+        assert node.lifecycle_state == 'unconfigured'
         assert 'missing.onnx' in node.failure and 'not found' in node.failure
         status = node.diagnostics_status()
         assert status.level == DiagnosticStatus.ERROR and 'not found' in status.message
+    finally:
+        h.close()
+
+
+def test_the_constructor_makes_no_transition_autostart_does(ros_init, tiny_model):
+    """The constructor leaves autostart to main() (start_segmentation_node)."""
+    node = SegmentationNode(namespace=unique_namespace('lcinit'), parameter_overrides=[
+        Parameter('model_file_path', value=tiny_model), Parameter('num_threads', value=1)])
+    try:
+        assert node.get_parameter('autostart').value is True
+        assert node.lifecycle_state == 'unconfigured' and node.pipeline is None
+        node.autostart()
+        assert node.lifecycle_state == 'active' and node.pipeline is not None
+    finally:
+        node.trigger_shutdown()
+        node.destroy_node()
+
+
+def test_an_activate_that_raises_ends_unconfigured_as_rclpy_says(ros_init, tiny_model):
+    """A callback that raises goes through on_error: released, unconfigured, as rclpy says."""
+    ns = unique_namespace('lcerr')
+    node = _node(ns, tiny_model, autostart=False)
+    h = Harness(ns, node)
+    try:
+        lc = LifecycleClient(h)
+        assert lc.transition(Transition.TRANSITION_CONFIGURE)
+
+        def broken(*args, **kwargs):
+            raise RuntimeError('no subscription today')
+
+        node.create_subscription = broken
+        assert not lc.transition(Transition.TRANSITION_ACTIVATE)
+        assert lc.state() == State.PRIMARY_STATE_UNCONFIGURED
+        assert node.lifecycle_state == 'unconfigured'
+        assert node.pipeline is None and node._pubs == []         # on_error released them
+        del node.create_subscription                              # the real one again
+        assert lc.transition(Transition.TRANSITION_CONFIGURE)
+        assert lc.transition(Transition.TRANSITION_ACTIVATE)
+        assert lc.state() == State.PRIMARY_STATE_ACTIVE
+        assert node.lifecycle_state == 'active'
     finally:
         h.close()
 

@@ -1,9 +1,26 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """Static checks of the package: config, README, package.xml, setup.py and launch files agree."""
 
 import ast
 import glob
+import importlib.util
 import os
 import re
+import sys
+import types
 import xml.etree.ElementTree as ET
 
 from conftest import REPO
@@ -236,6 +253,160 @@ def test_launch_file_statically(path):
                 node.value.endswith(('.yaml', '.onnx', '.xml')) and '/' not in node.value:
             matches = glob.glob(os.path.join(REPO, '*', node.value))
             assert matches, f'{node.value} is referenced but not in config/ or models/'
+
+
+class _Recorded:
+    """An action or substitution of the fake launch API below: its arguments, kept."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+#: the launch API the launch files use, faked: each name a _Recorded subclass
+_FAKE_LAUNCH = {
+    'launch': ['LaunchDescription'],
+    'launch.actions': ['DeclareLaunchArgument', 'GroupAction', 'IncludeLaunchDescription',
+                       'OpaqueFunction'],
+    'launch.conditions': ['IfCondition'],
+    'launch.launch_description_sources': ['PythonLaunchDescriptionSource'],
+    'launch.substitutions': ['LaunchConfiguration', 'PythonExpression'],
+    'launch_ros.actions': ['Node', 'PushRosNamespace'],
+    'launch_ros.parameter_descriptions': ['ParameterValue'],
+}
+
+
+@pytest.fixture
+def fake_launch(monkeypatch):
+    """Load a launch file against a recording fake of launch/launch_ros (restored after)."""
+    for module, names in _FAKE_LAUNCH.items():
+        fake = types.ModuleType(module)
+        for name in names:
+            setattr(fake, name, type(name, (_Recorded,), {}))
+        monkeypatch.setitem(sys.modules, module, fake)
+    packages = types.ModuleType('ament_index_python.packages')
+    packages.get_package_share_directory = lambda package: REPO   # the share is the tree
+    monkeypatch.setitem(sys.modules, 'ament_index_python', types.ModuleType('ament_index'))
+    monkeypatch.setitem(sys.modules, 'ament_index_python.packages', packages)
+
+    def load(name):
+        path = os.path.join(REPO, 'launch', name)
+        spec = importlib.util.spec_from_file_location('launch_file_' + name.split('.')[0], path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load
+
+
+def _walk(entity):
+    """Yield every _Recorded in ``entity``, depth first, through lists, tuples and dicts."""
+    if isinstance(entity, _Recorded):
+        yield entity
+        for item in list(entity.args) + list(entity.kwargs.values()):
+            yield from _walk(item)
+    elif isinstance(entity, (list, tuple)):
+        for item in entity:
+            yield from _walk(item)
+    elif isinstance(entity, dict):
+        for item in entity.values():
+            yield from _walk(item)
+
+
+def _expand(description, arguments):
+    """
+    Run a fake launch description's OpaqueFunctions with its defaults plus ``arguments``.
+
+    Return (every action, including what the functions returned; the launch arguments).
+    """
+    declared = {a.args[0]: a.kwargs.get('default_value', '') for a in _walk(description)
+                if type(a).__name__ == 'DeclareLaunchArgument'}
+    assert set(arguments) <= set(declared), set(arguments) - set(declared)
+    config = dict(declared, **arguments)
+    context = types.SimpleNamespace(launch_configurations=config)
+    actions = list(_walk(description))
+    for action in list(actions):
+        if type(action).__name__ == 'OpaqueFunction':
+            actions += list(_walk(action.kwargs['function'](context)))
+    return actions, config
+
+
+def _value(entity, config):
+    """Return a launch argument's text, a LaunchConfiguration looked up in ``config``."""
+    if type(entity).__name__ == 'LaunchConfiguration':
+        return config[entity.args[0]]
+    return entity
+
+
+def _segmentation_nodes(actions):
+    return [a for a in actions if type(a).__name__ == 'Node'
+            and a.kwargs.get('executable') == 'segmentation_node']
+
+
+def _included_segmentation(fake_launch, robot_file, arguments):
+    """Check the robot file includes freespace_seg.launch.py; return the node it starts."""
+    actions, config = _expand(fake_launch(robot_file).generate_launch_description(), arguments)
+    assert _segmentation_nodes(actions) == [], f'{robot_file} declares segmentation_node again'
+    includes = [a for a in actions if type(a).__name__ == 'IncludeLaunchDescription']
+    assert len(includes) == 1, robot_file
+    source = includes[0].args[0]
+    assert type(source).__name__ == 'PythonLaunchDescriptionSource'
+    assert source.args[0] == os.path.join(REPO, 'launch', 'freespace_seg.launch.py')
+    passed = {k: _value(v, config) for k, v in includes[0].kwargs['launch_arguments']}
+    seg_actions, seg_config = _expand(
+        fake_launch('freespace_seg.launch.py').generate_launch_description(), passed)
+    nodes = _segmentation_nodes(seg_actions)
+    assert len(nodes) == 1
+    return nodes[0], seg_config
+
+
+def _params(node):
+    params_file, overrides = node.kwargs['parameters']
+    return params_file, overrides
+
+
+def test_freespace_seg_launch_keeps_the_params_file_values_unless_given(fake_launch):
+    launch_file = fake_launch('freespace_seg.launch.py')
+    actions, config = _expand(launch_file.generate_launch_description(), {})
+    (node,) = _segmentation_nodes(actions)
+    params_file, overrides = _params(node)
+    assert params_file == os.path.join(REPO, 'config', 'freespace_seg.yaml')
+    assert overrides == {'backend': 'auto', 'image_transport': 'raw', 'use_sim_time': False}
+    assert ('/tf', 'tf') not in node.kwargs['remappings']
+    actions, config = _expand(launch_file.generate_launch_description(), {
+        'model_file_path': 'm.onnx', 'camera_height': '0.4', 'use_tf': 'true',
+        'remap_tf': 'true', 'image_topic': 'cam/image'})
+    (node,) = _segmentation_nodes(actions)
+    _, overrides = _params(node)
+    assert overrides['model_file_path'] == 'm.onnx' and overrides['camera_height'] == 0.4
+    assert overrides['use_tf'] is True and 'camera_pitch' not in overrides
+    remaps = node.kwargs['remappings']
+    assert ('image', 'cam/image') in remaps and ('image/compressed', 'cam/image/compressed') \
+        in remaps and ('/tf', 'tf') in remaps and ('/tf_static', 'tf_static') in remaps
+    with pytest.raises(RuntimeError, match='camera_x must be a number'):
+        _expand(launch_file.generate_launch_description(), {'camera_x': 'high'})
+
+
+def test_create3_launch_includes_freespace_seg_launch(fake_launch):
+    node, config = _included_segmentation(fake_launch, 'create3_freespace.launch.py',
+                                          {'namespace': '/robot1', 'camera': 'oakd',
+                                           'camera_z': '0.3'})
+    assert config['namespace'] == '/robot1'
+    _, overrides = _params(node)
+    assert overrides['camera_height'] == 0.3 and overrides['camera_pitch'] == 0.3
+    assert overrides['base_frame'] == 'base_link' and overrides['use_tf'] is False
+    assert 'model_file_path' not in overrides                 # empty: params_file's value
+    remaps = node.kwargs['remappings']
+    assert ('image', 'oakd/rgb/preview/image_raw') in remaps
+    assert ('camera_info', 'oakd/rgb/preview/camera_info') in remaps
+    assert ('/tf', 'tf') in remaps and ('/tf_static', 'tf_static') in remaps
+
+
+def test_sim_demo_launch_includes_freespace_seg_launch(fake_launch):
+    node, config = _included_segmentation(fake_launch, 'sim_demo.launch.py',
+                                          {'namespace': 'sim', 'model_file_path': 'm.onnx'})
+    assert config['namespace'] == 'sim'
+    _, overrides = _params(node)
+    assert overrides['model_file_path'] == 'm.onnx' and overrides['backend'] == 'auto'
+    assert ('/tf', 'tf') in node.kwargs['remappings']
 
 
 def _readme_section(title):

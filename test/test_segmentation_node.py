@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """segmentation_node over real rclpy topics, with a tiny real ONNX model built in the test."""
 
 import os
@@ -12,7 +26,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.nodes.ros_util import StartupError
-from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.nodes.segmentation_node import start_segmentation_node
 from freespace_seg.perception.engines.onnxruntime import GPU_PROVIDERS
 from freespace_seg.perception.engines.tensorrt import tensorrt_unavailable_reason
 from freespace_seg.perception.image_codec import image_to_array
@@ -43,7 +57,7 @@ OUTPUTS = {
 def make_node(namespace, model, **params):
     overrides = [Parameter('model_file_path', value=model), Parameter('num_threads', value=1)]
     overrides += [Parameter(k, value=v) for k, v in params.items()]
-    return SegmentationNode(namespace=namespace, parameter_overrides=overrides)
+    return start_segmentation_node(namespace=namespace, parameter_overrides=overrides)
 
 
 @pytest.fixture

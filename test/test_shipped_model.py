@@ -1,7 +1,21 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """The shipped model in the running node: rendered rooms it never trained on, over real topics."""
 
 from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
-from freespace_seg.nodes.segmentation_node import SegmentationNode
+from freespace_seg.nodes.segmentation_node import start_segmentation_node
 from freespace_seg.nodes.synthetic_camera import render_frames
 from freespace_seg.perception.image_codec import image_to_array
 from freespace_seg.perception.pipeline import packaged_model_path
@@ -34,7 +48,7 @@ def test_shipped_model_finds_the_free_floor(ros_init, frames):
     if not os.path.isfile(packaged_model_path()):
         pytest.fail(f'the packaged model is missing: {packaged_model_path()}')
     ns = unique_namespace('shipped')
-    node = SegmentationNode(namespace=ns, parameter_overrides=[
+    node = start_segmentation_node(namespace=ns, parameter_overrides=[
         Parameter('camera_height', value=0.25), Parameter('camera_pitch', value=0.3)])
     h = Harness(ns, node)
     try:

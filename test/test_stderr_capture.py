@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Capturing what libpng and libjpeg print to fd 2 during a decode (``nodes/stderr_capture``).
 
@@ -19,7 +33,7 @@ import zlib
 
 from conftest import green_red_image, write_tiny_model
 import cv2
-from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, SegmentationNode
+from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, start_segmentation_node
 from freespace_seg.nodes.stderr_capture import (capture_decoder_output, decode_capturing,
                                                 DECODER_LINE)
 from freespace_seg.perception.image_codec import compressed_to_rgb, image_to_array, ImageCodecError
@@ -228,7 +242,7 @@ def test_a_crash_inside_a_window_still_prints_the_stacks():
 def test_node_uses_frames_that_decode_with_warnings_and_logs_them_throttled(
         ros_init, tmp_path, capfd):
     ns = unique_namespace('stderr')
-    node = SegmentationNode(namespace=ns, parameter_overrides=[
+    node = start_segmentation_node(namespace=ns, parameter_overrides=[
         Parameter('model_file_path', value=write_tiny_model(tmp_path)),
         Parameter('num_threads', value=1), Parameter('image_transport', value='compressed'),
         Parameter('input_qos', value='DEFAULT')])

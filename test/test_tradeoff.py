@@ -1,5 +1,20 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """The tradeoff command: re-exports of a real (tiny) UNet at other sizes, scored and timed."""
 
+import argparse
 import contextlib
 import importlib
 import io
@@ -10,6 +25,7 @@ from conftest import randomize_batchnorm
 import cv2
 from freespace_seg import cli
 from freespace_seg.perception.model_card import load_card
+from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 import numpy as np
 import pytest
 
@@ -64,6 +80,35 @@ def test_parse_sizes():
     assert tradeoff.parse_sizes('384x216', multiple=8) == [(384, 216)]
     with pytest.raises(tradeoff.TradeoffError, match='no size'):
         tradeoff.parse_sizes(' , ')
+
+
+def _parsed(argv):
+    parser = argparse.ArgumentParser()
+    tradeoff.add_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.model is None:
+        args.model = packaged_model_path(PACKAGED_UNET_MODEL)
+    return args
+
+
+def test_reproduce_command_spells_out_every_option():
+    """The recorder writes the command line: defaults spelled out, repeats kept, INT8 gated."""
+    common = ('--render 200 --seed 1000 --style default --frame-size 480x270 --threads 1 '
+              '--runs 100 --rounds 5 --warmup 10')
+    out = '--out data/tradeoff --work-dir data/tradeoff/models'
+    assert tradeoff.reproduce_command(_parsed([])) == (
+        f'python -m freespace_seg tradeoff --sizes {tradeoff.DEFAULT_SIZES} {common} {out}')
+    args = _parsed(['--model', 'm.onnx', '--sizes', '320x176', '--size-multiple', '8',
+                    '--extra-model', 'a b.onnx', '--extra-model', 'c.onnx', '--int8',
+                    '--int8-sizes', '320x176', '--calib-frames', '8'])
+    assert tradeoff.reproduce_command(args) == (
+        'python -m freespace_seg tradeoff --model m.onnx --sizes 320x176 --size-multiple 8 '
+        f"--extra-model 'a b.onnx' --extra-model c.onnx {common} --int8 --calib-frames 8 "
+        f'--int8-sizes 320x176 {out}')
+    # without --int8, its options are left out even when given
+    args = _parsed(['--calib-frames', '8', '--int8-sizes', '320x176'])
+    assert '--calib-frames' not in tradeoff.reproduce_command(args)
+    assert '--int8-sizes' not in tradeoff.reproduce_command(args)
 
 
 def test_reexport_has_the_size_and_the_original_logits(base, tmp_path):

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 The ``triton`` backend against a real local server (``python -m freespace_seg serve``).
 
@@ -237,7 +251,7 @@ def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
     """The node on triton: local ONNX Runtime's masks; server lost: ERROR, then recovery."""
     from diagnostic_msgs.msg import DiagnosticStatus
     from freespace_seg.nodes.msgs import array_to_image
-    from freespace_seg.nodes.segmentation_node import SegmentationNode
+    from freespace_seg.nodes.segmentation_node import start_segmentation_node
     from freespace_seg.perception.image_codec import image_to_array
     from rclpy.parameter import Parameter
     from ros_harness import Harness, unique_namespace
@@ -247,7 +261,7 @@ def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
     ns = unique_namespace()
     params = {'model_file_path': MODEL, 'backend': 'triton', 'triton_url': srv.url,
               'triton_timeout': 30.0}
-    node = SegmentationNode(namespace=ns, parameter_overrides=[
+    node = start_segmentation_node(namespace=ns, parameter_overrides=[
         Parameter(k, value=v) for k, v in params.items()])
     rig = Harness(ns, node)
     srv2 = None

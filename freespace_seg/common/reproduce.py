@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 The reproduce-command recorder: a command's options, in order, to spell its run out again.
 
@@ -39,7 +53,8 @@ class OptionRecorder:
 
         ``skip(dest, value)``: leave that option out (an option that does not apply, or a
         default path that differs between machines); ``show(dest, value)``: the text of a
-        value (e.g. ``480x270`` for a size). Options whose value is None are left out.
+        value (e.g. ``480x270`` for a size). Options whose value is None are left out; a list
+        (an ``action='append'`` option) is spelled out once per item.
         """
         parts = ['python', '-m', 'freespace_seg', self.command]
         for flag, dest, is_flag in self.options:
@@ -50,5 +65,7 @@ class OptionRecorder:
                 continue
             if value is None or (skip is not None and skip(dest, value)):
                 continue
-            parts += [flag, str(show(dest, value) if show is not None else value)]
+            text = show(dest, value) if show is not None else value
+            for item in (text if isinstance(text, list) else [text]):
+                parts += [flag, str(item)]
         return shlex.join(parts)

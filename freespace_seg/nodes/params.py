@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Parameter specifications and validation, free of ROS so they can be tested and documented.
 
@@ -9,6 +23,8 @@ so the same rule guards both paths.
 
 from dataclasses import dataclass, field
 import math
+
+from freespace_seg.common.markdown import table
 
 
 @dataclass(frozen=True)
@@ -276,11 +292,11 @@ def _default_text(spec):
 
 def markdown_table(specs):
     """Return the README's Markdown table of ``specs``: name, type, default, description."""
-    rows = ['| parameter | type | default | description |', '|---|---|---|---|']
+    rows = []
     for s in specs:
         text = s.description
         constraints = s.constraints_text()
         if constraints:
             text += f' ({constraints})'
-        rows.append(f'| `{s.name}` | {s.kind} | {_default_text(s)} | {text} |')
-    return '\n'.join(rows)
+        rows.append([f'`{s.name}`', s.kind, _default_text(s), text])
+    return '\n'.join(table(['parameter', 'type', 'default', 'description'], rows))

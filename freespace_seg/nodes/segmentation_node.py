@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 ``segmentation_node``: camera images in, free-floor masks out.
 
@@ -14,6 +28,7 @@ Plus ``/diagnostics``. Parameters: :data:`freespace_seg.nodes.params.SEGMENTATIO
 """
 
 import collections
+import functools
 import math
 import threading
 import time
@@ -57,19 +72,44 @@ GRID_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_p
                'max_range')
 
 
+def _ends_in(success, failure):
+    """
+    Mark a transition callback with the primary state it ends in, on SUCCESS or otherwise.
+
+    rclpy keeps the lifecycle state private (``_state_machine``): the node keeps its own
+    label from what its callbacks return, by rcl's default state machine (a shutdown ends
+    in finalized either way; a callback that raises or returns ERROR goes through
+    :meth:`SegmentationNode.on_error`, which sets the label last).
+    """
+    def mark(callback):
+        @functools.wraps(callback)
+        def transition(self, state):
+            result = callback(self, state)
+            self._lifecycle_label = (success if result == TransitionCallbackReturn.SUCCESS
+                                     else failure)
+            return result
+        return transition
+    return mark
+
+
 class SegmentationNode(LifecycleNode):
     """
     Free-floor segmentation of camera images with a model described by a model card.
 
     A managed (lifecycle) node. ``configure`` loads the model and engine and creates the
     publishers; ``activate`` subscribes and starts the worker; ``deactivate`` stops work and
-    frees the engine; ``cleanup`` and ``shutdown`` release everything. With ``autostart``
-    (the default) the constructor configures and activates, and raises StartupError with
-    the reason when that fails.
+    frees the engine; ``cleanup`` and ``shutdown`` release everything. The constructor
+    makes no transition: with ``autostart`` (the default) :meth:`autostart` configures and
+    activates, called from :func:`main` through :func:`start_segmentation_node`, as yolo_ros
+    does from its main.
     """
 
     def __init__(self, node_name='freespace_segmentation', **kwargs):
         super().__init__(node_name, **kwargs)
+        #: the lifecycle state's label, kept by the transition callbacks (see _ends_in)
+        self._lifecycle_label = 'unconfigured'
+        #: output messages and arrays reused from frame to frame by the worker (_process)
+        self._reuse = {}
         self.params = declare_and_validate(self, SEGMENTATION_PARAMS)
         p = self.params
         try:
@@ -122,11 +162,19 @@ class SegmentationNode(LifecycleNode):
         on_parameter_changes(self, SEGMENTATION_SPECS, self._apply_parameters)
         self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._diag_timer = self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
-        if p['autostart']:
-            if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                raise StartupError(self.failure or 'configure failed')
-            if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                raise StartupError(self.failure or 'activate failed')
+
+    def autostart(self):
+        """
+        Configure and activate when the ``autostart`` parameter is set; else do nothing.
+
+        Raises StartupError with the reason when a transition fails.
+        """
+        if not self.params['autostart']:
+            return
+        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            raise StartupError(self.failure or 'configure failed')
+        if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+            raise StartupError(self.failure or 'activate failed')
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _load_pipeline(self, model_file_path, backend=None, num_threads=None):
@@ -148,6 +196,7 @@ class SegmentationNode(LifecycleNode):
             self.get_logger().info(f'backend {note}')
         return pipeline
 
+    @_ends_in('inactive', 'unconfigured')
     def on_configure(self, state):
         """Load the model and engine, and create the publishers."""
         try:
@@ -200,6 +249,7 @@ class SegmentationNode(LifecycleNode):
             self._check_mount(self.pipeline.card, {'camera_height': height,
                                                    'camera_pitch': pitch})
 
+    @_ends_in('active', 'inactive')
     def on_activate(self, state):
         """Reload the engine if deactivate freed it, subscribe, and start the worker."""
         if self.pipeline is None:
@@ -248,6 +298,7 @@ class SegmentationNode(LifecycleNode):
                 self.pipeline.close()
             self.pipeline = None
 
+    @_ends_in('inactive', 'active')
     def on_deactivate(self, state):
         """Stop work and free the engine's memory (activate loads it again)."""
         self._stop_work()
@@ -255,6 +306,7 @@ class SegmentationNode(LifecycleNode):
         self.get_logger().info('deactivated: engine released')
         return super().on_deactivate(state)
 
+    @_ends_in('unconfigured', 'inactive')
     def on_cleanup(self, state):
         """Release the publishers and the model."""
         self._release_pipeline()
@@ -265,15 +317,25 @@ class SegmentationNode(LifecycleNode):
         self._scan_layout = None
         return TransitionCallbackReturn.SUCCESS
 
+    @_ends_in('finalized', 'finalized')
     def on_shutdown(self, state):
         """Release everything, from any state."""
         self._stop_work()
         return self.on_cleanup(state)
 
+    def on_error(self, state):
+        """After a callback that raised or returned ERROR: release everything, unconfigured."""
+        self._stop_work()
+        self.on_cleanup(state)
+        result = super().on_error(state)
+        self._lifecycle_label = ('unconfigured' if result == TransitionCallbackReturn.SUCCESS
+                                 else 'finalized')
+        return result
+
     @property
     def lifecycle_state(self):
         """Return the current lifecycle state's label, e.g. 'active'."""
-        return self._state_machine.current_state[1]
+        return self._lifecycle_label
 
     # -- parameters ---------------------------------------------------------------------------
     def _palette_lut(self, ints, card):
@@ -446,7 +508,7 @@ class SegmentationNode(LifecycleNode):
         # Output messages and arrays are reused from frame to frame (this worker is the only
         # user, and publish() has copied a message when it returns): no per-frame
         # allocation of camera-sized buffers.
-        reuse = self.__dict__.setdefault('_reuse', {})
+        reuse = self._reuse
 
         def message(name):
             return reuse.setdefault('msg_' + name, Image())
@@ -632,6 +694,21 @@ class SegmentationNode(LifecycleNode):
         return super().destroy_node()
 
 
+def start_segmentation_node(**kwargs):
+    """
+    Build a :class:`SegmentationNode` from ``kwargs`` and :meth:`~SegmentationNode.autostart` it.
+
+    On a StartupError the node is destroyed before the error is raised again.
+    """
+    node = SegmentationNode(**kwargs)
+    try:
+        node.autostart()
+    except StartupError:
+        node.destroy_node()
+        raise
+    return node
+
+
 def main(args=None):
     """Run ``segmentation_node``; exit code 0 on SIGINT/SIGTERM, 2 on a startup error."""
     # Corrupt images are counted and logged (throttled) by the node: keep OpenCV's own
@@ -641,7 +718,7 @@ def main(args=None):
         logging.setLogLevel(logging.LOG_LEVEL_FATAL)
     finish_profile = profile_from_environment('segmentation_node')
     try:
-        return spin_node(SegmentationNode, args)
+        return spin_node(start_segmentation_node, args)
     finally:
         finish_profile()
 

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Closed-loop runs: the simulated Create 3, the perception and the driver in one process.
 
@@ -45,6 +59,7 @@ import time
 import uuid
 
 import cv2
+from freespace_seg.common import markdown
 from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.projection import GridSpec, GroundProjector
 from freespace_seg.nodes.freespace_driver import FreespaceDriver
@@ -103,11 +118,11 @@ class ClosedLoopResult:
     #: lockstep: frames whose grid never came (the perception published nothing for them)
     missed_grids: int = 0
 
-    def row(self):
-        """Return the Markdown table row of this room (see :func:`markdown_table`)."""
-        return (f'| {self.seed} | {self.duration:.0f} | {self.collisions} | '
-                f'{self.distance:.1f} | {100.0 * self.coverage:.1f} | {self.stale_stops} | '
-                f'{self.grids} |')
+    def cells(self):
+        """Return this room's cells of the table of :func:`markdown_table`."""
+        return [self.seed, markdown.number(self.duration, 0), self.collisions,
+                markdown.number(self.distance, 1), markdown.number(100.0 * self.coverage, 1),
+                self.stale_stops, self.grids]
 
 
 class TruthGridNode(Node):
@@ -261,7 +276,7 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
                              f'(one camera period), got {latency}')
         sim_time = {'use_sim_time': True} if lockstep else {}
         if perception == 'model':
-            from freespace_seg.nodes.segmentation_node import SegmentationNode
+            from freespace_seg.nodes.segmentation_node import start_segmentation_node
             seg_values = {'num_threads': int(num_threads),
                           'camera_height': float(sim.mount.z),
                           'camera_pitch': float(sim.mount.pitch)}
@@ -269,8 +284,8 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
             if model_path:
                 seg_values['model_file_path'] = model_path
             seg_values.update(seg_params or {})
-            seg = SegmentationNode(namespace=ns, context=context, cli_args=clock_remap,
-                                   parameter_overrides=_overrides(seg_values))
+            seg = start_segmentation_node(namespace=ns, context=context, cli_args=clock_remap,
+                                          parameter_overrides=_overrides(seg_values))
         else:
             seg = TruthGridNode(sim.mount, namespace=ns, context=context, cli_args=clock_remap,
                                 parameter_overrides=_overrides(sim_time))
@@ -449,14 +464,15 @@ def draw_path_png(result_or_scene, filename, path=None, collision_points=(), px_
 
 def markdown_table(results):
     """Return a Markdown table of results, one row per room plus a totals row."""
-    rows = ['| room (seed) | sim time (s) | collisions | distance (m) | coverage (%) | '
-            'stale-perception stops | grids |', '|---|---|---|---|---|---|---|']
-    rows += [r.row() for r in results]
+    rows = [r.cells() for r in results]
     if results:
-        rows.append(
-            f'| **total ({len(results)} rooms)** | {sum(r.duration for r in results):.0f} | '
-            f'**{sum(r.collisions for r in results)}** | '
-            f'{sum(r.distance for r in results):.1f} | '
-            f'{100.0 * np.mean([r.coverage for r in results]):.1f} (mean) | '
-            f'{sum(r.stale_stops for r in results)} | {sum(r.grids for r in results)} |')
-    return '\n'.join(rows)
+        rows.append([
+            f'**total ({len(results)} rooms)**',
+            markdown.number(sum(r.duration for r in results), 0),
+            f'**{sum(r.collisions for r in results)}**',
+            markdown.number(sum(r.distance for r in results), 1),
+            markdown.number(100.0 * np.mean([r.coverage for r in results]), 1, unit=' (mean)'),
+            sum(r.stale_stops for r in results), sum(r.grids for r in results)])
+    return '\n'.join(markdown.table(
+        ['room (seed)', 'sim time (s)', 'collisions', 'distance (m)', 'coverage (%)',
+         'stale-perception stops', 'grids'], rows))

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 ``python -m freespace_seg demo``: the real node on a synthetic camera, over real topics.
 
@@ -21,6 +35,7 @@ import threading
 import time
 
 import cv2
+from freespace_seg.common.markdown import number, table
 from freespace_seg.ground.projection import grid_iou, GridSpec, GroundProjector, render_grid
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.image_codec import image_to_array
@@ -248,24 +263,21 @@ def report(args, card, camera, received, arrival, elapsed, out_dir):
             'node_grid': image_to_array(parts[2])}
         saved.append(save_panels(out_dir, len(saved), pictures))
 
-    lines = [
-        '',
-        '| metric | value |',
-        '|---|---|',
-        f'| frames published / answered | {camera.count} / {len(matched)} |',
-        f'| camera rate | {args.rate:g} Hz, {args.width}x{args.height} rgb8 |',
-        f'| processed fps | {fps:.1f} |',
-        f'| latency stamp->mask p50 / p95 | {np.percentile(lat, 50):.1f} / '
-        f'{np.percentile(lat, 95):.1f} ms |',
-        f'| mIoU vs ground truth | {scores["miou"]:.3f} |',
-        f'| IoU free / blocked | {scores["iou"]["free"]:.3f} / {scores["iou"]["blocked"]:.3f} |',
-        f'| F1 free | {scores["f1_free"]:.3f} |',
-        f'| pixel accuracy | {scores["pixel_accuracy"]:.3f} |',
-        f'| grid free-cell IoU vs grid of the true mask | {np.mean(iou_vs_mask):.3f} |',
-        f'| grid free-cell IoU vs true floor in view (<= {spec.max_range:g} m) | '
-        f'{np.mean(iou_vs_floor):.3f} |',
-        '',
-    ]
+    lines = [''] + table(('metric', 'value'), [
+        ('frames published / answered', f'{camera.count} / {len(matched)}'),
+        ('camera rate', f'{args.rate:g} Hz, {args.width}x{args.height} rgb8'),
+        ('processed fps', number(fps, 1)),
+        ('latency stamp->mask p50 / p95', f'{number(np.percentile(lat, 50), 1)} / '
+         f'{number(np.percentile(lat, 95), 1, unit=" ms")}'),
+        ('mIoU vs ground truth', number(scores['miou'], 3)),
+        ('IoU free / blocked',
+         f'{number(scores["iou"]["free"], 3)} / {number(scores["iou"]["blocked"], 3)}'),
+        ('F1 free', number(scores['f1_free'], 3)),
+        ('pixel accuracy', number(scores['pixel_accuracy'], 3)),
+        ('grid free-cell IoU vs grid of the true mask', number(np.mean(iou_vs_mask), 3)),
+        (f'grid free-cell IoU vs true floor in view (<= {spec.max_range:g} m)',
+         number(np.mean(iou_vs_floor), 3)),
+    ]) + ['']
     print('\n'.join(lines))
     print(f'pictures: {out_dir} ({len(saved)} panels: input, ground truth, true grid / '
           'colored mask, overlay, node grid)')

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 ``python -m freespace_seg grid-rules``: the grid rules against the true floor, with a model.
 
@@ -29,6 +43,7 @@ import re
 import sys
 import time
 
+from freespace_seg.common.markdown import number, table as markdown_table
 import numpy as np
 
 DEFAULT_RULES = 'plain,run0.1,conf0.97,run0.1+conf0.97,run0.1+conf0.97+mark0.5'
@@ -146,18 +161,20 @@ def summary(acc):
 
 def table(result, rules):
     """Return the Markdown table: one row per set and rule."""
-    lines = ['| frames | rule | free IoU (3 m) | missed obstacle cells | called free | '
-             'phantom obstacle cells |', '|---|---|---|---|---|---|']
+    cells = []
     for name, rows in result.items():
         base = rows.get('plain')
         for rule in rules:
             r = rows[rule]
-            gain = f' ({r["free_iou"] - base["free_iou"]:+.3f})' if base and rule != 'plain' \
-                else ''
-            lines.append(f'| {name} | `{rule}` | {r["free_iou"]:.3f}{gain} | '
-                         f'{100 * r["missed"]:.1f} % | {100 * r["called_free"]:.1f} % | '
-                         f'{100 * r["phantom"]:.1f} % |')
-    return '\n'.join(lines)
+            gain = f' ({number(r["free_iou"] - base["free_iou"], 3, sign=True)})' \
+                if base and rule != 'plain' else ''
+            cells.append((name, f'`{rule}`', number(r['free_iou'], 3) + gain,
+                          number(100 * r['missed'], 1, unit=' %'),
+                          number(100 * r['called_free'], 1, unit=' %'),
+                          number(100 * r['phantom'], 1, unit=' %')))
+    return '\n'.join(markdown_table(
+        ('frames', 'rule', 'free IoU (3 m)', 'missed obstacle cells', 'called free',
+         'phantom obstacle cells'), cells))
 
 
 def run(args):

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 A statistical profiler of every Python thread of this process, with no dependencies.
 
@@ -22,6 +36,8 @@ import os
 import sys
 import threading
 import time
+
+from freespace_seg.common.markdown import number, table
 
 #: leaf functions of threads that only wait (executor waits, condition variables, sleeps)
 IDLE_FUNCTIONS = frozenset({
@@ -104,11 +120,11 @@ class StackSampler:
                  f'{self.samples} busy samples and {self.idle_samples} idle ones (threads '
                  f'waiting), one every {1000 * self.interval:g} ms of every thread over '
                  f'{self.elapsed:.1f} s. self: the function was running (or was in C code it '
-                 'called); total: it was on the stack. Percent of busy samples.', '',
-                 '| function | self % | total % |', '|---|---|---|']
-        for label, count in self.self_counts.most_common(top):
-            lines.append(f'| `{label}` | {100.0 * count / n:.1f} | '
-                         f'{100.0 * self.total_counts[label] / n:.1f} |')
+                 'called); total: it was on the stack. Percent of busy samples.', '']
+        lines += table(('function', 'self %', 'total %'), [
+            (f'`{label}`', number(100.0 * count / n, 1),
+             number(100.0 * self.total_counts[label] / n, 1))
+            for label, count in self.self_counts.most_common(top)])
         return '\n'.join(lines) + '\n'
 
     def write(self, path, top=25, title='Profile'):

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 ``python -m freespace_seg eval``: IoU, mIoU, F1 and pixel accuracy of an ONNX model.
 
@@ -40,6 +54,7 @@ import sys
 import time
 
 import cv2
+from freespace_seg.common.markdown import number, table
 from freespace_seg.perception import metrics
 from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
@@ -543,7 +558,11 @@ def card_scores(summary, split_seed, source):
 
 
 def _fmt(x):
-    return 'n/a' if x is None else f'{x:.4f}'
+    return number(x, 4, missing='n/a')
+
+
+#: the rule cell of the evaluation report's tables (``| --- |``)
+_RULE = ' --- '
 
 
 def markdown_report(result):
@@ -561,25 +580,19 @@ def markdown_report(result):
         f'- engine: ONNX Runtime CPU, {result["threads"]} threads, through the node\'s pipeline',
         f'- date: {result["date"]}',
         '',
-        '| Model | Data | mIoU | ' + ' | '.join(f'IoU {n}' for n in names)
-        + (f' | F1 {pos[3:]}' if pos else '') + ' | F1 macro | Pixel accuracy |',
-        '|' + ' --- |' * (5 + len(names) + (1 if pos else 0)),
-        f'| {result["model_name"]} | {result["source_short"]} | {_fmt(s["miou"])} | '
-        + ' | '.join(_fmt(s['iou'][n]) for n in names)
-        + (f' | {_fmt(s[pos])}' if pos else '')
-        + f' | {_fmt(s["f1_macro"])} | {_fmt(s["pixel_accuracy"])} |',
-        '',
-        '| Class | IoU | F1 | Precision | Recall |',
-        '| --- | --- | --- | --- | --- |',
     ]
-    for n in names:
-        lines.append(f'| {n} | {_fmt(s["iou"][n])} | {_fmt(s["f1"][n])} | '
-                     f'{_fmt(s["precision"][n])} | {_fmt(s["recall"][n])} |')
-    lines += ['', 'Confusion matrix (rows: label, columns: prediction):', '',
-              '| label \\ pred | ' + ' | '.join(names) + ' |',
-              '|' + ' --- |' * (len(names) + 1)]
-    for n, row in zip(names, s['confusion']):
-        lines.append(f'| {n} | ' + ' | '.join(str(v) for v in row) + ' |')
+    head = (['Model', 'Data', 'mIoU'] + [f'IoU {n}' for n in names]
+            + ([f'F1 {pos[3:]}'] if pos else []) + ['F1 macro', 'Pixel accuracy'])
+    cells = ([result['model_name'], result['source_short'], _fmt(s['miou'])]
+             + [_fmt(s['iou'][n]) for n in names] + ([_fmt(s[pos])] if pos else [])
+             + [_fmt(s['f1_macro']), _fmt(s['pixel_accuracy'])])
+    lines += table(head, [cells], cell=_RULE) + ['']
+    lines += table(['Class', 'IoU', 'F1', 'Precision', 'Recall'],
+                   [[n] + [_fmt(s[k][n]) for k in ('iou', 'f1', 'precision', 'recall')]
+                    for n in names], cell=_RULE)
+    lines += ['', 'Confusion matrix (rows: label, columns: prediction):', '']
+    lines += table(['label \\ pred'] + names,
+                   [[n] + list(row) for n, row in zip(names, s['confusion'])], cell=_RULE)
     if result.get('latency_ms'):
         lat = result['latency_ms']
         lines += ['', f'Bare model latency (ONNX Runtime CPU, {lat["threads"]} threads, input '
@@ -604,19 +617,17 @@ def _figures_markdown(result):
             lines += [f'Per-image mIoU over {stats["images"]} images: mean '
                       f'{_fmt(stats["mean"])}, median {_fmt(stats["median"])}, min '
                       f'{_fmt(stats["min"])}, max {_fmt(stats["max"])}.', '']
-        lines += ['| Figure | Image | mIoU |', '| --- | --- | --- |']
-        for kind in ('worst', 'best'):
-            for entry in figures[kind]:
-                lines.append(f'| [{entry["file"]}]({entry["file"]}) | {entry["image"]} | '
-                             f'{_fmt(entry["miou"])} |')
+        lines += table(['Figure', 'Image', 'mIoU'],
+                       [[f'[{e["file"]}]({e["file"]})', e['image'], _fmt(e['miou'])]
+                        for kind in ('worst', 'best') for e in figures[kind]], cell=_RULE)
     layers = result.get('layers')
     if layers:
         lines += ['', '## Feature maps', '',
                   f'[{layers["file"]}]({layers["file"]}): the first {LAYER_CHANNELS} channels '
                   f'of each layer on {layers["image"]}, each channel min-max normalized on its '
-                  'own.', '', '| Layer | Shape |', '| --- | --- |']
-        for entry in layers['layers']:
-            lines.append(f'| `{entry["name"]}` | {entry["shape"]} |')
+                  'own.', '']
+        lines += table(['Layer', 'Shape'],
+                       [[f'`{e["name"]}`', e['shape']] for e in layers['layers']], cell=_RULE)
     return lines
 
 

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 A real-photo evaluation set with free-space ground truth derived from stereo.
 
@@ -41,6 +55,7 @@ import os
 import sys
 
 import cv2
+from freespace_seg.common.markdown import row
 import numpy as np
 
 FREE = 1
@@ -337,8 +352,8 @@ def _source_md(stats, calib):
     """Return the text of ``SOURCE.md`` for the stats of :func:`write_motorcycle_set`."""
     n = stats['plane_normal']
     rows = '\n'.join(
-        f'| `{name}.png` | {s["width"]}x{s["height"]} | {s["labelled_share"]:.1%} | '
-        f'{s["free_share"]:.1%} |' for name, s in stats['images'].items())
+        row((f'`{name}.png`', f'{s["width"]}x{s["height"]}', f'{s["labelled_share"]:.1%}',
+             f'{s["free_share"]:.1%}')) for name, s in stats['images'].items())
     return f"""# Real-photo evaluation set: Middlebury 2014 "Motorcycle"
 
 **This pair is reserved for evaluation; never train on it** (nor fine-tune, nor tune

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 r"""
 ``python -m freespace_seg seeds``: train one recipe with several seeds and report the spread.
 
@@ -28,6 +42,7 @@ import shlex
 import sys
 import time
 
+from freespace_seg.common.markdown import number, table
 from freespace_seg.perception.model_card import load_card
 from freespace_seg.training import data as datasets
 from freespace_seg.training.evaluate import evaluate_frames
@@ -123,24 +138,19 @@ def spread(values):
 
 
 def _fmt(key, value):
-    if value is None:
-        return '-'
-    return f'{value:.1f}' if key == 'train_time_s' else f'{value:.4f}'
+    return number(value, 1 if key == 'train_time_s' else 4)
 
 
 def markdown_report(result):
     """Return the Markdown table of one ``seeds`` run (rows per seed, then the spread)."""
-    head = '| seed | ' + ' | '.join(label for _, label in METRICS) + ' |'
-    lines = [head, '|' + '---|' * (len(METRICS) + 1)]
-    for row in result['runs']:
-        lines.append(f'| {row["seed"]} | '
-                     + ' | '.join(_fmt(k, row.get(k)) for k, _ in METRICS) + ' |')
+    rows = [[row['seed']] + [_fmt(k, row.get(k)) for k, _ in METRICS] for row in result['runs']]
     for stat in ('mean', 'std', 'min', 'max'):
-        cells = []
+        cells = [f'**{stat}**']
         for key, _ in METRICS:
             s = result['spread'].get(key)
             cells.append(_fmt(key, s[stat]) if s else '-')
-        lines.append(f'| **{stat}** | ' + ' | '.join(cells) + ' |')
+        rows.append(cells)
+    lines = table(['seed'] + [label for _, label in METRICS], rows)
     test = result['test']
     return '\n'.join([
         f'Training seeds {", ".join(str(r["seed"]) for r in result["runs"])}; recipe: '

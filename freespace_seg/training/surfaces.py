@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Where a model's errors lie on rendered frames: each pixel named by the surface it shows.
 
@@ -23,6 +37,7 @@ a hash of that package's source.
 from collections import defaultdict
 import importlib
 
+from freespace_seg.common.markdown import number, table
 import numpy as np
 
 #: the surface names that are free; every other one is blocked
@@ -171,17 +186,18 @@ def markdown(summary, limit=12):
              f'What each pixel of the {summary["images"]} rendered frames shows (the first hit '
              'of its camera ray). A floor pixel is wrong when called blocked, any other when '
              f'called free. {summary["wrong_pixels"]} of {summary["pixels"]} pixels are '
-             'wrong.', '',
-             '| surface | truth | share of pixels | frames | called wrong | share of errors |',
-             '|---|---|---:|---:|---:|---:|']
-    for r in summary['rows'][:limit]:
-        lines.append(f'| {r["surface"]} | {r["truth"]} | {100 * r["pixel_share"]:.2f} % | '
-                     f'{r["frames"]} | {100 * r["called_wrong"]:.1f} % | '
-                     f'{100 * r["share_of_errors"]:.1f} % |')
+             'wrong.', '']
+    rows = [(r['surface'], r['truth'], number(100 * r['pixel_share'], 2, unit=' %'), r['frames'],
+             number(100 * r['called_wrong'], 1, unit=' %'),
+             number(100 * r['share_of_errors'], 1, unit=' %'))
+            for r in summary['rows'][:limit]]
     rest = summary['rows'][limit:]
     if rest:
-        lines.append(f'| {len(rest)} more | | {100 * sum(r["pixel_share"] for r in rest):.2f} % '
-                     f'| | | {100 * sum(r["share_of_errors"] for r in rest):.1f} % |')
+        rows.append((f'{len(rest)} more', '',
+                     number(100 * sum(r['pixel_share'] for r in rest), 2, unit=' %'), '', '',
+                     number(100 * sum(r['share_of_errors'] for r in rest), 1, unit=' %')))
+    lines += table(('surface', 'truth', 'share of pixels', 'frames', 'called wrong',
+                    'share of errors'), rows, align=['---'] * 2 + ['---:'] * 4)
     if summary['miou_if_right']:
         lines += ['', f'mIoU {summary["miou"]:.4f}; with every pixel of one kind of surface '
                   '(an obstacle kind: its top and sides) right: ' + ', '.join(

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 ``python -m freespace_seg tradeoff``: network input size against mIoU against latency.
 
@@ -54,11 +68,12 @@ import datetime
 import json
 import os
 import re
-import shlex
 import sys
 
 import cv2
+from freespace_seg.common.markdown import number, table
 from freespace_seg.common.progress import progress
+from freespace_seg.common.reproduce import OptionRecorder
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.model_card import card_from_dict, load_card, ModelCardError
 from freespace_seg.perception.timing import timed_runs, timing_session
@@ -122,67 +137,74 @@ def parse_sizes(text, multiple=SIZE_MULTIPLE):
     return sizes
 
 
+#: the options, in the order the reproducing command line spells them out
+OPTIONS = OptionRecorder('tradeoff')
+
+
 def add_arguments(parser):
     """Add the ``tradeoff`` options to ``parser``."""
+    OPTIONS.reset()
+    opt = OPTIONS.add
+
     parser.description = (
         'Re-export a UNet model (default: the shipped UNet) at several network input sizes and '
         'measure mIoU (node pipeline, rendered frames) and bare-model latency (ONNX Runtime, '
         'CPU) for each, optionally also an INT8 copy of each and further models; writes '
         'tradeoff.md, tradeoff.json and tradeoff.png. The weights were trained at one size: '
         'other sizes show them at another scale, not a model trained for that size.')
-    parser.add_argument('--model', metavar='ONNX',
-                        help='fp32 ONNX model of this package with its card beside it '
-                             '(default: the shipped UNet, models/freespace_unet.onnx)')
-    parser.add_argument('--sizes', default=DEFAULT_SIZES,
-                        help='network input sizes WIDTHxHEIGHT, comma-separated, multiples of '
-                             "--size-multiple; the model's own size is added when missing "
-                             '(default: %(default)s)')
-    parser.add_argument('--size-multiple', type=int, default=SIZE_MULTIPLE, metavar='N',
-                        help='width and height of --sizes must be multiples of N; 16 keeps the '
-                             'four stride-2 levels down to 1/16 exact halvings as in training, '
-                             '8 also allows e.g. 384x216, exactly 16:9 (default: %(default)s)')
-    parser.add_argument('--extra-model', action='append', default=[], metavar='ONNX',
-                        help='another model with its card, measured as given at its own size '
-                             '(e.g. trained at another size, pruned, INT8); repeatable')
-    parser.add_argument('--render', type=int, default=200, metavar='N',
-                        help='evaluation frames rendered once and reused for every row '
-                             '(default: %(default)s)')
-    parser.add_argument('--seed', type=int, default=EVAL_SEED,
-                        help="renderer seed of the evaluation frames; the card's held-out "
-                             'test seed by default (default: %(default)s)')
-    parser.add_argument('--style', default='default', choices=('default', 'shifted'),
-                        help='look of the rendered frames, as in `eval` (default: %(default)s)')
-    parser.add_argument('--frame-size', default=DEFAULT_FRAME_SIZE, metavar='WxH',
-                        help='camera size of the rendered frames; scores are taken at this '
-                             'size (default: %(default)s, as in `eval`)')
-    parser.add_argument('--threads', type=int, default=1,
-                        help='ONNX Runtime intra-op threads for scoring and timing, and torch '
-                             'threads for the export. 1 by default: on a small shared CPU one '
-                             'thread gives the steadiest figures, and the table compares sizes, '
-                             'not thread counts (default: %(default)s)')
-    parser.add_argument('--runs', type=int, default=100,
-                        help='timed runs of each bare model (default: %(default)s)')
-    parser.add_argument('--rounds', type=int, default=5,
-                        help='the timed runs are split into this many rounds, every model in '
-                             'turn, so that load from other processes touches every row alike '
-                             '(default: %(default)s)')
-    parser.add_argument('--warmup', type=int, default=10,
-                        help='untimed runs before them (default: %(default)s)')
-    parser.add_argument('--int8', action='store_true',
-                        help='also quantize each size (static INT8 QDQ, as `quantize`) and '
-                             'measure it')
-    parser.add_argument('--int8-sizes', metavar='SIZES',
-                        help='with --int8, quantize only these of --sizes (default: all)')
-    parser.add_argument('--calib-frames', type=int, default=64,
-                        help='INT8 calibration frames, rendered at --frame-size with the '
-                             'calibration seed of `quantize` (default: %(default)s, as '
-                             '`quantize`)')
-    parser.add_argument('--out', default=DEFAULT_OUT,
-                        help='folder for tradeoff.md, tradeoff.json and tradeoff.png '
-                             '(default: %(default)s)')
-    parser.add_argument('--work-dir', default=DEFAULT_WORK_DIR,
-                        help='folder for the re-exported models and their cards '
-                             '(default: %(default)s)')
+    opt(parser, '--model', metavar='ONNX',
+        help='fp32 ONNX model of this package with its card beside it '
+             '(default: the shipped UNet, models/freespace_unet.onnx)')
+    opt(parser, '--sizes', default=DEFAULT_SIZES,
+        help='network input sizes WIDTHxHEIGHT, comma-separated, multiples of '
+             "--size-multiple; the model's own size is added when missing "
+             '(default: %(default)s)')
+    opt(parser, '--size-multiple', type=int, default=SIZE_MULTIPLE, metavar='N',
+        help='width and height of --sizes must be multiples of N; 16 keeps the '
+             'four stride-2 levels down to 1/16 exact halvings as in training, '
+             '8 also allows e.g. 384x216, exactly 16:9 (default: %(default)s)')
+    opt(parser, '--extra-model', action='append', default=[], metavar='ONNX',
+        help='another model with its card, measured as given at its own size '
+             '(e.g. trained at another size, pruned, INT8); repeatable')
+    opt(parser, '--render', type=int, default=200, metavar='N',
+        help='evaluation frames rendered once and reused for every row '
+             '(default: %(default)s)')
+    opt(parser, '--seed', type=int, default=EVAL_SEED,
+        help="renderer seed of the evaluation frames; the card's held-out "
+             'test seed by default (default: %(default)s)')
+    opt(parser, '--style', default='default', choices=('default', 'shifted'),
+        help='look of the rendered frames, as in `eval` (default: %(default)s)')
+    opt(parser, '--frame-size', default=DEFAULT_FRAME_SIZE, metavar='WxH',
+        help='camera size of the rendered frames; scores are taken at this '
+             'size (default: %(default)s, as in `eval`)')
+    opt(parser, '--threads', type=int, default=1,
+        help='ONNX Runtime intra-op threads for scoring and timing, and torch '
+             'threads for the export. 1 by default: on a small shared CPU one '
+             'thread gives the steadiest figures, and the table compares sizes, '
+             'not thread counts (default: %(default)s)')
+    opt(parser, '--runs', type=int, default=100,
+        help='timed runs of each bare model (default: %(default)s)')
+    opt(parser, '--rounds', type=int, default=5,
+        help='the timed runs are split into this many rounds, every model in '
+             'turn, so that load from other processes touches every row alike '
+             '(default: %(default)s)')
+    opt(parser, '--warmup', type=int, default=10,
+        help='untimed runs before them (default: %(default)s)')
+    opt(parser, '--int8', action='store_true',
+        help='also quantize each size (static INT8 QDQ, as `quantize`) and '
+             'measure it')
+    opt(parser, '--calib-frames', type=int, default=64,
+        help='INT8 calibration frames, rendered at --frame-size with the '
+             'calibration seed of `quantize` (default: %(default)s, as '
+             '`quantize`)')
+    opt(parser, '--int8-sizes', metavar='SIZES',
+        help='with --int8, quantize only these of --sizes (default: all)')
+    opt(parser, '--out', default=DEFAULT_OUT,
+        help='folder for tradeoff.md, tradeoff.json and tradeoff.png '
+             '(default: %(default)s)')
+    opt(parser, '--work-dir', default=DEFAULT_WORK_DIR,
+        help='folder for the re-exported models and their cards '
+             '(default: %(default)s)')
 
 
 def _check_args(args):
@@ -224,25 +246,16 @@ def reproduce_command(args):
     """Return this run's command line with every option spelled out."""
     from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 
-    parts = ['python', '-m', 'freespace_seg', 'tradeoff']
-    if os.path.abspath(args.model) != os.path.abspath(
-            packaged_model_path(PACKAGED_UNET_MODEL)):
-        parts += ['--model', args.model]
-    parts += ['--sizes', args.sizes]
-    if args.size_multiple != SIZE_MULTIPLE:
-        parts += ['--size-multiple', str(args.size_multiple)]
-    for path in args.extra_model:
-        parts += ['--extra-model', path]
-    parts += ['--render', str(args.render), '--seed', str(args.seed), '--style', args.style,
-              '--frame-size', args.frame_size, '--threads', str(args.threads),
-              '--runs', str(args.runs), '--rounds', str(args.rounds),
-              '--warmup', str(args.warmup)]
-    if args.int8:
-        parts += ['--int8', '--calib-frames', str(args.calib_frames)]
-        if args.int8_sizes:
-            parts += ['--int8-sizes', args.int8_sizes]
-    parts += ['--out', args.out, '--work-dir', args.work_dir]
-    return shlex.join(parts)
+    packaged = os.path.abspath(packaged_model_path(PACKAGED_UNET_MODEL))
+
+    def skip(dest, value):
+        if dest == 'model':
+            return os.path.abspath(value) == packaged
+        if dest == 'size_multiple':
+            return value == SIZE_MULTIPLE
+        return not args.int8 and dest in ('calib_frames', 'int8_sizes')
+
+    return OPTIONS.command_line(args, skip)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,11 +514,11 @@ def add_ratios(rows, reference):
 
 
 def _f(value, digits):
-    return '–' if value is None else f'{value:.{digits}f}'
+    return number(value, digits, missing='–')
 
 
 def _delta(value):
-    return '–' if value is None else f'{value:+.4f}'
+    return number(value, 4, missing='–', sign=True)
 
 
 def table_lines(result):
@@ -514,8 +527,7 @@ def table_lines(result):
     head = (['model', 'input', 'pad', 'precision', 'params', 'MB', 'mIoU']
             + [f'IoU {n}' for n in names]
             + ['F1 free', 'p50 ms', 'p95 ms', 'fps', 'threads', 'p50 vs ref', 'mIoU vs ref'])
-    lines = ['| ' + ' | '.join(head) + ' |',
-             '|' + '|'.join(['---'] * 4 + ['---:'] * (len(head) - 4)) + '|']
+    rows = []
     ref = result['reference']
     for row in result['rows']:
         lat = row['latency']
@@ -531,10 +543,10 @@ def table_lines(result):
                  + [_f(row['iou'].get(n), 4) for n in names]
                  + [_f(row['f1_free'], 4), _f(lat['p50_ms'], 1), _f(lat['p95_ms'], 1),
                     _f(lat['fps'], 1), str(lat['threads']),
-                    '–' if row['p50_vs_ref'] is None else f'{row["p50_vs_ref"]:.2f}x',
+                    number(row['p50_vs_ref'], 2, missing='–', unit='x'),
                     _delta(row['miou_vs_ref'])])
-        lines.append('| ' + ' | '.join(cells) + ' |')
-    return lines
+        rows.append(cells)
+    return table(head, rows, align=['---'] * 4 + ['---:'] * (len(head) - 4))
 
 
 def markdown_report(result):

@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Benchmark the ground projection: lookup-table build and per-frame cost on one core.
 
@@ -19,6 +33,7 @@ import platform
 import time
 
 import cv2
+from freespace_seg.common.markdown import number, table
 from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount
 from freespace_seg.ground.projection import GridRule, GridSpec, GroundProjector
 from freespace_seg.ground.scan import ScanLayout
@@ -145,20 +160,24 @@ def markdown(results, frames, distortion):
         f'{"plumb_bob distortion" if distortion else "no distortion"}, numpy {np.__version__}, '
         f'OpenCV {cv2.__version__}.',
         '',
-        '| case | LUT build (ms) | (column, cell) samples | project median (ms) '
-        '| project p95 (ms) | project_with_points median (ms) | p95 (ms) '
-        '| default rule median / p95 (ms) | scan median / p95 (ms) '
-        '| confidence median / p95 (ms) |',
-        '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ]
+
+    def ms(key):
+        return number(r[key], 3)
+
+    rows = []
     for r in results:
-        lines.append(
-            f"| {r['case']} | {r['build_ms']:.0f} | {r['samples']} "
-            f"| {r['project_median_ms']:.3f} | {r['project_p95_ms']:.3f} "
-            f"| {r['with_points_median_ms']:.3f} | {r['with_points_p95_ms']:.3f} "
-            f"| {r['rule_median_ms']:.3f} / {r['rule_p95_ms']:.3f} "
-            f"| {r['scan_median_ms']:.3f} / {r['scan_p95_ms']:.3f} "
-            f"| {r['confidence_median_ms']:.3f} / {r['confidence_p95_ms']:.3f} |")
+        rows.append((r['case'], number(r['build_ms'], 0), r['samples'],
+                     ms('project_median_ms'), ms('project_p95_ms'),
+                     ms('with_points_median_ms'), ms('with_points_p95_ms'),
+                     f"{ms('rule_median_ms')} / {ms('rule_p95_ms')}",
+                     f"{ms('scan_median_ms')} / {ms('scan_p95_ms')}",
+                     f"{ms('confidence_median_ms')} / {ms('confidence_p95_ms')}"))
+    lines += table(
+        ('case', 'LUT build (ms)', '(column, cell) samples', 'project median (ms)',
+         'project p95 (ms)', 'project_with_points median (ms)', 'p95 (ms)',
+         'default rule median / p95 (ms)', 'scan median / p95 (ms)',
+         'confidence median / p95 (ms)'), rows, align=['---'] + ['---:'] * 9)
     return '\n'.join(lines)
 
 

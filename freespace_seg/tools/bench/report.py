@@ -1,9 +1,24 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """The bench's report: the table, the ratios and goals, the latency plot, bench.md."""
 
 import json
 import os
 
 import cv2
+from freespace_seg.common.markdown import number, table
 import numpy as np
 
 
@@ -12,25 +27,27 @@ import numpy as np
 
 
 def _f(x, digits=1):
-    return '-' if x is None else f'{x:.{digits}f}'
+    return number(x, digits)
+
+
+#: the results table's columns
+COLUMNS = ('#', 'measured', 'model', 'threads', 'input', 'camera', 'fps', 'p50 ms', 'p95 ms',
+           'max ms', 'dropped', 'CPU %', 'RSS MB', 'bench CPU %', 'other CPU %')
 
 
 def markdown_table(rows):
     """Return the Markdown results table."""
-    lines = ['| # | measured | model | threads | input | camera | fps | p50 ms | p95 ms | '
-             'max ms | dropped | CPU % | RSS MB | bench CPU % | other CPU % |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    cells = []
     for i, r in enumerate(rows, 1):
         kind = r['kind'] + (' (all outputs)' if r.get('all_outputs') else '') + \
             (f' (ground outputs {r["ground"]})' if r.get('ground') else '')
         dropped = '-' if 'published' not in r else f'{r["dropped"]}/{r["published"]}'
-        lines.append(
-            f'| {i} | {kind} | {r["model"]} | {r["threads"]} | {r["input"]} | '
-            f'{r.get("camera", "-")} | {_f(r["fps"])} | {_f(r["p50_ms"])} | '
-            f'{_f(r["p95_ms"])} | {_f(r["max_ms"])} | {dropped} | {_f(r["cpu_percent"], 0)} | '
-            f'{_f(r.get("rss_mb"), 0)} | {_f(r.get("bench_cpu_percent"), 0)} | '
-            f'{_f(r.get("other_cpu_percent"), 0)} |')
-    return '\n'.join(lines)
+        cells.append([
+            i, kind, r['model'], r['threads'], r['input'], r.get('camera', '-'), _f(r['fps']),
+            _f(r['p50_ms']), _f(r['p95_ms']), _f(r['max_ms']), dropped,
+            _f(r['cpu_percent'], 0), _f(r.get('rss_mb'), 0),
+            _f(r.get('bench_cpu_percent'), 0), _f(r.get('other_cpu_percent'), 0)])
+    return '\n'.join(table(COLUMNS, cells))
 
 
 def find(rows, kind, model=None, threads=None, rate=None, transport='rgb8', all_outputs=False):
@@ -152,12 +169,10 @@ def ratios_and_goals(rows, threads_list, rates, models):
 
 
 def ratio_lines(ratios, goals):
-    lines = ['| ratio | value |', '|---|---|']
-    lines += [f'| {r["ratio"]} | {r["value"]:.2f} |' for r in ratios]
-    lines += ['', '| goal | measured | target | met | detail |', '|---|---|---|---|---|']
-    for g in goals:
-        lines.append(f'| {g["goal"]} | {g["value"]:.2f} | {g["target"]:.2f} | '
-                     f'{"yes" if g["met"] else "**no**"} | {g["detail"]} |')
+    lines = table(('ratio', 'value'), [(r['ratio'], number(r['value'], 2)) for r in ratios])
+    lines += [''] + table(('goal', 'measured', 'target', 'met', 'detail'), [
+        (g['goal'], number(g['value'], 2), number(g['target'], 2),
+         'yes' if g['met'] else '**no**', g['detail']) for g in goals])
     return '\n'.join(lines)
 
 

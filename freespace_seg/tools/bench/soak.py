@@ -1,3 +1,17 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """
 Soak benchmark: ``segmentation_node`` at camera rate for a long time; memory, drops, latency.
 
@@ -28,6 +42,7 @@ import sys
 import threading
 import time
 
+from freespace_seg.common.markdown import number, table
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.tools.child import node_environment, NodeProcess, segmentation_node_command
 from freespace_seg.tools.demo import wait_for_connection
@@ -82,7 +97,7 @@ def _ms(values, q):
 
 
 def _fmt(value, unit=''):
-    return 'n/a' if value is None else f'{value}{unit}'
+    return number(value, missing='n/a', unit=unit)
 
 
 def interval_label(index, interval):
@@ -209,37 +224,35 @@ def markdown(summary, rows):
         f'({_fmt(s["devices"])}). Camera {s["width"]}x{s["height"]} rgb8 at {s["rate_hz"]:g} Hz '
         f'for {s["minutes"]:g} min ({s["publishing_s"]} s), {s["scenes"]} rendered scenes; '
         f'outputs subscribed: {"all" if s["all_outputs"] else "segmentation/mask"}.', '',
-        '| metric | value |', '|---|---|',
-        f'| inputs published | {s["inputs"]} |',
-        f'| frames received by the node | {_fmt(s["node_received"])} |',
-        f'| lost before the node | {_fmt(s["lost_before_node"])} |',
-        f'| frames processed by the node | {_fmt(s["node_processed"])} |',
-        f'| frames dropped by the node (newest-frame slot) | {_fmt(s["node_dropped"])} |',
-        f'| bad frames | {_fmt(s["node_bad"])} |',
-        f'| masks received | {s["outputs"]} |',
-        f'| inputs without a mask | {s["inputs_without_output"]} |',
-        f'| output rate | {_fmt(s["output_fps"], " Hz")} |',
-        f'| latency stamp->mask p50 / p95 / max | {_fmt(s["latency_p50_ms"])} / '
-        f'{_fmt(s["latency_p95_ms"])} / {_fmt(s["latency_max_ms"])} ms |',
-        f'| node RSS start / end | {_fmt(s["node_rss_start_mib"])} / '
-        f'{_fmt(s["node_rss_end_mib"])} MiB |',
-        f'| node RSS growth | {_fmt(s["node_rss_growth_mib"], " MiB")} (peak '
-        f'{_fmt(s["node_rss_peak_mib"], " MiB")}) |',
-        f'| node RSS growth after the first interval | '
-        f'{_fmt(s["node_rss_growth_after_first_interval_mib"], " MiB")} |',
-        f'| node RSS slope after the first interval (runs of 2+ min) | '
-        f'{_fmt(s["node_rss_slope_mib_per_min"], " MiB/min")} |',
-        '',
-        '| sample | t (s) | node RSS (MiB) | inputs | masks | node received | node dropped '
-        '| masks in interval | fps | p50 (ms) | p95 (ms) |',
-        '|---|---|---|---|---|---|---|---|---|---|---|',
     ]
-    for r in rows:
-        lines.append(
-            f'| {r["sample"]} | {r["t_s"]} | {_fmt(r["node_rss_mib"])} | {r["inputs"]} | '
-            f'{r["outputs"]} | {_fmt(r["node_received"])} | {_fmt(r["node_dropped"])} | '
-            f'{r["masks_in_interval"]} | {_fmt(r["fps_in_interval"])} | '
-            f'{_fmt(r["latency_p50_ms"])} | {_fmt(r["latency_p95_ms"])} |')
+    lines += table(('metric', 'value'), [
+        ('inputs published', s['inputs']),
+        ('frames received by the node', _fmt(s['node_received'])),
+        ('lost before the node', _fmt(s['lost_before_node'])),
+        ('frames processed by the node', _fmt(s['node_processed'])),
+        ('frames dropped by the node (newest-frame slot)', _fmt(s['node_dropped'])),
+        ('bad frames', _fmt(s['node_bad'])),
+        ('masks received', s['outputs']),
+        ('inputs without a mask', s['inputs_without_output']),
+        ('output rate', _fmt(s['output_fps'], ' Hz')),
+        ('latency stamp->mask p50 / p95 / max', f'{_fmt(s["latency_p50_ms"])} / '
+         f'{_fmt(s["latency_p95_ms"])} / {_fmt(s["latency_max_ms"])} ms'),
+        ('node RSS start / end',
+         f'{_fmt(s["node_rss_start_mib"])} / {_fmt(s["node_rss_end_mib"])} MiB'),
+        ('node RSS growth', f'{_fmt(s["node_rss_growth_mib"], " MiB")} (peak '
+         f'{_fmt(s["node_rss_peak_mib"], " MiB")})'),
+        ('node RSS growth after the first interval',
+         _fmt(s['node_rss_growth_after_first_interval_mib'], ' MiB')),
+        ('node RSS slope after the first interval (runs of 2+ min)',
+         _fmt(s['node_rss_slope_mib_per_min'], ' MiB/min')),
+    ])
+    lines += [''] + table(
+        ('sample', 't (s)', 'node RSS (MiB)', 'inputs', 'masks', 'node received',
+         'node dropped', 'masks in interval', 'fps', 'p50 (ms)', 'p95 (ms)'),
+        [(r['sample'], r['t_s'], _fmt(r['node_rss_mib']), r['inputs'], r['outputs'],
+          _fmt(r['node_received']), _fmt(r['node_dropped']), r['masks_in_interval'],
+          _fmt(r['fps_in_interval']), _fmt(r['latency_p50_ms']), _fmt(r['latency_p95_ms']))
+         for r in rows])
     lines += ['', 'Latency is header stamp to receipt of `segmentation/mask` by this process; '
               'the p50/p95 of a row are over the masks received since the previous row. '
               'Inputs are counted when published; the node counters come from its last '
