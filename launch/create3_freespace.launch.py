@@ -168,7 +168,8 @@ def generate_launch_description():
                                           'uses params_file (the packaged model by '
                                           'default).'),
         DeclareLaunchArgument('backend', default_value='auto',
-                              choices=['auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime'],
+                              choices=['auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime',
+                                       'triton'],
                               description='Inference backend of segmentation_node.'),
         DeclareLaunchArgument('base_frame', default_value='base_link',
                               description='Robot base frame of the grid, the driver and the '

@@ -94,7 +94,8 @@ def generate_launch_description():
                                           'uses the value in params_file (the packaged '
                                           'model by default).'),
         DeclareLaunchArgument('backend', default_value='auto',
-                              choices=['auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime'],
+                              choices=['auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime',
+                                       'triton'],
                               description='Inference backend.'),
         DeclareLaunchArgument('image_transport', default_value='raw',
                               choices=['raw', 'compressed'],

@@ -68,7 +68,8 @@ def generate_launch_description():
                                           'uses params_file (the packaged model by '
                                           'default).'),
         DeclareLaunchArgument('backend', default_value='auto',
-                              choices=['auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime'],
+                              choices=['auto', 'tensorrt', 'onnxruntime_gpu', 'onnxruntime',
+                                       'triton'],
                               description='Inference backend of segmentation_node.'),
         DeclareLaunchArgument('width', default_value='320',
                               description='Simulated camera width (pixels).'),
