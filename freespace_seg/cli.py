@@ -50,6 +50,8 @@ COMMANDS = {
               'engine, pipeline, node and naive node: fps, latency, CPU'),
     'bench-soak': ('freespace_seg.tools.bench.soak',
                    'segmentation_node at camera rate for a long time: memory, drops, latency'),
+    'bench-bag': ('freespace_seg.tools.bench.bag',
+                  'bag against the pipeline it runs: frames/s and memory over a long bag'),
     'bench-projection': ('freespace_seg.tools.bench.projection',
                          'the ground projection: lookup-table build and per-frame cost'),
     'bench-closed-loop': ('freespace_seg.tools.bench.closed_loop',

@@ -455,3 +455,45 @@ def test_frame_uncertainty():
     from freespace_seg.tools.labels import frame_uncertainty
     assert frame_uncertainty(np.array([[0, 255]], np.uint8)) == 0.0
     assert frame_uncertainty(np.array([[51, 204]], np.uint8)) == pytest.approx(0.2)
+
+
+def test_worker_plan_shares_the_threads():
+    from freespace_seg.tools.bag import worker_plan
+    assert worker_plan(0, 2, 2) == (2, 1)      # auto: two frames at once on two threads
+    assert worker_plan(0, 1, 16) == (1, 1)     # one thread: one worker
+    assert worker_plan(0, 0, 16) == (2, 8)     # every CPU, shared by two workers
+    assert worker_plan(3, 2, 2) == (3, 1)      # at least one thread per worker
+    assert worker_plan(1, 0, 4) == (1, 4)
+
+
+def test_jobs_write_the_same_bag(tmp_path, model):
+    """
+    --jobs 3 (frames segmented in threads, written in order) writes what --jobs 1 writes.
+
+    Every topic's messages and bag times, bit for bit, with a bad frame in the middle (a
+    skip must not shift the frames after it), CameraInfo (grid and scan), the confidence
+    and the least-confident label export, which sees the frames in order.
+    """
+    src = write_bag(tmp_path / 'in', n=12, bad_frames=(5,))
+    outs = {}
+    for jobs in (1, 3):
+        proc = run_bag(src, tmp_path / f'out{jobs}', '--model', model, '--backend',
+                       'onnxruntime', '--num-threads', '3', '--jobs', jobs, '--confidence',
+                       '--export-labels', tmp_path / f'labels{jobs}', '--label-every', '2',
+                       '--label-least-confident', '2')
+        assert proc.returncode == 0, proc.stderr
+        assert '11 frames segmented' in proc.stdout and 'skipped 1:' in proc.stdout
+        assert (f'{jobs} worker' in proc.stdout), proc.stdout
+        outs[jobs] = read_bag(tmp_path / f'out{jobs}')
+    one, three = outs[1], outs[3]
+    assert sorted(one) == sorted(three)
+    assert len(one['/cam/free_space/scan']) == 11
+    for topic in one:
+        assert len(one[topic]) == len(three[topic]), topic
+        for (s1, m1), (s3, m3) in zip(one[topic], three[topic]):
+            assert s1 == s3, topic
+            for field in ('data', 'ranges'):
+                if hasattr(m1, field):
+                    np.testing.assert_array_equal(getattr(m1, field), getattr(m3, field))
+    assert sorted(os.listdir(tmp_path / 'labels1')) == sorted(os.listdir(tmp_path / 'labels3'))
+    assert len(os.listdir(tmp_path / 'labels1')) == 4   # 2 pairs

@@ -45,7 +45,7 @@ and ``eval --images``.
 """
 
 import collections
-import functools
+import concurrent.futures
 import glob
 import os
 import queue
@@ -114,7 +114,13 @@ def add_arguments(parser):
     parser.add_argument('--overwrite', action='store_true', help='replace OUT if it exists')
     parser.add_argument('--model', default='', help='ONNX model (default: the packaged one)')
     parser.add_argument('--backend', default='auto', choices=BACKENDS)
-    parser.add_argument('--num-threads', type=int, default=0)
+    parser.add_argument('--num-threads', type=int, default=0,
+                        help='ONNX Runtime threads in all, shared by the workers (0: one per '
+                             'CPU)')
+    parser.add_argument('--jobs', type=int, default=0,
+                        help='frames segmented at once, each by its own worker and copy of '
+                             'the model (0: 2 on the CPU where there are 2 threads or more, '
+                             'else 1); the output does not depend on it')
     parser.add_argument('--alpha', type=float, default=d['overlay_alpha'],
                         help=f'overlay weight ({d["overlay_alpha"]})')
     parser.add_argument('--no-grid', action='store_true',
@@ -337,7 +343,8 @@ class _Summary:
         self.grid = 0
         self.scan = 0
         self.seconds = 0.0
-        self.pipeline_seconds = 0.0   # SegmentationPipeline.segment alone
+        self.pipeline_seconds = 0.0   # SegmentationPipeline.segment alone, all workers
+        self.workers = ''
 
     def lines(self, image_topic, grid_note):
         fps = self.frames / self.seconds if self.seconds > 0 else 0.0
@@ -345,9 +352,9 @@ class _Summary:
                f'({fps:.1f} frames/s), {sum(self.skipped.values())} skipped']
         if self.frames:
             seg = 1000.0 * self.pipeline_seconds / self.frames
-            rest = 1000.0 * self.seconds / self.frames - seg
-            out.append(f'per frame: {seg:.1f} ms in the segmentation pipeline, {rest:.1f} ms '
-                       'reading, decoding, colouring, projecting and writing')
+            out.append(f'per frame: {1000.0 * self.seconds / self.frames:.1f} ms with '
+                       f'{self.workers or "1 worker"}; {seg:.1f} ms of worker time in the '
+                       'segmentation pipeline')
         for why, n in self.skipped.most_common():
             out.append(f'  skipped {n}: {why}')
         if self.free:
@@ -404,16 +411,19 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         image_topic, image_type, info_topic = choose_topics(reader, args.image_topic,
                                                             args.camera_info_topic)
         store = typestore_for(reader)
-        pipe = SegmentationPipeline(args.model or None, args.backend, args.num_threads)
+        pipes, threads = open_pipelines(args)
         ns = namespace_of(image_topic)
         shutil.rmtree(tmp, ignore_errors=True)
         writer = Writer(tmp, version=9, storage_plugin=StoragePlugin[args.storage.upper()])
         writer.open()
         try:
-            summary = _run(reader, writer, store, pipe, args, image_topic, info_topic, ns,
-                           _Ground(mount, grid_spec, rule, args), labels, progress_file)
+            summary = _run(reader, writer, store, pipes, args, image_topic, info_topic, ns,
+                           lambda: _Ground(mount, grid_spec, rule, args), labels,
+                           progress_file)
+            summary.workers = _workers_note(pipes, threads)
         finally:
-            pipe.close()
+            for pipe in pipes:
+                pipe.close()
             writer.close()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -440,6 +450,50 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         print(line, file=out)
     print(f'wrote {args.output} ({args.storage})', file=out)
     return summary
+
+
+def worker_plan(jobs, num_threads, cpus):
+    """
+    Return ``(workers, ONNX Runtime threads per worker)`` for ``--jobs`` and ``--num-threads``.
+
+    The threads are shared out: ``num_threads`` (0: one per CPU) in all, at least one per
+    worker. ``jobs`` 0 picks two workers where there are two threads or more: on a small CPU
+    two frames at once keep both cores busy through the parts of a frame that run on one.
+    """
+    total = int(num_threads) if num_threads > 0 else max(1, int(cpus))
+    workers = int(jobs) if jobs > 0 else max(1, min(2, total))
+    return workers, max(1, total // workers)
+
+
+def open_pipelines(args):
+    """
+    Load one pipeline per worker (see :func:`worker_plan`); return ``(pipelines, threads)``.
+
+    With ``--jobs 0`` (auto) more than one worker is used only on ONNX Runtime's CPU
+    backend: a GPU engine runs one frame at a time anyway, and each worker would hold its
+    own copy of the model on the device.
+    """
+    workers, threads = worker_plan(args.jobs, args.num_threads, os.cpu_count() or 1)
+    first = SegmentationPipeline(args.model or None, args.backend,
+                                 threads if workers > 1 else args.num_threads)
+    if args.jobs <= 0 and first.engine.backend != 'onnxruntime':
+        workers = 1
+    pipes = [first]
+    try:
+        for _ in range(workers - 1):
+            pipes.append(SegmentationPipeline(first.card.model_path, first.engine.backend,
+                                              threads))
+    except BaseException:
+        for pipe in pipes:
+            pipe.close()
+        raise
+    return pipes, (threads if workers > 1 else args.num_threads)
+
+
+def _workers_note(pipes, threads):
+    backend = pipes[0].engine.backend
+    each = f', {threads} thread(s) each' if threads > 0 and backend == 'onnxruntime' else ''
+    return f'{len(pipes)} worker{"s" if len(pipes) > 1 else ""} ({backend}{each})'
 
 
 class _Ground:
@@ -478,8 +532,8 @@ class _Ground:
         return self.projector, ground, ranges
 
 
-def _run(reader, writer, store, pipe, args, image_topic, info_topic, ns, ground, labels,
-         progress_file):
+def _run(reader, writer, store, pipes, args, image_topic, info_topic, ns, ground_factory,
+         labels, progress_file):
     outputs = _Outputs(store)
     summary = _Summary()
     keep = {'all': None, 'image': {image_topic, info_topic}, 'none': set()}[args.keep]
@@ -504,23 +558,114 @@ def _run(reader, writer, store, pipe, args, image_topic, info_topic, ns, ground,
     if info_topic and not args.no_scan:
         out_conns[SCAN_OUTPUT] = writer.add_connection(
             f'{ns}/{SCAN_OUTPUT}', 'sensor_msgs/msg/LaserScan', typestore=store)
+    workers = [_Worker(pipe, ground_factory(), outputs, args, names,
+                       GRID_OUTPUT in out_conns, SCAN_OUTPUT in out_conns) for pipe in pipes]
     writes = _WriterThread(writer, threaded=args.storage == 'mcap')
     try:
-        return _frames_loop(reader, writes, store, pipe, args, image_topic, info_topic,
-                            ground, labels, progress_file, outputs, summary, copies, by_topic,
-                            out_conns)
+        return _frames_loop(reader, writes, store, workers, args, image_topic, info_topic,
+                            labels, progress_file, summary, copies, by_topic, out_conns)
     finally:
         writes.close()
 
 
-def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, ground, labels,
-                 progress_file, outputs, summary, copies, by_topic, out_conns):
+class _FrameResult:
+    """What a worker made of one frame: its serialized outputs, or why it was skipped."""
+
+    __slots__ = ('skip', 'writes', 'grid', 'scan', 'ground_skip', 'free_share', 'seconds',
+                 'label')
+
+    def __init__(self, skip=None):
+        self.skip = skip
+        self.writes = []          # (output name, serialized message), in the node's order
+        self.grid = self.scan = False
+        self.ground_skip = None
+        self.free_share = 0.0
+        self.seconds = 0.0        # in the segmentation pipeline
+        self.label = None         # (rgb, free, confidence) of a label candidate
+
+
+class _Worker:
+    """
+    Segments one frame at a time, with a pipeline and a ground projector of its own.
+
+    Everything of a frame that needs no other frame happens here: decoding the image, the
+    pipeline, the coloured mask and overlay, the grid and scan, and serializing each output.
+    ONNX Runtime, OpenCV and most of numpy release the GIL, so ``--jobs`` workers in threads
+    segment that many frames at once; :func:`_frames_loop` writes the results in frame order.
+    """
+
+    def __init__(self, pipe, ground, outputs, args, names, want_grid, want_scan):
+        self.pipe = pipe
+        self.ground = ground
+        self.outputs = outputs
+        self.args = args
+        self.names = names
+        self.want_grid = want_grid
+        self.want_scan = want_scan
+
+    def __call__(self, msg, info, label_candidate, label_confidence):
+        args, pipe = self.args, self.pipe
+        try:
+            rgb = msg_to_rgb(msg)
+        except ImageCodecError as e:
+            return _FrameResult(_one_line(e))
+        header = msg.header
+        done = _FrameResult()
+        # The confidence is computed only where something reads it, as in the node.
+        if args.confidence or (info is not None and self.ground.needs_confidence) or \
+                (label_candidate and label_confidence):
+            mask, confidence = pipe.segment_with_confidence(rgb)
+        else:
+            mask, confidence = pipe.segment(rgb), None
+        done.seconds = sum(pipe.timings.values())
+        free = pipe.free_mask(mask)
+        colored = pipe.colorize(mask)
+        arrays = {'segmentation/mask': (mask, 'mono8'),
+                  'segmentation/colored_mask': (colored, 'rgb8'),
+                  'segmentation/overlay': (pipe.overlay(rgb, colored, args.alpha), 'rgb8'),
+                  'free_space/mask': (free, 'mono8'),
+                  CONFIDENCE_OUTPUT: (confidence, 'mono8')}
+        for name in self.names:
+            array, encoding = arrays[name]
+            done.writes.append((name, self.outputs.image(array, encoding, header)))
+        if info is not None:
+            try:
+                projector, result, ranges = self.ground.compute(info, free, confidence,
+                                                                self.want_scan)
+            except ValueError as e:
+                done.ground_skip = f'grid only: unusable CameraInfo: {_one_line(e)}'
+            else:
+                if self.want_grid:
+                    done.writes.append((GRID_OUTPUT, self.outputs.grid(
+                        result.grid, projector.grid_spec, header, args.base_frame)))
+                    done.grid = True
+                if self.want_scan:
+                    done.writes.append((SCAN_OUTPUT, self.outputs.scan(
+                        ranges, self.ground.layout, header, args.base_frame)))
+                    done.scan = True
+        done.free_share = float(np.count_nonzero(free)) / free.size
+        if label_candidate:
+            done.label = (rgb, free, confidence)
+        return done
+
+
+class _Now:
+    """A result made at once, with a future's ``result()`` (one worker: no threads)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, labels,
+                 progress_file, summary, copies, by_topic, out_conns):
     total = sum(c.msgcount for c in reader.connections if c.topic == image_topic)
     if args.max_frames > 0:
         total = min(total, args.max_frames) if total else args.max_frames
     infos = collections.deque(maxlen=INFO_HISTORY)
-    grid_conn, scan_conn = out_conns.get(GRID_OUTPUT), out_conns.get(SCAN_OUTPUT)
-    want_ground = grid_conn is not None or scan_conn is not None
+    want_ground = GRID_OUTPUT in out_conns or SCAN_OUTPUT in out_conns
 
     def frames():
         """Yield the image topic's messages; copy the kept topics and collect CameraInfo."""
@@ -540,65 +685,67 @@ def _frames_loop(reader, writer, store, pipe, args, image_topic, info_topic, gro
                 seen += 1
                 yield seen - 1, conn, stamp, raw
 
+    def finish(index, stamp, future):
+        """Write one frame's outputs and count it; called in frame order."""
+        done = future.result()
+        if done.skip is not None:
+            summary.skipped[done.skip] += 1
+            return
+        for name, data in done.writes:
+            writer.write(out_conns[name], stamp, data)
+        if done.ground_skip is not None:
+            summary.skipped[done.ground_skip] += 1
+        summary.grid += done.grid
+        summary.scan += done.scan
+        summary.pipeline_seconds += done.seconds
+        summary.frames += 1
+        summary.free.append((stamp, done.free_share))
+        if done.label is not None:
+            labels.offer(index, f'{_stem(image_topic)}_{stamp:019d}', *done.label)
+
+    idle = queue.SimpleQueue()
+    for worker in workers:
+        idle.put(worker)
+
+    def segment(*task):
+        worker = idle.get()
+        try:
+            return worker(*task)
+        finally:
+            idle.put(worker)
+
+    pool = None
+    if len(workers) > 1:
+        pool = concurrent.futures.ThreadPoolExecutor(len(workers),
+                                                     thread_name_prefix='bag-worker')
+    # Frames in flight at most: every worker busy, and one more decoded and waiting.
+    depth = len(workers) + 1
+    pending = collections.deque()
     started = time.monotonic()
     bar = Progress(frames(), total=total or None, desc='bag', file=progress_file)
-    for index, conn, stamp, raw in bar:
-        elapsed = time.monotonic() - started
-        bar.set_postfix(fps=summary.frames / elapsed if elapsed > 0 else 0.0,
-                        skipped=sum(summary.skipped.values()))
-        try:
-            msg = store.deserialize_cdr(raw, conn.msgtype)
-        except Exception as e:  # noqa: B902 - a message that does not deserialize
-            summary.skipped[f'cannot deserialize {conn.msgtype}: {_one_line(e)}'] += 1
-            continue
-        try:
-            rgb = msg_to_rgb(msg)
-        except ImageCodecError as e:
-            summary.skipped[_one_line(e)] += 1
-            continue
-        header = msg.header
-        info = _info_for(infos, header) if want_ground else None
-        # The confidence is computed only where something reads it, as in the node.
-        label_candidate = labels is not None and labels.is_candidate(index)
-        if args.confidence or (info is not None and ground.needs_confidence) or \
-                (label_candidate and labels.wants_confidence):
-            mask, confidence = pipe.segment_with_confidence(rgb)
-        else:
-            mask, confidence = pipe.segment(rgb), None
-        summary.pipeline_seconds += sum(pipe.timings.values())
-        free = pipe.free_mask(mask)
-        colored = pipe.colorize(mask)
-        overlay = pipe.overlay(rgb, colored, args.alpha)
-        # Serialized in the writer thread; every array here is fresh for this frame.
-        images = [('segmentation/mask', mask, 'mono8'),
-                  ('segmentation/colored_mask', colored, 'rgb8'),
-                  ('segmentation/overlay', overlay, 'rgb8'),
-                  ('free_space/mask', free, 'mono8')]
-        if args.confidence:
-            images.append((CONFIDENCE_OUTPUT, confidence, 'mono8'))
-        for name, array, encoding in images:
-            writer.write(out_conns[name], stamp,
-                         functools.partial(outputs.image, array, encoding, header))
-        if info is not None:
+    try:
+        for index, conn, stamp, raw in bar:
+            elapsed = time.monotonic() - started
+            bar.set_postfix(fps=summary.frames / elapsed if elapsed > 0 else 0.0,
+                            skipped=sum(summary.skipped.values()))
             try:
-                projector, result, ranges = ground.compute(info, free, confidence,
-                                                           scan_conn is not None)
-            except ValueError as e:
-                summary.skipped[f'grid only: unusable CameraInfo: {_one_line(e)}'] += 1
-            else:
-                if grid_conn is not None:
-                    writer.write(grid_conn, stamp, functools.partial(
-                        outputs.grid, result.grid, projector.grid_spec, header,
-                        args.base_frame))
-                    summary.grid += 1
-                if scan_conn is not None:
-                    writer.write(scan_conn, stamp, functools.partial(
-                        outputs.scan, ranges, ground.layout, header, args.base_frame))
-                    summary.scan += 1
-        summary.frames += 1
-        summary.free.append((stamp, float(np.count_nonzero(free)) / free.size))
-        if label_candidate:
-            labels.offer(index, f'{_stem(image_topic)}_{stamp:019d}', rgb, free, confidence)
+                msg = store.deserialize_cdr(raw, conn.msgtype)
+            except Exception as e:  # noqa: B902 - a message that does not deserialize
+                summary.skipped[f'cannot deserialize {conn.msgtype}: {_one_line(e)}'] += 1
+                continue
+            # The CameraInfo is matched here, in bag order, as the node matches it.
+            info = _info_for(infos, msg.header) if want_ground else None
+            candidate = labels is not None and labels.is_candidate(index)
+            task = (msg, info, candidate, labels is not None and labels.wants_confidence)
+            pending.append((index, stamp, pool.submit(segment, *task) if pool is not None
+                            else _Now(segment(*task))))
+            while len(pending) > depth:
+                finish(*pending.popleft())
+        while pending:
+            finish(*pending.popleft())
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     bar.close()
     summary.labels = labels.count if labels is not None else 0
     summary.seconds = time.monotonic() - started

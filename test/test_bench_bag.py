@@ -1,0 +1,60 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""bench-bag: bag against the pipeline row, on a tiny bag (the table's shape, not its speed)."""
+
+import os
+import subprocess
+import sys
+
+from conftest import write_tiny_model
+from freespace_seg.tools.bench.bag import rss_span
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_rss_span():
+    samples = [(0.0, 50.0), (1.0, 100.0), (5.0, 120.0), (9.0, 110.0), (10.0, 111.0)]
+    assert rss_span(samples) == (100.0, 120.0, 111.0)
+    assert rss_span([]) == (None, None, None)
+
+
+def test_bench_bag_tiny(tmp_path):
+    model = write_tiny_model(tmp_path)
+    work = tmp_path / 'work'
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    proc = subprocess.run(
+        [sys.executable, '-m', 'freespace_seg', 'bench-bag', '--frames', '12', '--width', '64',
+         '--height', '48', '--scenes', '2', '--model', model, '--num-threads', '2',
+         '--jobs', '1,2', '--pipeline-seconds', '0.3', '--work-dir', str(work),
+         '--out', str(tmp_path / 'bag.md')],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = (tmp_path / 'bag.md').read_text().splitlines()
+    assert lines[0].startswith('12 frames, rgb8 64x48 with CameraInfo, MCAP')
+    rows = [[c.strip() for c in line.strip('|').split('|')] for line in lines[4:]]
+    assert [r[0] for r in rows] == ['bag --jobs 1', 'bag --jobs 2',
+                                    'pipeline row (before, after)']
+    for r in rows[:2]:
+        assert float(r[1]) > 0 and float(r[3]) > 0        # frames/s, against the pipeline
+        assert float(r[4]) > 20 and float(r[6]) > 20      # RSS was sampled (MiB)
+    assert all(float(v) > 0 for v in rows[2][1].split(','))
+    assert not (work / 'in').exists() and not (work / 'out').exists()   # bags removed
+
+
+def test_bench_bag_refuses_bad_jobs(tmp_path):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    proc = subprocess.run([sys.executable, '-m', 'freespace_seg', 'bench-bag', '--jobs', '0'],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and 'positive integers' in proc.stderr
