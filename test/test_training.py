@@ -290,6 +290,40 @@ def test_reproduce_command_parses_back():
         assert getattr(again, key) == value, key
 
 
+def test_render_without_parses_and_reproduces():
+    parser, sub = cli.build_parser()
+    train.add_arguments(sub.choices['train'])
+    args = parser.parse_args(['train', '--render', '4', '--render-without',
+                              'floor-photos,photo_textures,floor_photos'])
+    assert args.render_without == ('floor_photos', 'photo_textures')
+    words = shlex.split(train.reproduce_command(args))
+    assert words[words.index('--render-without') + 1] == 'floor_photos,photo_textures'
+    assert parser.parse_args(words[3:]).render_without == args.render_without
+    # Off by default, and then not in the command.
+    plain = parser.parse_args(['train', '--render', '4'])
+    assert plain.render_without == () and '--render-without' not in \
+        train.reproduce_command(plain)
+    with pytest.raises(SystemExit):
+        parser.parse_args(['train', '--render', '4', '--render-without', 'floor_photo'])
+
+
+def test_render_without_reaches_the_frames_and_the_cache(tmp_path):
+    """The factor is off in the rendered frames, and the cache keeps the two apart."""
+    on = datasets.rendered_letterboxed(12, 5, 64, 36, 64, 48, cache_dir=str(tmp_path))
+    off = datasets.rendered_letterboxed(12, 5, 64, 36, 64, 48, cache_dir=str(tmp_path),
+                                        without=('floor_photos',))
+    names = sorted(os.listdir(tmp_path))
+    assert len(names) == 2 and any('-no_floor_photos-' in n for n in names)
+    expect = np.stack([datasets.letterbox_pair(rgb, mask, 64, 48)[0] for rgb, mask in
+                       datasets.rendered_frames(12, 5, 64, 36, without=('floor_photos',))])
+    np.testing.assert_array_equal(off[0], expect)
+    # Labels never depend on the factor; the pictures do (some of 12 rooms have photo floors).
+    np.testing.assert_array_equal(on[1], off[1])
+    assert not np.array_equal(on[0], off[0])
+    lines = datasets.synthetic_data_sources(0, True, floor_photos=False)
+    assert 'floor_photos off' in lines[1] and 'floors' not in lines[1].split(':')[0]
+
+
 @pytest.mark.slow
 def test_train_and_eval_commands_on_rendered_frames(tmp_path):
     pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')

@@ -267,22 +267,24 @@ def stack_letterboxed(frames, count, width, height, pad_value=0, desc=''):
     return images[:n], labels[:n]
 
 
-def synthetic_data_sources(seed, photo_textures=True, what='training frames'):
+def synthetic_data_sources(seed, photo_textures=True, what='training frames', floor_photos=True):
     """
     Return the model card's ``data_sources`` lines for frames of the synthetic renderer.
 
     With ``photo_textures`` (the randomization factors ``photo_textures`` and ``floor_photos``)
     the renderer puts real photos on walls, floors, obstacles and posters: their origin and
     licence are listed too (one line naming every texture file, from
-    ``freespace_seg/sim/textures/SOURCES.md``).
+    ``freespace_seg/sim/textures/SOURCES.md``). ``floor_photos`` false: not on floors.
     """
     from freespace_seg.sim import photos
 
     lines = [f'procedural synthetic renderer freespace_seg.sim: {what}, seed {seed}']
     if photo_textures:
+        where = ('walls, floors, obstacles and posters (factors photo_textures, floor_photos)'
+                 if floor_photos else 'walls, obstacles and posters (factor photo_textures; '
+                 'floor_photos off)')
         lines.append(
-            'photo textures on walls, floors, obstacles and posters (factors photo_textures, '
-            'floor_photos): '
+            f'photo textures on {where}: '
             f'{len(photos.texture_names())} crops of CC0 / public-domain sample photos bundled '
             'with scikit-image 0.26 (astronaut, rocket: NASA / SpaceX, public domain; brick, '
             'gravel: CC0Textures, CC0; grass: linolafett, CC0; camera: Lav Varshney, CC0; '
@@ -320,26 +322,28 @@ def camera_key(camera):
 
 
 def rendered_letterboxed(num, seed, width, height, net_width, net_height, pad_value=0,
-                         cache_dir=None, desc='', camera=None, jobs=1):
+                         cache_dir=None, desc='', camera=None, jobs=1, without=()):
     """
     Render ``num`` frames and letterbox them (see :func:`stack_letterboxed`).
 
     With ``cache_dir`` the arrays are kept in an ``.npz`` named after the arguments and a
     hash of the renderer's source, and reused by later runs with the same arguments.
-    ``camera``: camera range overrides, and ``jobs`` worker processes, as in
-    :func:`rendered_frames` (the arrays do not depend on ``jobs``).
+    ``camera``: camera range overrides, ``without``: factors switched off, and ``jobs``
+    worker processes, as in :func:`rendered_frames` (the arrays do not depend on ``jobs``).
     """
     path = None
     if cache_dir:
         key = (f'render-n{int(num)}-s{int(seed)}-{int(width)}x{int(height)}-'
-               f'{int(net_width)}x{int(net_height)}-p{int(pad_value)}{camera_key(camera)}-'
+               f'{int(net_width)}x{int(net_height)}-p{int(pad_value)}{camera_key(camera)}'
+               f'{"".join("-no_" + name for name in sorted(without))}-'
                f'{renderer_fingerprint()}')
         path = os.path.join(cache_dir, key + '.npz')
         if os.path.isfile(path):
             with np.load(path) as cached:
                 return cached['images'], cached['labels']
     images, labels = stack_letterboxed(
-        rendered_frames(num, seed, width, height, camera=camera, jobs=jobs), int(num),
+        rendered_frames(num, seed, width, height, camera=camera, jobs=jobs, without=without),
+        int(num),
         net_width, net_height, pad_value, desc=desc)
     if path:
         os.makedirs(cache_dir, exist_ok=True)

@@ -91,6 +91,18 @@ def _size(text):
     return w, h
 
 
+def _factors(text):
+    """Parse FACTOR[,FACTOR...]: names of RandomizationConfig's switches (dashes allowed)."""
+    names = tuple(dict.fromkeys(v.strip().replace('-', '_') for v in text.split(',')
+                                if v.strip()))
+    unknown = sorted(set(names) - set(RandomizationConfig.switches()))
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f'unknown randomization factors {unknown}; known: '
+            f'{", ".join(RandomizationConfig.switches())}')
+    return names
+
+
 def _widths(text):
     values = tuple(int(v) for v in text.split(','))
     if len(values) != 5 or min(values) <= 0:
@@ -132,6 +144,9 @@ def add_arguments(parser):
         help='keep rendered frames in DIR and reuse them on later runs with the same render '
              'options and renderer source (e.g. data/cache)')
     add_camera_arguments(lambda flag, **kw: opt(src, flag, **kw))
+    opt(src, '--render-without', type=_factors, default=(), metavar='FACTOR[,FACTOR...]',
+        help='randomization factors switched off in the --render frames, e.g. floor_photos '
+             '(names as in `generate --no-<factor>`; default: none)')
     opt(src, '--limit-train', type=int, metavar='N', help='use at most N training frames')
     opt(src, '--limit-val', type=int, metavar='N', help='use at most N validation frames')
 
@@ -226,15 +241,18 @@ def add_arguments(parser):
 def reproduce_command(args):
     """Every recorded option with its value: the command line that reproduces this run."""
     def skip(dest, value):
+        if dest == 'render_without' and not value:
+            return True
         return args.render is None and dest in ('data_seed', 'render_size', 'render_val',
-                                                'render_cache', 'camera_height', 'camera_pitch')
+                                                'render_cache', 'camera_height', 'camera_pitch',
+                                                'render_without')
 
     def show(dest, value):
         if dest in ('render_size', 'input_size'):
             return f'{value[0]}x{value[1]}'
         if dest in ('camera_height', 'camera_pitch'):
             return f'{value[0]:g},{value[1]:g}'
-        if dest == 'widths':
+        if dest in ('widths', 'render_without'):
             return ','.join(str(v) for v in value)
         return value
 
@@ -250,6 +268,9 @@ def _load_data(args, width, height):
     if (args.data is None) == (args.render is None):
         raise SystemExit('train: give exactly one of --data DIR or --render N')
     camera = camera_overrides(args)
+    if args.data is not None and args.render_without:
+        raise SystemExit('train: --render-without applies to --render only; a --data set keeps '
+                         'the factors it was generated with (generate --no-<factor>)')
     if args.data is not None and camera:
         raise SystemExit('train: --camera-height and --camera-pitch apply to --render only; a '
                          '--data set keeps the ranges it was generated with (generate takes '
@@ -274,6 +295,11 @@ def _load_data(args, width, height):
                   'dataset': os.path.normpath(args.data)}
         if 'width' in meta and 'height' in meta:
             record['image_size'] = [meta['width'], meta['height']]
+        if isinstance(randomization, dict):
+            off = [name for name in RandomizationConfig.switches()
+                   if randomization.get(name) is False]
+            if off:
+                record['factors_off'] = off
         if isinstance(randomization, dict) and randomization.get('pose_jitter'):
             for name in ('camera_height', 'camera_pitch'):
                 if isinstance(randomization.get(name), list):
@@ -286,23 +312,28 @@ def _load_data(args, width, height):
     n_val = args.render_val if args.render_val is not None else max(8, args.render // 10)
     rw, rh = args.render_size
     jobs = args.render_jobs
+    without = tuple(args.render_without)
     tx, ty = datasets.rendered_letterboxed(args.render, args.data_seed, rw, rh, width, height,
                                            PAD_VALUE, args.render_cache, desc='render train',
-                                           camera=camera, jobs=jobs)
+                                           camera=camera, jobs=jobs, without=without)
     vx, vy = datasets.rendered_letterboxed(n_val, args.data_seed + 1, rw, rh, width, height,
                                            PAD_VALUE, args.render_cache, desc='render val',
-                                           camera=camera, jobs=jobs)
+                                           camera=camera, jobs=jobs, without=without)
     record = {'generator': 'freespace_seg.sim', 'num_train': int(tx.shape[0]),
               'num_val': int(vx.shape[0]), 'seed': args.data_seed, 'val_seed': args.data_seed + 1,
-              'randomization': 'default', 'photo_textures': True, 'image_size': [rw, rh],
+              'randomization': 'default', 'image_size': [rw, rh],
+              'photo_textures': not {'photo_textures', 'floor_photos'} <= set(without),
               'renderer_source_hash': datasets.renderer_fingerprint()}
+    if without:
+        record['randomization'] = 'default without ' + ', '.join(without)
+        record['factors_off'] = list(without)
     ranges = RandomizationConfig(**camera)
     record['camera_height'] = [float(v) for v in ranges.camera_height]
     record['camera_pitch'] = [float(v) for v in ranges.camera_pitch]
 
     def val_frames():
         return datasets.rendered_frames(n_val, args.data_seed + 1, rw, rh, camera=camera,
-                                        jobs=jobs), n_val
+                                        jobs=jobs, without=without), n_val
     return tx, ty, vx, vy, record, val_frames
 
 
@@ -475,7 +506,8 @@ def run(args):
     card_path = os.path.splitext(out)[0] + '.yaml'
     card = build_card(stem, os.path.basename(out), width, height, training, {}, latency,
                       data_record.get('seed'), data_record.get('photo_textures', True),
-                      arch=arch)
+                      arch=arch,
+                      floor_photos='floor_photos' not in data_record.get('factors_off', ()))
     dump_card(card, card_path)  # the pipeline needs a card to load the model
     frames, total = val_frames()
     summary, _ = evaluate_frames(out, frames, total, threads=args.threads, desc='val (onnx)')
