@@ -32,7 +32,6 @@ import sys
 import types
 
 from builtin_interfaces.msg import Time as TimeMsg
-from conftest import write_tiny_model
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.segmentation_node import start_segmentation_node
@@ -42,7 +41,8 @@ import pytest
 from rclpy.duration import Duration
 from rclpy.parameter import Parameter
 from rclpy.time import Time
-from ros_harness import unique_namespace
+from support import write_tiny_model
+from support.ros import unique_namespace
 
 OPTICAL = 'front_camera_optical_frame'
 BASE = 'base_footprint'

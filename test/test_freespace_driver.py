@@ -21,7 +21,6 @@ import sys
 import time
 
 from builtin_interfaces.msg import Time as BuiltinTime
-from conftest import REPO
 from freespace_seg.driving.driver_logic import OCCUPIED
 from freespace_seg.ground.projection import GridSpec
 from freespace_seg.nodes.freespace_driver import FreespaceDriver
@@ -33,8 +32,9 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from ros_harness import Harness, unique_namespace
 from std_msgs.msg import Bool, String
+from support import REPO
+from support.ros import Harness, unique_namespace
 
 # Real topics and wall-clock control loops: a loaded CI machine can starve them once;
 # a failure must repeat on a rerun to count.

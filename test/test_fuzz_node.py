@@ -48,7 +48,6 @@ import struct
 import time
 import zlib
 
-from conftest import green_red_image, write_tiny_model
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
@@ -61,8 +60,9 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
+from support import green_red_image, write_tiny_model
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

@@ -18,7 +18,6 @@ import array
 import dataclasses
 import math
 
-from conftest import write_tiny_model
 from freespace_seg.ground.projection import (GridRule, GridSpec, GroundProjector, PLAIN_RULE,
                                              render_grid)
 from freespace_seg.ground.scan import ScanLayout
@@ -31,9 +30,10 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image, LaserScan, PointCloud2
 from std_msgs.msg import Header
+from support import write_tiny_model
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

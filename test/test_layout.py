@@ -23,6 +23,10 @@ The package's layout rules, checked by walking every module's imports (ast, noth
 * Nodes as the ROS anchors write them: no lifecycle transition (``trigger_*``) inside an
   ``__init__`` (autostart is done from main()); no read of rclpy's private state
   (``_state_machine``); no attribute set up through ``__dict__`` (buffers go in ``__init__``).
+
+And the tests' own layout: conftest.py holds fixtures and hooks only, so no file under test/
+imports it (``from conftest import`` / ``import conftest``); shared helpers come from the
+``support`` package (test/support/).
 """
 
 import ast
@@ -30,8 +34,8 @@ import os
 
 import pytest
 
-PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                       'freespace_seg')
+TEST_DIR = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.join(os.path.dirname(TEST_DIR), 'freespace_seg')
 CORE = ('perception', 'ground', 'driving', 'sim', 'training', 'common')
 #: the tools that start or are nodes, and so talk to rclpy
 ROS_TOOLS = ('tools.demo', 'tools.closed_loop', 'tools.bench.topics', 'tools.bench.naive',
@@ -162,3 +166,60 @@ def test_the_checker_catches_a_break(module, source, expected):
 ])
 def test_the_checker_allows_what_the_rules_allow(module, source):
     assert problems(module, source) == []
+
+
+# -- the tests' own rules --------------------------------------------------------------------
+
+def suite_files():
+    """Yield (name relative to test/, path) of every Python file under test/."""
+    for dirpath, dirnames, filenames in os.walk(TEST_DIR):
+        dirnames[:] = sorted(d for d in dirnames if d != '__pycache__')
+        for name in sorted(filenames):
+            if name.endswith('.py'):
+                path = os.path.join(dirpath, name)
+                yield os.path.relpath(path, TEST_DIR), path
+
+
+def suite_problems(name, source):
+    """Return the breaks of the tests' rules (see the module docstring) in ``source``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots = [alias.name.split('.')[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots = [node.module.split('.')[0]]
+        else:
+            continue
+        if 'conftest' in roots:
+            out.append(f'{name}:{node.lineno} imports conftest; import the helper from support')
+    return out
+
+
+def test_every_test_file_keeps_the_test_rules():
+    found = []
+    files = list(suite_files())
+    assert len(files) > 50 and ('conftest.py', os.path.join(TEST_DIR, 'conftest.py')) in files
+    for name, path in files:
+        with open(path, encoding='utf-8') as f:
+            found += suite_problems(name, f.read())
+    assert found == []
+
+
+@pytest.mark.parametrize('source, expected', [
+    ('from conftest import write_tiny_model\n', 'imports conftest'),
+    ('import conftest\n', 'imports conftest'),
+    ('import os, conftest\n', 'imports conftest'),
+    ('def test_x():\n    from conftest import REPO\n', 'imports conftest'),
+])
+def test_the_test_checker_catches_a_break(source, expected):
+    found = suite_problems('test_x.py', source)
+    assert len(found) == 1 and expected in found[0], found
+
+
+@pytest.mark.parametrize('source', [
+    'from support import write_tiny_model\n',
+    'from support.ros import Harness\n',
+    'import conftest_helpers\n',
+])
+def test_the_test_checker_allows_what_the_rules_allow(source):
+    assert suite_problems('test_x.py', source) == []

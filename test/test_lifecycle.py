@@ -16,7 +16,6 @@
 
 import os
 
-from conftest import green_red_image, write_tiny_model
 from diagnostic_msgs.msg import DiagnosticStatus
 from freespace_seg.nodes.msgs import array_to_image
 from freespace_seg.nodes.segmentation_node import SegmentationNode, start_segmentation_node
@@ -26,8 +25,9 @@ from lifecycle_msgs.srv import ChangeState, GetState
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import Image
+from support import green_red_image, write_tiny_model
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

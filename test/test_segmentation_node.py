@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 
-from conftest import green_red_image, REPO, TINY_PALETTE, write_tiny_model
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS
@@ -35,8 +34,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from rclpy.parameter import Parameter
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
+from support import green_red_image, REPO, TINY_PALETTE, write_tiny_model
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

@@ -23,8 +23,8 @@ from nav_msgs.msg import OccupancyGrid
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO
 from freespace_seg.nodes.msgs import camera_info_from_intrinsics
 from freespace_seg.nodes.sim_robot import SimRobot
 from freespace_seg.sim import Cylinder, Scene
@@ -33,10 +32,11 @@ import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
-from ros_harness import Harness, unique_namespace
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Bool, UInt32
+from support import REPO
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

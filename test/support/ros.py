@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""A small harness for tests with real rclpy: spin nodes in a thread, collect messages."""
+"""ROS helpers for tests with real rclpy: spin nodes in a thread, collect messages."""
 
 import threading
 import time
