@@ -34,7 +34,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
 from support import REPO
-from support.ros import Harness, unique_namespace
+from support.ros import Harness, subscriptions_on, unique_namespace
 
 # Real topics and wall-clock control loops: a loaded CI machine can starve them once;
 # a failure must repeat on a rerun to count.
@@ -159,7 +159,7 @@ def test_e_stop_is_latched_until_false(rig):
     rig.start_grids()
     assert rig.wait_driving()
     pub = rig.publisher(Bool, 'e_stop')
-    assert rig.wait_for_match(pub, rig.node._estop_subs)
+    assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'e_stop'))
     t = time.monotonic()
     pub.publish(Bool(data=True))
     t_zero = rig.first_zero_after(t)
@@ -185,7 +185,7 @@ def test_latched_e_stop_published_before_the_driver_starts(ros_init):
         h.nodes.append(node)
         grid_pub = h.publisher(OccupancyGrid, 'free_space/grid')
         cmds = h.collect(Twist, 'cmd_vel')
-        assert h.wait_for(lambda: node._e_stop, timeout=5.0)
+        assert h.wait_for(lambda: 'e_stop' in node.stop_reasons(), timeout=5.0)
         for _ in range(10):
             grid_pub.publish(grid_to_msg(open_grid(), SPEC,
                                          h.client.get_clock().now().to_msg(), 'base_link'))
@@ -199,7 +199,7 @@ def test_hazard_stops_and_holds(rig):
     rig.start_grids()
     assert rig.wait_driving()
     pub = rig.publisher(Bool, 'hazard')
-    assert rig.wait_for_match(pub, [rig.node._hazard_sub])
+    assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'hazard'))
     t = time.monotonic()
     pub.publish(Bool(data=True))
     t_zero = rig.first_zero_after(t)
@@ -225,7 +225,7 @@ def test_hazard_detection_vector(rig):
     rig.start_grids()
     assert rig.wait_driving()
     pub = rig.publisher(msgs.HazardDetectionVector, 'hazard_detection', reliable=False)
-    assert rig.wait_for_match(pub, [rig.node._hazard_vec_sub])
+    assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'hazard_detection'))
     vec = msgs.HazardDetectionVector(detections=[msgs.HazardDetection(
         type=msgs.HazardDetection.OBJECT_PROXIMITY)])
     pub.publish(vec)
@@ -380,5 +380,5 @@ def test_odometry_is_matched_to_grids_and_feeds_the_obstacle_memory(rig):
     mem = rig.node.logic.memory
     assert np.all(np.abs(mem[:, 0] - 6.5) < 0.1) and np.all(np.abs(mem[:, 1]) < 0.35)
     # An odometry message after the newest grid is needed for the motion estimate.
-    assert rig.wait_for(lambda: rig.node._motion_since_grid() is not None)
-    assert rig.node._motion_since_grid() == pytest.approx((0.0, 0.0, 0.0))
+    assert rig.wait_for(lambda: rig.node.motion_since_grid() is not None)
+    assert rig.node.motion_since_grid() == pytest.approx((0.0, 0.0, 0.0))

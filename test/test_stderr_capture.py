@@ -256,7 +256,7 @@ def test_node_uses_frames_that_decode_with_warnings_and_logs_them_throttled(
             reliable)
         pub = h.client.create_publisher(CompressedImage, 'image/compressed', reliable)
         assert h.wait_for_subscribers(pub)
-        assert h.wait_for(lambda: node._wanted(node._pub_mask))
+        assert h.wait_for(lambda: node.wants('segmentation/mask'))
         rgb = green_red_image(64, 48, free_rows=20)
         truth = rgb[..., 1] > rgb[..., 0]
         capfd.readouterr()

@@ -269,7 +269,7 @@ def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
         box = rig.collect(Image, 'segmentation/mask')
         pub = rig.publisher(Image, 'image')
         assert rig.wait_for_subscribers(pub)
-        assert rig.wait_for(lambda: node._wanted(node._pub_mask))
+        assert rig.wait_for(lambda: node.wants('segmentation/mask'))
         local = SegmentationPipeline(MODEL, 'onnxruntime', num_threads=1)
         img = frames(1)[0]
         expected = local.segment(img)

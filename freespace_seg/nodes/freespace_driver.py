@@ -318,8 +318,13 @@ class FreespaceDriver(Node):
             return None
         return best[1:]
 
-    def _motion_since_grid(self):
-        """Return the newest odometry pose in the grid's base frame; None without odometry."""
+    def motion_since_grid(self):
+        """
+        Return how far the robot moved since the newest grid: (x, y, yaw) in its base frame.
+
+        From the newest odometry against the odometry matched to the grid's stamp; None
+        without odometry (none matched to the grid, or none for ``stale_timeout``).
+        """
         if self._grid_pose is None or not self._odom or \
                 self._now() - self._odom_rx > self._stale_timeout:
             return None
@@ -436,7 +441,7 @@ class FreespaceDriver(Node):
         else:
             age = (self.get_clock().now() - self._grid_stamp).nanoseconds * 1e-9
             age = min(max(age, 0.0), self._stale_timeout)
-            v, w = self.logic.step(dt, age, self._motion_since_grid())
+            v, w = self.logic.step(dt, age, self.motion_since_grid())
             state = 'rotating' if self.logic.last_plan.mode == 'rotate' else 'driving'
         if not self._drive:
             state += ' (drive is false)'

@@ -23,6 +23,18 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 
+def publishers_on(node, topic):
+    """Return ``node``'s publishers on ``topic`` (resolved as the node resolves it)."""
+    name = node.resolve_topic_name(topic)
+    return [p for p in node.publishers if p.topic_name == name]
+
+
+def subscriptions_on(node, topic):
+    """Return ``node``'s subscriptions on ``topic`` (resolved as the node resolves it)."""
+    name = node.resolve_topic_name(topic)
+    return [s for s in node.subscriptions if s.topic_name == name]
+
+
 def unique_namespace(prefix='t'):
     """Return a namespace no other test uses, so tests never see each other's topics."""
     return f'/{prefix}_{uuid.uuid4().hex[:8]}'
