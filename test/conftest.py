@@ -12,17 +12,20 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Shared fixtures: tiny real ONNX models and a real rclpy context on a private domain."""
+"""
+Fixtures and session setup only: tiny real ONNX models and a real rclpy context.
+
+The helpers the fixtures call (and the tests import) are in the ``support`` package next to
+this file; test files never import conftest.
+"""
 
 import os
 import random
 import sys
 
-import numpy as np
 import pytest
-import yaml
+from support import REPO, write_tiny_model
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
@@ -30,8 +33,6 @@ if REPO not in sys.path:
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 os.environ['ROS_DOMAIN_ID'] = os.environ.get('FREESPACE_TEST_DOMAIN_ID',
                                              str(random.Random(os.getpid()).randint(30, 100)))
-
-TINY_PALETTE = [[200, 0, 0], [0, 200, 0]]
 
 
 @pytest.fixture
@@ -43,91 +44,6 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-def randomize_batchnorm(model, mean=0.5, var=(0.5, 2.0), affine=True):
-    """
-    Give every BatchNorm of a torch model statistics far from the identity; return ``model``.
-
-    Running mean uniform in [-mean, mean], running variance in ``var``; with ``affine`` also
-    scale in [0.5, 1.5] and shift in [-0.2, 0.2]. Draws from torch's global generator.
-    """
-    import torch
-
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-mean, mean)
-                m.running_var.uniform_(*var)
-                if affine:
-                    m.weight.uniform_(0.5, 1.5)
-                    m.bias.uniform_(-0.2, 0.2)
-    return model
-
-
-def trained_looking(model, seed=0):
-    """Give a UNet the BatchNorm statistics and live context branch of a trained one."""
-    import torch
-
-    torch.manual_seed(seed)
-    randomize_batchnorm(model)
-    if model.context is not None:
-        with torch.no_grad():
-            torch.nn.init.normal_(model.context.fc2.weight, std=0.3)
-            torch.nn.init.normal_(model.context.fc2.bias, std=0.3)
-    return model.eval()
-
-
-def tiny_card(width, height, **overrides):
-    """Return a valid model card dict for the tiny green-is-free model."""
-    card = {
-        'format_version': 1,
-        'name': 'tiny_green_is_free',
-        'model_file': 'tiny.onnx',
-        'input': {'name': 'input', 'shape': [1, 3, height, width], 'layout': 'NCHW',
-                  'dtype': 'float32', 'color_order': 'RGB', 'mean': [0.5, 0.5, 0.5],
-                  'std': [0.5, 0.5, 0.5], 'resize_mode': 'letterbox', 'pad_value': 0},
-        'output': {'name': 'logits', 'kind': 'logits', 'layout': 'NCHW'},
-        'classes': {'names': ['blocked', 'free'], 'palette': TINY_PALETTE, 'free_space': [1]},
-        'data_sources': ['none: hand-set weights'],
-    }
-    for key, value in overrides.items():
-        card[key] = value
-    return card
-
-
-def write_tiny_model(directory, width=64, height=48, name='tiny', card_overrides=None,
-                     invert=False):
-    """
-    Write ``name``.onnx + ``name``.yaml: a 1x1 conv whose class 1 (free) wins where G > R.
-
-    logits[0] = R - G, logits[1] = G - R on the normalized input, so a pixel is free
-    exactly where its green value exceeds its red value (``invert``: where red exceeds green).
-    """
-    onnx = pytest.importorskip('onnx', reason='the onnx package builds the tiny test models: '
-                               'pip install onnx')
-    from onnx import helper, numpy_helper, TensorProto
-
-    w = np.zeros((2, 3, 1, 1), np.float32)
-    w[0, 0], w[0, 1] = 1.0, -1.0
-    w[1, 0], w[1, 1] = -1.0, 1.0
-    if invert:
-        w = -w
-    graph = helper.make_graph(
-        [helper.make_node('Conv', ['input', 'w'], ['logits'])], 'tiny',
-        [helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, height, width])],
-        [helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 2, height, width])],
-        [numpy_helper.from_array(w, 'w')])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path = os.path.join(str(directory), name + '.onnx')
-    onnx.save(model, path)
-    card = tiny_card(width, height, **(card_overrides or {}))
-    card['model_file'] = name + '.onnx'
-    with open(os.path.join(str(directory), name + '.yaml'), 'w') as f:
-        yaml.safe_dump(card, f)
-    return path
 
 
 @pytest.fixture(scope='session')
@@ -146,15 +62,6 @@ def shipped_model():
 def tiny_model(tmp_path):
     """Path to a fresh tiny model (64x48 input) in a temporary directory."""
     return write_tiny_model(tmp_path)
-
-
-def green_red_image(width, height, free_rows):
-    """RGB image whose bottom ``free_rows`` rows are green (free) and the rest red."""
-    img = np.zeros((height, width, 3), np.uint8)
-    img[:, :, 0] = 180
-    img[height - free_rows:, :, 0] = 20
-    img[height - free_rows:, :, 1] = 180
-    return img
 
 
 @pytest.fixture(scope='session')

@@ -17,11 +17,11 @@
 import importlib
 import os
 
-from conftest import randomize_batchnorm
 from freespace_seg import cli
 from freespace_seg.perception.model_card import load_card
 import numpy as np
 import pytest
+from support import randomize_batchnorm
 
 torch = pytest.importorskip('torch', reason='the encoders need torch (tools/bootstrap.sh --train)')
 pytest.importorskip('onnx', reason='the export checks need the onnx package')

@@ -17,8 +17,8 @@
 import json
 import os
 
-from conftest import write_tiny_model
 import pytest
+from support import write_tiny_model
 
 pytest.importorskip('rclpy', reason='the topic conditions need a ROS 2 runtime (rclpy)')
 

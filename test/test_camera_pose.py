@@ -32,7 +32,6 @@ import sys
 import types
 
 from builtin_interfaces.msg import Time as TimeMsg
-from conftest import write_tiny_model
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.segmentation_node import start_segmentation_node
@@ -42,7 +41,8 @@ import pytest
 from rclpy.duration import Duration
 from rclpy.parameter import Parameter
 from rclpy.time import Time
-from ros_harness import unique_namespace
+from support import write_tiny_model
+from support.ros import unique_namespace
 
 OPTICAL = 'front_camera_optical_frame'
 BASE = 'base_footprint'
@@ -315,7 +315,7 @@ def test_segmentation_node_passes_base_frame_and_tf_timeout(tf2, ros_init, tmp_p
     try:
         [buffer] = tf2.buffers
         assert tf2.listeners[0].node is seg
-        assert seg._pose_source.lookup(OPTICAL, TimeMsg(sec=2, nanosec=0)) is None
+        assert seg.pose_source.lookup(OPTICAL, TimeMsg(sec=2, nanosec=0)) is None
         target, frame, _, timeout = buffer.calls[0]
         assert (target, frame, timeout.nanoseconds) == (BASE, OPTICAL, 300_000_000)
         values = {kv.key: kv.value for kv in seg.diagnostics_status().values}
@@ -336,13 +336,13 @@ def test_segmentation_node_checks_the_tf_mount_against_the_training_ranges(
         # A mast camera: 1.1 m up, pitched 0.7 rad down, as TF gives it.
         tf2.buffers[0].set_transform(transform_msg(
             BASE, OPTICAL, 3, 0, (0.1, 0.0, 1.1), optical_quaternion(0.0, 0.7, 0.0)), 'test')
-        transform = seg._pose_source.lookup(OPTICAL, TimeMsg(sec=3, nanosec=0))
-        seg._check_tf_mount(transform)
+        transform = seg.pose_source.lookup(OPTICAL, TimeMsg(sec=3, nanosec=0))
+        seg.check_tf_mount(transform)
         assert 'camera_height 1.1 m' in seg.mount_note
         assert 'camera_pitch 0.7 rad' in seg.mount_note
         # Back on a low mount: the note clears.
         low = CameraMount(x=0.0, y=0.0, z=0.3, pitch=0.2).transform_base_from_optical()
-        seg._check_tf_mount(low)
+        seg.check_tf_mount(low)
         assert seg.mount_note is None
     finally:
         seg.destroy_node()

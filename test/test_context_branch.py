@@ -16,11 +16,11 @@
 
 import importlib
 
-from conftest import randomize_batchnorm
 from freespace_seg import cli
 from freespace_seg.perception.model_card import load_card
 import numpy as np
 import pytest
+from support import randomize_batchnorm
 
 torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
 onnx = pytest.importorskip('onnx', reason='export checks need the onnx package')

@@ -18,9 +18,9 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO
 from freespace_seg.perception.pipeline import packaged_model_path
 import pytest
+from support import REPO
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

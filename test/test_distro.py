@@ -20,9 +20,9 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO
 import pytest
 import rclpy
+from support import REPO
 
 #: The distros the package supports; .github/workflows/ci.yml builds each (test_package).
 DISTROS = ('humble', 'jazzy', 'kilted')

@@ -16,7 +16,6 @@
 
 import os
 
-from conftest import green_red_image, write_tiny_model
 from freespace_seg.perception.engines import create_engine, EngineError
 from freespace_seg.perception.engines.base import BackendUnavailable
 from freespace_seg.perception.engines.onnxruntime import available_providers, GPU_PROVIDERS
@@ -25,6 +24,7 @@ from freespace_seg.perception.model_card import load_card
 from freespace_seg.perception.pipeline import SegmentationPipeline
 import numpy as np
 import pytest
+from support import green_red_image, write_tiny_model
 
 
 def test_onnxruntime_engine_runs_the_model(tiny_model):

@@ -12,7 +12,16 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""freespace_driver over real rclpy topics: driving, stale grids, hazards, e-stop, parameters."""
+
+"""
+freespace_driver over real rclpy topics: driving, stale grids, hazards, e-stop, parameters.
+
+The driver runs with ``use_sim_time`` on a /clock of the test's own (:class:`SimClock`): time
+moves only when the test steps it, one control period (50 ms at the default 20 Hz) at a time,
+and each step waits until the driver's control step at the new time is done and its command
+has arrived. Timeouts, hold times, command rates and stamps are exact in simulated seconds,
+however loaded the machine is.
+"""
 
 import os
 import signal
@@ -21,7 +30,6 @@ import sys
 import time
 
 from builtin_interfaces.msg import Time as BuiltinTime
-from conftest import REPO
 from freespace_seg.driving.driver_logic import OCCUPIED
 from freespace_seg.ground.projection import GridSpec
 from freespace_seg.nodes.freespace_driver import FreespaceDriver
@@ -31,70 +39,170 @@ from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 import numpy as np
 import pytest
+from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from ros_harness import Harness, unique_namespace
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Bool, String
+from support import REPO
+from support.ros import (clock_topic, Harness, publishers_on, sim_time_options, SimClock,
+                         subscriptions_on, unique_namespace)
 
-# Real topics and wall-clock control loops: a loaded CI machine can starve them once;
-# a failure must repeat on a rerun to count.
-pytestmark = [pytest.mark.ros, pytest.mark.flaky(reruns=2)]
+pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
 SPEC = GridSpec()
+#: one control period at the default control_rate (20 Hz)
+PERIOD_NS = 50_000_000
+PERIOD = PERIOD_NS * 1e-9
+#: control steps between two grids: 10 Hz
+GRID_EVERY = 2
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def open_grid():
     return np.zeros(SPEC.shape, dtype=np.int8)
 
 
-class Rig(Harness):
-    """A driver, a grid source at 10 Hz on the client node, and cmd_vel collection."""
+def make_driver(ns, use_sim_time=True, **params):
+    """Return a driver in ``ns`` whose /clock is the test's (once ``use_sim_time`` is on)."""
+    options = sim_time_options(ns)
+    options['parameter_overrides'] = [Parameter('use_sim_time', value=use_sim_time)] + [
+        Parameter(k, value=v) for k, v in params.items()]
+    return FreespaceDriver(namespace=ns, **options)
 
-    def __init__(self, namespace, node, msg_type=Twist):
+
+def speeds_of(cmds):
+    """Return (time, v, w) of (time, Twist or TwistStamped) commands."""
+    out = []
+    for t, m in cmds:
+        tw = m.twist if isinstance(m, TwistStamped) else m
+        out.append((t, tw.linear.x, tw.angular.z))
+    return out
+
+
+class Rig(Harness):
+    """
+    A driver on the test's clock, the grids (and odometry) it gets, and the cmd_vel it sends.
+
+    Commands are recorded with the simulated time they were sent at. :meth:`step` moves time
+    on; grids go out every ``GRID_EVERY`` steps while ``sending`` is true, stamped with the
+    time they are sent at and received by the driver before the clock moves on.
+    """
+
+    def __init__(self, namespace, node, msg_type=Twist, listen=True, start=True):
         super().__init__(namespace, node)
         self.node = node
+        self.msg_type = msg_type
+        self.clock = SimClock(self)
         self.grid = open_grid()
         self.frame = 'base_link'
+        self.sending = False
+        #: odometry sent before every step: (x, y) of the robot in odom, or None for none
+        self.odom_xy = None
+        self.steps = 0
+        self.last_grid_time = None
         self.cmds = []
-        self.client.create_subscription(
-            msg_type, 'cmd_vel', lambda m: self.cmds.append((time.monotonic(), m)), 50)
-        self._grid_pub = self.publisher(OccupancyGrid, 'free_space/grid')
-        self._grid_timer = None
+        self.published_before = None
+        self.grid_pub = self.publisher(OccupancyGrid, 'free_space/grid')
+        self.odom_pub = self.publisher(Odometry, 'odom', reliable=False)
+        try:
+            assert self.wait_for_match(self.grid_pub, subscriptions_on(node, 'free_space/grid'))
+            if listen:
+                self.listen()
+            if start:
+                self.start()
+        except BaseException:
+            self.close()
+            raise
 
-    def start_grids(self, rate=10.0):
-        self._grid_timer = self.client.create_timer(1.0 / rate, self._send_grid)
+    def listen(self):
+        """
+        Subscribe to cmd_vel (once the driver sends nothing: its clock stands still).
 
-    def stop_grids(self):
-        self._grid_timer.cancel()
-        return time.monotonic()
+        cmd_vel is volatile, so what the driver sent before reaches no one: the commands it
+        has published so far are left out of the count :meth:`delivered` compares with.
+        """
+        sub = self.client.create_subscription(
+            self.msg_type, 'cmd_vel', lambda m: self.cmds.append((self.clock.now, m)), 100)
+        [pub] = publishers_on(self.node, 'cmd_vel')
+        assert self.wait_for(lambda: pub.get_subscription_count() >= 1 and
+                             sub.get_publisher_count() >= 1)
+        self.published_before = self.node.commands_published
 
-    def _send_grid(self):
-        stamp = self.client.get_clock().now().to_msg()
-        self._grid_pub.publish(grid_to_msg(self.grid, SPEC, stamp, self.frame))
+    def start(self):
+        """Give the driver the clock's start time: its first control step, at that time."""
+        assert self.clock.set_time(self.clock.now_ns, self.node)
+        assert self.wait_for(lambda: self.node.control_steps >= 1), 'no first control step'
+        assert self.wait_for(self.delivered)
 
-    def speeds(self, since=0.0):
-        out = []
-        for t, m in list(self.cmds):
-            if t >= since:
-                tw = m.twist if isinstance(m, TwistStamped) else m
-                out.append((t, tw.linear.x, tw.angular.z))
-        return out
+    def delivered(self):
+        """Return whether every command the driver published has arrived."""
+        return len(self.cmds) >= self.node.commands_published - self.published_before
 
-    def wait_driving(self, speed=0.2, timeout=10.0):
-        return self.wait_for(lambda: any(v >= speed for _, v, _ in self.speeds()), timeout)
+    def deliver(self, pub, msg, arrived, timeout=10.0):
+        """Publish ``msg`` until ``arrived()``: a best-effort subscription may lose one."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            pub.publish(msg)
+            if self.wait_for(arrived, timeout=0.5, interval=0.001):
+                return True
+        return False
 
-    def first_zero_after(self, since, timeout=3.0):
-        def find():
-            for t, v, w in self.speeds(since):
-                if v == 0.0 and w == 0.0:
-                    return t
-            return None
-        return self.wait_for(find, timeout)
+    def send_grid(self):
+        node = self.node
+        before = node.grids_received + node.grids_rejected
+        msg = grid_to_msg(self.grid, SPEC, self.clock.stamp(), self.frame)
+        assert self.deliver(self.grid_pub, msg,
+                            lambda: node.grids_received + node.grids_rejected > before)
+        self.last_grid_time = self.clock.now
 
+    def send_odom(self):
+        m = Odometry()
+        m.header.stamp = self.clock.stamp()
+        m.pose.pose.position.x, m.pose.pose.position.y = self.odom_xy
+        m.pose.pose.orientation.w = 1.0
+        assert self.deliver(self.odom_pub, m,
+                            lambda: self.node.newest_odom_stamp_ns == self.clock.now_ns)
 
-def make_driver(ns, **params):
-    overrides = [Parameter(k, value=v) for k, v in params.items()]
-    return FreespaceDriver(namespace=ns, parameter_overrides=overrides)
+    def step(self, n=1):
+        """Move time on by ``n`` control periods, one at a time; return their commands."""
+        first = len(self.cmds)
+        for _ in range(n):
+            if self.odom_xy is not None:
+                self.send_odom()
+            if self.sending and self.steps % GRID_EVERY == 0:
+                self.send_grid()
+            self.steps += 1
+            done = self.node.control_steps
+            assert self.clock.set_time(self.clock.now_ns + PERIOD_NS, self.node)
+            assert self.wait_for(lambda: self.node.control_steps > done), 'no control step'
+            assert self.wait_for(self.delivered)
+        return speeds_of(self.cmds[first:])
+
+    def step_until(self, predicate, max_steps=100):
+        """Step until ``predicate()`` holds (checked after each step); return whether it did."""
+        for _ in range(max_steps):
+            self.step()
+            if predicate():
+                return True
+        return False
+
+    def speeds(self, since=None):
+        """Return (time, v, w) of the commands so far, or of those sent at ``since`` or later."""
+        return [s for s in speeds_of(list(self.cmds)) if since is None or s[0] >= since - 1e-9]
+
+    def last_speed(self):
+        return self.speeds()[-1][1]
+
+    def publish_and_wait_for_command(self, pub, msg):
+        """Publish ``msg`` and wait for the command it makes the driver send at once."""
+        before = self.node.commands_published
+        pub.publish(msg)
+        assert self.wait_for(lambda: self.node.commands_published > before and
+                             self.delivered()), 'no command without a control step'
+        return self.speeds()[-1]
 
 
 @pytest.fixture
@@ -102,46 +210,65 @@ def rig(ros_init, request):
     params = getattr(request, 'param', {})
     ns = unique_namespace('drv')
     node = make_driver(ns, **params)
-    msg_type = TwistStamped if params.get('use_stamped') else Twist
-    r = Rig(ns, node, msg_type)
+    r = Rig(ns, node, TwistStamped if params.get('use_stamped') else Twist)
     yield r
     r.close()
 
 
 def test_open_grids_drive_forward_within_limits(rig):
-    assert not rig.wait_for(lambda: rig.speeds() and any(v > 0 for _, v, _ in rig.speeds()),
-                            timeout=0.5), 'moved without a grid'
-    assert rig.speeds() and all(v == 0.0 for _, v, _ in rig.speeds())
-    rig.start_grids()
-    assert rig.wait_driving(0.29)
+    before = rig.step(10)                          # 0.5 s without a grid
+    assert len(before) == 10 and all(v == 0.0 and w == 0.0 for _, v, w in before)
+    assert rig.node.state == 'stopped: no grid yet'
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.29)
     speeds = rig.speeds()
     assert all(0.0 <= v <= 0.3 + 1e-9 and abs(w) <= 1.0 + 1e-9 for _, v, w in speeds)
+    # max_linear_accel 0.5 m/s^2: at most 0.025 m/s more per 50 ms step.
+    vs = [v for _, v, _ in speeds]
+    assert all(b - a <= 0.5 * PERIOD + 1e-9 for a, b in zip(vs, vs[1:]))
     assert abs(speeds[-1][2]) < 1e-6
-    # Commands keep coming, never faster than the 20 Hz control rate (a loaded machine may
-    # publish fewer: no lower bound on time).
-    t0 = time.monotonic()
-    n0 = len(rig.cmds)
-    time.sleep(1.0)
-    rate = (len(rig.cmds) - n0) / (time.monotonic() - t0)
-    assert 0 < rate <= 25, rate
+    # One command per control period: 20 in a simulated second at the 20 Hz control_rate,
+    # each at its step's time.
+    start = rig.clock.now
+    second = rig.step(20)
+    assert [t for t, _, _ in second] == pytest.approx(
+        [start + PERIOD * k for k in range(1, 21)], abs=1e-6)
+    assert all(v == pytest.approx(0.3) for _, v, _ in second)
     assert rig.node.state == 'driving'
+    assert rig.node.control_steps == rig.node.commands_published == len(rig.cmds)
 
 
 def test_stale_grid_stops_within_half_a_second_and_stays_stopped(rig):
-    rig.start_grids()
-    assert rig.wait_driving()
-    last_grid = rig.stop_grids()
-    t_zero = rig.first_zero_after(last_grid)
-    assert t_zero is not None
-    assert t_zero - last_grid <= 0.5 + 0.15
-    time.sleep(0.6)
-    after = rig.speeds(t_zero)
-    assert len(after) >= 8 and all(v == 0.0 and w == 0.0 for _, v, w in after)
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.2)
+    rig.sending = False
+    last_grid = rig.last_grid_time
+    assert rig.step_until(lambda: rig.last_speed() == 0.0, max_steps=20)
+    t_zero = rig.speeds()[-1][0]
+    # The first control step that finds the grid older than stale_timeout (0.5 s) stops;
+    # every one before it drove on.
+    assert 0.5 - 1e-6 <= t_zero - last_grid <= 0.5 + PERIOD + 1e-6, t_zero - last_grid
+    assert all(v > 0.0 for t, v, _ in rig.speeds(last_grid) if t < t_zero - 1e-9)
+    after = rig.step(12)
+    assert all(v == 0.0 and w == 0.0 for _, v, w in after)
     assert rig.node.stale_stops == 1
     assert rig.node.state.startswith('stopped') and 'stale grid' in rig.node.state
-    # Grids again: it drives again.
-    rig.start_grids()
-    assert rig.wait_for(lambda: any(v > 0 for _, v, _ in rig.speeds(time.monotonic() - 0.1)))
+    # Grids again: it drives again, from the first control step after one.
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() > 0.0, max_steps=2)
+
+
+def test_timeouts_count_simulated_seconds_not_wall_time(rig):
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.2)
+    rig.sending = False
+    n = len(rig.cmds)
+    # Wall time passes, longer than stale_timeout, but simulated time stands still: no
+    # control step, and the next one finds the grid (at most 0.15 s old) fresh.
+    time.sleep(0.8)
+    assert len(rig.cmds) == n
+    assert rig.step()[0][1] > 0.0
+    assert rig.node.stale_stops == 0 and rig.node.state == 'driving'
 
 
 def test_blocked_grid_turns_in_place(rig):
@@ -149,132 +276,135 @@ def test_blocked_grid_turns_in_place(rig):
     xs, _ = SPEC.cell_centers()
     g[xs >= 0.3] = OCCUPIED
     rig.grid = g
-    rig.start_grids()
-    assert rig.wait_for(lambda: any(abs(w) > 0.5 for _, _, w in rig.speeds()))
+    rig.sending = True
+    assert rig.step_until(lambda: abs(rig.speeds()[-1][2]) > 0.5)
     assert all(v == 0.0 for _, v, _ in rig.speeds())
     assert rig.node.state == 'rotating'
 
 
 def test_e_stop_is_latched_until_false(rig):
-    rig.start_grids()
-    assert rig.wait_driving()
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.2)
     pub = rig.publisher(Bool, 'e_stop')
-    assert rig.wait_for_match(pub, rig.node._estop_subs)
-    t = time.monotonic()
-    pub.publish(Bool(data=True))
-    t_zero = rig.first_zero_after(t)
-    assert t_zero is not None and t_zero - t < 0.3
-    time.sleep(0.8)                          # grids keep coming: still stopped
-    assert all(v == 0.0 for _, v, _ in rig.speeds(t_zero))
-    assert 'e_stop' in rig.node.state
-    t = time.monotonic()
+    assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'e_stop'))
+    # The zero goes out at once, before the next control step.
+    t, v, w = rig.publish_and_wait_for_command(pub, Bool(data=True))
+    assert (t, v, w) == (pytest.approx(rig.clock.now), 0.0, 0.0)
+    after = rig.step(16)                         # 0.8 s, grids keep coming: still stopped
+    assert all(v == 0.0 and w == 0.0 for _, v, w in after)
+    assert 'e_stop' in rig.node.state and 'e_stop' in rig.node.stop_reasons()
     pub.publish(Bool(data=False))
-    assert rig.wait_for(lambda: any(v > 0 for _, v, _ in rig.speeds(t)))
+    assert rig.wait_for(lambda: 'e_stop' not in rig.node.stop_reasons())
+    assert rig.step()[0][1] > 0.0
 
 
 def test_latched_e_stop_published_before_the_driver_starts(ros_init):
     ns = unique_namespace('drv')
-    h = Harness(ns)
+    early = Node('early_e_stop', namespace=ns)
     try:
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        pub = h.client.create_publisher(Bool, 'e_stop', latched)
+        pub = early.create_publisher(Bool, 'e_stop', LATCHED)
         pub.publish(Bool(data=True))
         node = make_driver(ns)
-        h.executor.add_node(node)
-        h.nodes.append(node)
-        grid_pub = h.publisher(OccupancyGrid, 'free_space/grid')
-        cmds = h.collect(Twist, 'cmd_vel')
-        assert h.wait_for(lambda: node._e_stop, timeout=5.0)
-        for _ in range(10):
-            grid_pub.publish(grid_to_msg(open_grid(), SPEC,
-                                         h.client.get_clock().now().to_msg(), 'base_link'))
-            time.sleep(0.1)
-        assert cmds and all(m.linear.x == 0.0 for m in cmds)
+        rig = Rig(ns, node, listen=False, start=False)
+        try:
+            assert rig.wait_for(lambda: 'e_stop' in node.stop_reasons(), timeout=5.0)
+            rig.listen()                         # after the zero the e_stop made it send
+            rig.start()
+            rig.sending = True
+            cmds = rig.step(10)
+            assert node.grids_received == 5
+            assert len(cmds) == 10 and all(v == 0.0 and w == 0.0 for _, v, w in cmds)
+            assert 'e_stop' in node.state
+        finally:
+            rig.close()
     finally:
-        h.close()
+        early.destroy_node()
 
 
 def test_hazard_stops_and_holds(rig):
-    rig.start_grids()
-    assert rig.wait_driving()
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.2)
     pub = rig.publisher(Bool, 'hazard')
-    assert rig.wait_for_match(pub, [rig.node._hazard_sub])
-    t = time.monotonic()
-    pub.publish(Bool(data=True))
-    t_zero = rig.first_zero_after(t)
-    assert t_zero is not None and t_zero - t < 0.5
-    time.sleep(0.5)
-    assert all(v == 0.0 for _, v, _ in rig.speeds(t_zero))
+    assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'hazard'))
+    t, v, w = rig.publish_and_wait_for_command(pub, Bool(data=True))
+    assert (t, v, w) == (pytest.approx(rig.clock.now), 0.0, 0.0)
+    held = rig.step(10)
+    assert all(v == 0.0 and w == 0.0 for _, v, w in held)
     assert rig.node.hazard_stops == 1 and 'hazard' in rig.node.state
-    t = time.monotonic()
+    cleared = rig.clock.now
     pub.publish(Bool(data=False))
+    # Received (at `cleared`) once a moment past the hold no longer counts as a hazard.
+    assert rig.wait_for(lambda: 'hazard' not in rig.node.stop_reasons(cleared + 0.5 + PERIOD))
     # Held for hazard_hold_time (0.5 s) after the hazard cleared, then it turns in place by
-    # hazard_turn (90 degrees) and drives again.
-    assert rig.wait_for(lambda: any(v > 0 for _, v, _ in rig.speeds(t)), timeout=10.0)
-    first_move = min(tt for tt, v, _ in rig.speeds(t) if v > 0)
-    assert first_move - t >= 0.45
-    # It turned in place before moving on (how far depends on how many commands a loaded
-    # machine managed to publish, so only the turn itself is asserted).
-    assert any(v == 0.0 and abs(w) > 0.1 for tt, v, w in rig.speeds(t) if tt < first_move)
+    # hazard_turn (1.57 rad) before it drives again.
+    assert rig.step_until(lambda: rig.last_speed() > 0.0, max_steps=100)
+    speeds = rig.speeds(cleared + PERIOD)
+    first_move = speeds[-1][0]
+    assert all(v == 0.0 and w == 0.0 for t, v, w in speeds if t <= cleared + 0.5 - 1e-6)
+    turn = [(t, w) for t, v, w in speeds if t < first_move and w != 0.0]
+    assert turn and all(v == 0.0 for t, v, w in speeds if t < first_move)
+    assert turn[0][0] >= cleared + 0.5 - 1e-6
+    # The escape counts the commanded turn rate: at least hazard_turn, by one step at most.
+    turned = sum(abs(w) * PERIOD for _, w in turn)
+    assert 1.57 - 1.0 * PERIOD <= turned <= 1.57 + 2 * 0.6 * PERIOD, turned
+    assert rig.node.hazard_stops == 1
 
 
 def test_hazard_detection_vector(rig):
     msgs = pytest.importorskip('irobot_create_msgs.msg', reason='irobot_create_msgs is not '
                                'installed here; the Bool hazard input covers the same path')
-    rig.start_grids()
-    assert rig.wait_driving()
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.2)
     pub = rig.publisher(msgs.HazardDetectionVector, 'hazard_detection', reliable=False)
-    assert rig.wait_for_match(pub, [rig.node._hazard_vec_sub])
+    assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'hazard_detection'))
     vec = msgs.HazardDetectionVector(detections=[msgs.HazardDetection(
         type=msgs.HazardDetection.OBJECT_PROXIMITY)])
     pub.publish(vec)
     time.sleep(0.3)
-    assert rig.speeds()[-1][1] > 0, 'OBJECT_PROXIMITY is not in the default hazard_types'
-    t = time.monotonic()
+    assert rig.step(6)[-1][1] > 0, 'OBJECT_PROXIMITY is not in the default hazard_types'
     vec.detections[0].type = msgs.HazardDetection.BUMP
-    pub.publish(vec)
-    assert rig.first_zero_after(t) is not None
+    assert rig.publish_and_wait_for_command(pub, vec)[1:] == (0.0, 0.0)
 
 
 @pytest.mark.parametrize('rig', [{'use_stamped': True}], indirect=True)
 def test_twist_stamped_mode(rig):
-    rig.start_grids()
-    assert rig.wait_driving()
-    msg = rig.cmds[-1][1]
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.2)
+    t, msg = rig.cmds[-1]
     assert isinstance(msg, TwistStamped) and msg.header.frame_id == 'base_link'
-    assert msg.header.stamp.sec > 0
+    # Stamped with the node clock: the simulated time of its control step.
+    assert Time.from_msg(msg.header.stamp).nanoseconds == rig.clock.now_ns
+    assert t == rig.clock.now
 
 
 def test_grids_in_another_frame_are_ignored(rig):
     rig.frame = 'odom'
-    rig.start_grids()
-    assert rig.wait_for(lambda: rig.node.grids_rejected >= 3)
+    rig.sending = True
+    assert rig.step_until(lambda: rig.node.grids_rejected >= 3, max_steps=10)
     assert rig.node.grids_received == 0
     assert all(v == 0.0 for _, v, _ in rig.speeds())
 
 
 @pytest.mark.parametrize('rig', [{'drive': False}], indirect=True)
 def test_drive_false_keeps_cmd_vel_free(rig):
-    rig.start_grids()
-    assert rig.wait_for(lambda: rig.node.grids_received >= 3)
-    time.sleep(0.3)
-    assert rig.cmds == []
+    rig.sending = True
+    rig.step(6)
+    assert rig.node.grids_received == 3
+    assert rig.cmds == [] and rig.node.control_steps == 7
     assert rig.node.state == 'driving (drive is false)'
     states = []
-    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
     rig.client.create_subscription(String, f'{rig.namespace}/freespace_driver/state',
-                                   states.append, latched)
+                                   states.append, LATCHED)
     # Latched: the current state arrives though it was published before we subscribed.
     assert rig.wait_for(lambda: states) and states[-1].data == 'driving (drive is false)'
     assert rig.node.set_parameters([Parameter('drive', value=True)])[0].successful
-    assert rig.wait_driving()
-    t = time.monotonic()
+    assert rig.step_until(lambda: rig.last_speed() >= 0.2)
+    n = len(rig.cmds)
     assert rig.node.set_parameters([Parameter('drive', value=False)])[0].successful
-    time.sleep(0.4)
-    after = rig.speeds(t)
-    assert [(v, w) for _, v, w in after] == [(0.0, 0.0)]
+    # One zero at once, then nothing.
+    assert rig.wait_for(rig.delivered)
+    rig.step(8)
+    assert [(v, w) for _, v, w in speeds_of(rig.cmds[n:])] == [(0.0, 0.0)]
 
 
 def test_invalid_parameters_are_rejected(ros_init):
@@ -300,8 +430,9 @@ def test_runtime_parameter_changes_are_validated(rig):
     assert node.get_parameter('max_linear').value == 0.3
     r = node.set_parameters([Parameter('max_linear', value=0.15)])[0]
     assert r.successful and node.logic.config.max_linear == 0.15
-    rig.start_grids()
-    assert rig.wait_for(lambda: any(v >= 0.149 for _, v, _ in rig.speeds()))
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.149)
+    rig.step(10)
     assert max(v for _, v, _ in rig.speeds()) <= 0.15 + 1e-9
 
 
@@ -317,6 +448,65 @@ def test_grid_from_msg_reads_layout_and_rejects_bad_grids():
         grid_from_msg(msg)
 
 
+def test_odometry_is_matched_to_grids_and_feeds_the_obstacle_memory(rig):
+    g = open_grid()
+    xs, ys = SPEC.cell_centers()
+    g[(abs(xs - 1.5) < 0.05) & (abs(ys) < 0.3)] = OCCUPIED
+    rig.grid = g
+    assert rig.wait_for_match(rig.odom_pub, subscriptions_on(rig.node, 'odom'))
+    rig.odom_xy = (5.0, 0.0)
+    rig.sending = True
+    assert rig.step_until(lambda: len(rig.node.logic.memory) > 0, max_steps=4)
+    mem = rig.node.logic.memory
+    assert np.all(np.abs(mem[:, 0] - 6.5) < 0.1) and np.all(np.abs(mem[:, 1]) < 0.35)
+    # The odometry has not moved since the grid's: no motion since.
+    assert rig.node.motion_since_grid() == pytest.approx((0.0, 0.0, 0.0))
+    rig.odom_xy = (5.1, 0.0)
+    rig.sending = False
+    rig.step()
+    assert rig.node.motion_since_grid() == pytest.approx((0.1, 0.0, 0.0))
+
+
+def test_use_sim_time_set_at_run_time_moves_the_timeouts_to_the_ros_clock(ros_init):
+    ns = unique_namespace('drv')
+    node = make_driver(ns, use_sim_time=False)
+    rig = Rig(ns, node, listen=False, start=False)
+    try:
+        # On the wall clock first: grids at 10 Hz from a wall-clock timer, driving.
+        sent = []
+
+        def send():
+            rig.grid_pub.publish(grid_to_msg(open_grid(), SPEC,
+                                             rig.client.get_clock().now().to_msg(), 'base_link'))
+            sent.append(1)
+        timer = rig.client.create_timer(0.1, send)
+        assert rig.wait_for(lambda: node.state == 'driving')
+        timer.cancel()
+        # Every grid sent has arrived (best effort: one lost never arrives later).
+        rig.wait_for(lambda: node.grids_received == len(sent), timeout=2.0)
+        assert node.set_parameters([Parameter('use_sim_time', value=True)])[0].successful
+        rig.listen()
+        # The control timer now steps with /clock (rclpy restarts it on the switch: its first
+        # step is one period after the first time). The grid received on the wall clock is
+        # dropped with the switch: stopped until a grid arrives on the new clock.
+        assert rig.clock.set_time(rig.clock.now_ns, node)
+        assert rig.step() == [(rig.clock.now, 0.0, 0.0)]
+        assert node.state == 'stopped: no grid yet'
+        rig.sending = True
+        assert rig.step_until(lambda: rig.last_speed() > 0.0, max_steps=2)
+        # A grid older than stale_timeout in simulated seconds stops it, however little
+        # wall time went by.
+        rig.sending = False
+        before = node.control_steps
+        assert rig.clock.set_time(rig.clock.now_ns + 600_000_000, node)
+        assert rig.wait_for(lambda: node.control_steps > before)
+        assert rig.wait_for(rig.delivered)
+        assert rig.speeds()[-1] == (rig.clock.now, 0.0, 0.0)
+        assert node.state == 'stopped: stale grid'
+    finally:
+        rig.close()
+
+
 # -- the real executable, in its own process ------------------------------------------------
 
 def _env():
@@ -330,55 +520,39 @@ def _env():
 def test_shutdown_sends_a_final_zero(ros_init, sig):
     ns = unique_namespace('drv')
     h = Harness(ns)
-    # A long stale_timeout: a zero soon after the signal can only be the final one.
+    # On the test's clock: no control step happens after the last one the test made, so a
+    # zero after the signal can only be the final one.
     proc = subprocess.Popen([sys.executable, '-m', 'freespace_seg.nodes.freespace_driver',
-                             '--ros-args', '-r', f'__ns:={ns}', '-p', 'stale_timeout:=3.0'],
+                             '--ros-args', '-r', f'__ns:={ns}', '-r',
+                             f'/clock:={clock_topic(ns)}', '-p', 'use_sim_time:=true'],
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
+        clock = SimClock(h)
         cmds = []
-        h.client.create_subscription(
-            Twist, 'cmd_vel', lambda m: cmds.append((time.monotonic(), m.linear.x)), 100)
+        h.client.create_subscription(Twist, 'cmd_vel', lambda m: cmds.append(m.linear.x), 100)
         grid_pub = h.publisher(OccupancyGrid, 'free_space/grid')
+        clock_subs = h.client.count_subscribers  # the driver's /clock subscription
 
         def driving():
-            grid_pub.publish(grid_to_msg(open_grid(), SPEC,
-                                         h.client.get_clock().now().to_msg(), 'base_link'))
-            time.sleep(0.05)
-            return cmds and cmds[-1][1] > 0.1
+            grid_pub.publish(grid_to_msg(open_grid(), SPEC, clock.stamp(), 'base_link'))
+            time.sleep(0.02)
+            clock.pub.publish(Clock(clock=clock.stamp()))
+            clock.now_ns += PERIOD_NS
+            time.sleep(0.02)
+            return cmds and cmds[-1] > 0.1
+        assert h.wait_for(lambda: clock_subs(clock.topic) > 0, timeout=30), \
+            proc.stderr.read() if proc.poll() else ''
         assert h.wait_for(driving, timeout=30), proc.stderr.read() if proc.poll() else ''
-        t_signal = time.monotonic()
+        time.sleep(0.3)                         # the last command in, then time stands still
+        n = len(cmds)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=20)
-        assert h.wait_for(lambda: cmds[-1][1] == 0.0, timeout=2.0)
-        assert cmds[-1][0] - t_signal < 2.0
-        assert all(v > 0 for t, v in cmds[:-1] if t >= t_signal - 0.2)
+        assert h.wait_for(lambda: len(cmds) > n and cmds[-1] == 0.0, timeout=2.0)
+        assert all(v > 0.1 for v in cmds[n - 1:-1]) and len(cmds) == n + 1
     finally:
         if proc.poll() is None:
             proc.kill()
         h.close()
     assert proc.returncode == 0, err
     assert 'Traceback' not in err
-
-
-def test_odometry_is_matched_to_grids_and_feeds_the_obstacle_memory(rig):
-    g = open_grid()
-    xs, ys = SPEC.cell_centers()
-    g[(abs(xs - 1.5) < 0.05) & (abs(ys) < 0.3)] = OCCUPIED
-    rig.grid = g
-    odom_pub = rig.publisher(Odometry, 'odom', reliable=False)
-
-    def send_odom():
-        m = Odometry()
-        m.header.stamp = rig.client.get_clock().now().to_msg()
-        m.pose.pose.position.x = 5.0
-        m.pose.pose.orientation.w = 1.0
-        odom_pub.publish(m)
-    rig.client.create_timer(0.05, send_odom)
-    rig.start_grids()
-    assert rig.wait_for(lambda: len(rig.node.logic.memory) > 0)
-    mem = rig.node.logic.memory
-    assert np.all(np.abs(mem[:, 0] - 6.5) < 0.1) and np.all(np.abs(mem[:, 1]) < 0.35)
-    # An odometry message after the newest grid is needed for the motion estimate.
-    assert rig.wait_for(lambda: rig.node._motion_since_grid() is not None)
-    assert rig.node._motion_since_grid() == pytest.approx((0.0, 0.0, 0.0))

@@ -38,7 +38,6 @@ import sys
 import types
 import zlib
 
-from conftest import REPO
 import cv2
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
 from freespace_seg.perception.image_codec import (compressed_to_rgb, image_to_array, image_to_rgb,
@@ -47,6 +46,7 @@ from freespace_seg.perception.image_codec import (compressed_to_rgb, image_to_ar
 import numpy as np
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
+from support import REPO
 
 hypothesis = pytest.importorskip('hypothesis', reason='the property tests need hypothesis: '
                                  'pip install hypothesis')

@@ -48,7 +48,6 @@ import struct
 import time
 import zlib
 
-from conftest import green_red_image, write_tiny_model
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
@@ -61,8 +60,9 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
+from support import green_red_image, write_tiny_model
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
@@ -307,7 +307,8 @@ def test_node_survives_thousands_of_bad_messages(fuzz_rig, request, capfd):
     pub = h.client.create_publisher(CompressedImage if compressed else Image,
                                     'image/compressed' if compressed else 'image', RELIABLE_100)
     assert h.wait_for_subscribers(pub)
-    assert h.wait_for(lambda: node._wanted(node._pub_mask) and node._wanted(node._pub_overlay))
+    assert h.wait_for(lambda: node.wants('segmentation/mask')
+                      and node.wants('segmentation/overlay'))
 
     expected, families, bad_count = {}, {}, 0
     capfd.readouterr()
@@ -335,11 +336,11 @@ def test_node_survives_thousands_of_bad_messages(fuzz_rig, request, capfd):
     elapsed = time.monotonic() - start
 
     # The node is alive and still answers; every message reached it and is accounted for.
-    assert node._worker.is_alive()
+    assert node.worker_thread.is_alive()
     assert h.wait_for(lambda: node.received == index), (node.received, index)
     assert h.wait_for(
-        lambda: node.processed + node.bad_frames + node._slot.dropped == node.received), \
-        (node.processed, node.bad_frames, node._slot.dropped, node.received)
+        lambda: node.processed + node.bad_frames + node.dropped == node.received), \
+        (node.processed, node.bad_frames, node.dropped, node.received)
     assert h.wait_for(lambda: all(s in overlays for s in good_truth))
     assert node.processed >= len(good_truth)
     assert 0 < node.bad_frames <= bad_count
@@ -360,13 +361,13 @@ def test_node_survives_thousands_of_bad_messages(fuzz_rig, request, capfd):
 
     # The error log is throttled: one line per ERROR_THROTTLE_S at most, not one per frame.
     log = capfd.readouterr().err
-    lines = error_lines(log, f'bad image on {node._sub.topic_name}')
+    lines = error_lines(log, f'bad image on {node.image_topic}')
     lines += error_lines(log, 'failed to process a frame')
     allowed = int(elapsed / ERROR_THROTTLE_S) + 2
     assert 1 <= len(lines) <= allowed, (len(lines), allowed, lines[:5])
     print(f'{index} {"compressed" if compressed else "raw"} messages ({bad_count} undecodable) '
           f'in {elapsed:.1f} s: processed {node.processed}, bad {node.bad_frames}, dropped '
-          f'{node._slot.dropped}, {len(lines)} error lines; families {families}')
+          f'{node.dropped}, {len(lines)} error lines; families {families}')
 
 
 # -- the real executable: its error log over a 30 Hz burst of bad frames ---------------------

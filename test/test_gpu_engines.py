@@ -31,7 +31,6 @@ import sys
 import threading
 import time
 
-from conftest import REPO, write_tiny_model
 from freespace_seg import cli
 from freespace_seg.nodes.params import ENGINE_OPTION_PARAMS, SEGMENTATION_PARAMS, spec_by_name
 from freespace_seg.perception.engines import BACKENDS, create_engine
@@ -51,6 +50,7 @@ from freespace_seg.tools.build_engine import latency_summary, parse_size
 import numpy as np
 import onnxruntime as ort
 import pytest
+from support import REPO, write_tiny_model
 
 TRT_REASON = tensorrt_unavailable_reason()
 ORT_HAS_GPU = any(p in ort.get_available_providers() for p in GPU_PROVIDERS)

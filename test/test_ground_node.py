@@ -18,7 +18,6 @@ import array
 import dataclasses
 import math
 
-from conftest import write_tiny_model
 from freespace_seg.ground.projection import (GridRule, GridSpec, GroundProjector, PLAIN_RULE,
                                              render_grid)
 from freespace_seg.ground.scan import ScanLayout
@@ -31,9 +30,10 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image, LaserScan, PointCloud2
 from std_msgs.msg import Header
+from support import write_tiny_model
+from support.ros import Harness, subscriptions_on, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
@@ -104,7 +104,8 @@ def test_grid_outputs_match_a_direct_projection_of_the_truth(ground_rig):
     pictures = rig.collect(Image, 'free_space/grid_image')
     _setup_pubs(rig)
     node = rig.node
-    assert rig.wait_for(lambda: node._wanted(node._pub_grid) and node._wanted(node._pub_points))
+    assert rig.wait_for(lambda: node.wants('free_space/grid')
+                        and node.wants('free_space/obstacles'))
     frame, intr = _frame()
     _publish(rig, frame, intr, 77)
     assert rig.wait_for(lambda: grids and clouds and pictures, timeout=15)
@@ -140,7 +141,7 @@ def test_no_grid_until_camera_info_and_diagnostics_say_why(ground_rig):
     masks = rig.collect(Image, 'free_space/mask')
     _setup_pubs(rig)
     node = rig.node
-    assert rig.wait_for(lambda: node._wanted(node._pub_grid) and node._wanted(node._pub_free))
+    assert rig.wait_for(lambda: node.wants('free_space/grid') and node.wants('free_space/mask'))
     frame, intr = _frame()
     _publish(rig, frame, intr, 5, with_info=False)
     assert rig.wait_for(lambda: masks)
@@ -158,7 +159,7 @@ def test_late_transient_local_subscriber_gets_the_grid(ground_rig):
     first = rig.collect(OccupancyGrid, 'free_space/grid')
     _setup_pubs(rig)
     frame, intr = _frame()
-    assert rig.wait_for(lambda: rig.node._wanted(rig.node._pub_grid))
+    assert rig.wait_for(lambda: rig.node.wants('free_space/grid'))
     _publish(rig, frame, intr, 9)
     assert rig.wait_for(lambda: first, timeout=15)
     late = []
@@ -175,10 +176,10 @@ def test_mount_parameters_change_the_projection_at_run_time(ground_rig):
     _setup_pubs(rig)
     node = rig.node
     frame, intr = _frame()
-    assert rig.wait_for(lambda: node._wanted(node._pub_grid))
+    assert rig.wait_for(lambda: node.wants('free_space/grid'))
     _publish(rig, frame, intr, 1)
     assert rig.wait_for(lambda: grids, timeout=15)
-    builds = node._projector.rebuild_count
+    builds = node.projector.rebuild_count
     bad = node.set_parameters([Parameter('camera_height', value=-1.0)])[0]
     assert not bad.successful and node.get_parameter('camera_height').value == 0.25
     bad = node.set_parameters([Parameter('grid_origin', value=[1.0])])[0]
@@ -187,7 +188,7 @@ def test_mount_parameters_change_the_projection_at_run_time(ground_rig):
     assert ok.successful
     _publish(rig, frame, intr, 2)
     assert rig.wait_for(lambda: any(g.header.stamp.sec == 2 for g in grids), timeout=15)
-    assert node._projector.rebuild_count == builds + 1
+    assert node.projector.rebuild_count == builds + 1
     g2 = [g for g in grids if g.header.stamp.sec == 2][0]
     # Same image read with a steeper pitch: the floor maps nearer, so the grid differs.
     assert bytes(g2.data) != bytes(grids[0].data)
@@ -203,8 +204,8 @@ def test_camera_info_is_matched_to_each_image_by_stamp(ground_rig):
     node = rig.node
     grids = rig.collect(OccupancyGrid, 'free_space/grid')
     _setup_pubs(rig)
-    assert rig.wait_for_match(rig.info_pub, [node._info_sub])
-    assert rig.wait_for(lambda: node._wanted(node._pub_grid))
+    assert rig.wait_for_match(rig.info_pub, subscriptions_on(node, 'camera_info'))
+    assert rig.wait_for(lambda: node.wants('free_space/grid'))
     frame, intr_a = _frame()
     # Same camera, principal point 40 px lower: the horizon moves, the floor maps elsewhere.
     intr_b = dataclasses.replace(intr_a, cy=intr_a.cy + 40.0)
@@ -218,7 +219,7 @@ def test_camera_info_is_matched_to_each_image_by_stamp(ground_rig):
         header.stamp.sec = sec
         rig.info_pub.publish(camera_info_from_intrinsics(intr, header))
         # One at a time: the camera_info subscription keeps one message (SENSOR_DATA).
-        assert rig.wait_for(lambda: sec in [i.header.stamp.sec for i in node._infos])
+        assert rig.wait_for(lambda: sec in [i.header.stamp.sec for i in node.camera_infos])
 
     def grid_for(sec, nth=1):
         _publish(rig, frame, None, sec, with_info=False)
@@ -239,8 +240,8 @@ def test_footprint_radius_changes_the_grid_image_live(ground_rig):
     grids = rig.collect(OccupancyGrid, 'free_space/grid')
     pictures = rig.collect(Image, 'free_space/grid_image')
     _setup_pubs(rig)
-    assert rig.wait_for(lambda: node._wanted(node._pub_grid)
-                        and node._wanted(node._pub_grid_image))
+    assert rig.wait_for(lambda: node.wants('free_space/grid')
+                        and node.wants('free_space/grid_image'))
     frame, intr = _frame()
     spec = GridSpec()
 
@@ -271,8 +272,8 @@ def test_use_tf_without_tf2_falls_back_to_parameters(ros_init, tmp_path):
     node = start_segmentation_node(namespace=unique_namespace('tf'), parameter_overrides=[
         Parameter('model_file_path', value=model), Parameter('use_tf', value=True)])
     try:
-        assert 'tf2_ros is not importable' in node._pose_source.status
-        assert node._pose_source.lookup('camera_optical_frame', None) is None
+        assert 'tf2_ros is not importable' in node.pose_source.status
+        assert node.pose_source.lookup('camera_optical_frame', None) is None
         values = {kv.key: kv.value for kv in node.diagnostics_status().values}
         assert 'tf2_ros is not importable' in values['camera_pose']
     finally:
@@ -288,9 +289,9 @@ def test_confidence_topic_is_p_free_with_the_input_header(ground_rig):
     node = rig.node
     confs = rig.collect(Image, 'segmentation/confidence')
     _setup_pubs(rig)
-    assert rig.wait_for(lambda: node._wanted(node._pub_confidence))
+    assert rig.wait_for(lambda: node.wants('segmentation/confidence'))
     # Nothing else is subscribed: the grid is not computed, the confidence is.
-    assert not node._wanted(node._pub_grid) and not node._wanted(node._pub_scan)
+    assert node.wanted_outputs == [node.resolve_topic_name('segmentation/confidence')]
     rgb = np.random.default_rng(5).integers(0, 256, (H, W, 3), dtype=np.uint8)
     img = array_to_image(rgb, 'rgb8')
     img.header.stamp.sec, img.header.stamp.nanosec = 31, 500
@@ -313,8 +314,8 @@ def test_scan_grid_and_cloud_match_a_direct_computation_and_each_other(ground_ri
     clouds = rig.collect(PointCloud2, 'free_space/obstacles')
     scans = rig.collect(LaserScan, 'free_space/scan')
     _setup_pubs(rig)
-    assert rig.wait_for(lambda: all(node._wanted(p) for p in (
-        node._pub_grid, node._pub_points, node._pub_scan)))
+    assert rig.wait_for(lambda: all(node.wants(t) for t in (
+        'free_space/grid', 'free_space/obstacles', 'free_space/scan')))
     frame, intr = _frame()
     _publish(rig, frame, intr, 44)
     assert rig.wait_for(lambda: grids and clouds and scans, timeout=15)
@@ -367,7 +368,7 @@ def test_grid_rule_and_scan_parameters_apply_at_run_time(ground_rig):
     grids = rig.collect(OccupancyGrid, 'free_space/grid')
     scans = rig.collect(LaserScan, 'free_space/scan')
     _setup_pubs(rig)
-    assert rig.wait_for(lambda: node._wanted(node._pub_grid) and node._wanted(node._pub_scan))
+    assert rig.wait_for(lambda: node.wants('free_space/grid') and node.wants('free_space/scan'))
     frame, intr = _frame()
     # Speckle on the floor: 3-row blobs the tiny model reads as unsure blocked (R = G + 40).
     img = _truth_image(frame)

@@ -17,7 +17,6 @@
 import math
 import os
 
-from conftest import write_tiny_model
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.ground.projection import GridRule, GridSpec, GroundProjector, PLAIN_RULE
 from freespace_seg.ground.scan import scan_layout, ScanLayout
@@ -27,6 +26,7 @@ from freespace_seg.sim import (Box, Cylinder, default_intrinsics, default_mount,
                                make_scene, render, Scene)
 import numpy as np
 import pytest
+from support import write_tiny_model
 import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

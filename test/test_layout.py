@@ -23,15 +23,29 @@ The package's layout rules, checked by walking every module's imports (ast, noth
 * Nodes as the ROS anchors write them: no lifecycle transition (``trigger_*``) inside an
   ``__init__`` (autostart is done from main()); no read of rclpy's private state
   (``_state_machine``); no attribute set up through ``__dict__`` (buffers go in ``__init__``).
+
+And the tests' own layout: conftest.py holds fixtures and hooks only, so no file under test/
+imports it (``from conftest import`` / ``import conftest``); shared helpers come from the
+``support`` package (test/support/). And no test reads a node's private state: an attribute
+``x._name`` (one leading underscore, not a dunder) on anything but ``self`` / ``cls`` is a
+break when ``x`` names a node (the name, or the last attribute of a dotted ``rig.node``, is or
+ends in ``node``, ``driver``, ``robot`` or ``camera``, or is ``seg``, ``sim``, ``drv`` or
+``cam``, digits allowed after it), or when ``_name`` is one that a node class in nodes/ (a
+subclass of ``Node`` / ``LifecycleNode``) defines as a method or sets on ``self``. Tests use
+the nodes' public, documented read-only hooks (``wants()``, ``worker_thread``, ...), rclpy's
+public API (``node.publishers``, ``node.subscriptions``) or the topics. A private read of
+another object (a module's helper, a torch model's layer) is allowed.
 """
 
 import ast
+import functools
 import os
+import re
 
 import pytest
 
-PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                       'freespace_seg')
+TEST_DIR = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.join(os.path.dirname(TEST_DIR), 'freespace_seg')
 CORE = ('perception', 'ground', 'driving', 'sim', 'training', 'common')
 #: the tools that start or are nodes, and so talk to rclpy
 ROS_TOOLS = ('tools.demo', 'tools.closed_loop', 'tools.bench.topics', 'tools.bench.naive',
@@ -162,3 +176,124 @@ def test_the_checker_catches_a_break(module, source, expected):
 ])
 def test_the_checker_allows_what_the_rules_allow(module, source):
     assert problems(module, source) == []
+
+
+# -- the tests' own rules --------------------------------------------------------------------
+
+def suite_files():
+    """Yield (name relative to test/, path) of every Python file under test/."""
+    for dirpath, dirnames, filenames in os.walk(TEST_DIR):
+        dirnames[:] = sorted(d for d in dirnames if d != '__pycache__')
+        for name in sorted(filenames):
+            if name.endswith('.py'):
+                path = os.path.join(dirpath, name)
+                yield os.path.relpath(path, TEST_DIR), path
+
+
+#: a receiver that holds a node, by its name (see the module docstring)
+NODE_NAME = re.compile(r'((^|_)(node|driver|robot|camera)|^(seg|sim|drv|cam))\d*$')
+
+
+def is_private(name):
+    return name.startswith('_') and not name.startswith('__')
+
+
+@functools.lru_cache(maxsize=1)
+def node_private_names():
+    """Return the private names (methods, ``self._x``) the node classes in nodes/ define."""
+    names = set()
+    for module, path in package_modules():
+        if not module.startswith('nodes.'):
+            continue
+        with open(path, encoding='utf-8') as f:
+            tree = ast.parse(f.read())
+        for cls in ast.walk(tree):
+            if not (isinstance(cls, ast.ClassDef) and any(
+                    getattr(b, 'id', getattr(b, 'attr', '')).endswith('Node') for b in cls.bases)):
+                continue
+            for node in ast.walk(cls):
+                if isinstance(node, ast.FunctionDef) and is_private(node.name):
+                    names.add(node.name)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                        isinstance(node.value, ast.Name) and node.value.id == 'self' and \
+                        is_private(node.attr):
+                    names.add(node.attr)
+    return frozenset(names)
+
+
+def receiver_name(expr):
+    """Return the name an attribute is read on: ``node`` for ``node._x`` and ``rig.node._x``."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return ''
+
+
+def suite_problems(name, source, node_privates=frozenset()):
+    """Return the breaks of the tests' rules (see the module docstring) in ``source``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            owner = receiver_name(node.value)
+            if owner in ('self', 'cls'):
+                continue
+            if NODE_NAME.search(owner) or node.attr in node_privates:
+                out.append(f'{name}:{node.lineno} reads {ast.unparse(node)}, private state of '
+                           'a node; use a public hook of the node or a topic')
+            continue
+        if isinstance(node, ast.Import):
+            roots = [alias.name.split('.')[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots = [node.module.split('.')[0]]
+        else:
+            continue
+        if 'conftest' in roots:
+            out.append(f'{name}:{node.lineno} imports conftest; import the helper from support')
+    return out
+
+
+def test_every_test_file_keeps_the_test_rules():
+    found = []
+    files = list(suite_files())
+    assert len(files) > 50 and ('conftest.py', os.path.join(TEST_DIR, 'conftest.py')) in files
+    privates = node_private_names()
+    assert {'_wanted', '_pub_mask', '_pub_odom', '_e_stop', '_tick'} <= privates, privates
+    for name, path in files:
+        with open(path, encoding='utf-8') as f:
+            found += suite_problems(name, f.read(), privates)
+    assert found == []
+
+
+@pytest.mark.parametrize('source, expected', [
+    ('from conftest import write_tiny_model\n', 'imports conftest'),
+    ('import conftest\n', 'imports conftest'),
+    ('import os, conftest\n', 'imports conftest'),
+    ('def test_x():\n    from conftest import REPO\n', 'imports conftest'),
+    ('def test_x(rig):\n    assert rig.node._wanted(rig.node.pub)\n', 'rig.node._wanted'),
+    ('def f(node):\n    return node._pubs\n', 'node._pubs'),
+    ('def f(seg_node):\n    return seg_node._slot\n', 'seg_node._slot'),
+    ('def f(driver2):\n    return driver2._e_stop\n', 'driver2._e_stop'),
+    ('def f(sim):\n    sim._on_cmd(None)\n', 'sim._on_cmd'),
+    ('def f(cam):\n    return cam._timer\n', 'cam._timer'),
+    ('def f(n):\n    return n._pub_mask\n', 'n._pub_mask'),
+    ('def f(h):\n    return h.nodes[0]._worker\n', '_worker'),
+    ('def f(node):\n    return node._state_machine\n', 'node._state_machine'),
+])
+def test_the_test_checker_catches_a_break(source, expected):
+    found = suite_problems('test_x.py', source, node_private_names())
+    assert len(found) == 1 and expected in found[0], found
+
+
+@pytest.mark.parametrize('source', [
+    'from support import write_tiny_model\n',
+    'from support.ros import Harness\n',
+    'import conftest_helpers\n',
+    'def f(node):\n    return node.wants("free_space/grid"), node.__class__\n',
+    'class Rig:\n    def go(self):\n        self._grid_timer = self._send()\n',
+    'def f(model):\n    return model.encoder._conv_stem\n',
+    'def f(prune):\n    return prune._cache_record\n',
+    'def f(nodes):\n    return nodes._x\n',
+])
+def test_the_test_checker_allows_what_the_rules_allow(source):
+    assert suite_problems('test_x.py', source, node_private_names()) == []

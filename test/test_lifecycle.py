@@ -16,7 +16,6 @@
 
 import os
 
-from conftest import green_red_image, write_tiny_model
 from diagnostic_msgs.msg import DiagnosticStatus
 from freespace_seg.nodes.msgs import array_to_image
 from freespace_seg.nodes.segmentation_node import SegmentationNode, start_segmentation_node
@@ -26,8 +25,9 @@ from lifecycle_msgs.srv import ChangeState, GetState
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import Image
+from support import green_red_image, write_tiny_model
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
@@ -91,7 +91,7 @@ def test_transitions_over_the_lifecycle_services(ros_init, tiny_model):
         assert lc.state() == State.PRIMARY_STATE_ACTIVE
         assert node.lifecycle_state == 'active'
         assert h.wait_for_subscribers(pub)
-        assert h.wait_for(lambda: node._wanted(node._pub_mask))
+        assert h.wait_for(lambda: node.wants('segmentation/mask'))
         _send(h, pub, 1)
         assert h.wait_for(lambda: masks)
 
@@ -107,7 +107,7 @@ def test_transitions_over_the_lifecycle_services(ros_init, tiny_model):
         assert lc.transition(Transition.TRANSITION_ACTIVATE)   # loads the engine again
         assert node.pipeline is not None
         assert h.wait_for_subscribers(pub)
-        assert h.wait_for(lambda: node._wanted(node._pub_mask))
+        assert h.wait_for(lambda: node.wants('segmentation/mask'))
         _send(h, pub, 3)
         assert h.wait_for(lambda: any(m.header.stamp.sec == 3 for m in masks))
 
@@ -115,7 +115,7 @@ def test_transitions_over_the_lifecycle_services(ros_init, tiny_model):
         assert lc.transition(Transition.TRANSITION_CLEANUP)
         assert lc.state() == State.PRIMARY_STATE_UNCONFIGURED
         assert node.lifecycle_state == 'unconfigured'
-        assert node.pipeline is None and node._pubs == []
+        assert node.pipeline is None and node.output_topics == []
         assert lc.transition(Transition.TRANSITION_UNCONFIGURED_SHUTDOWN)
         assert lc.state() == State.PRIMARY_STATE_FINALIZED
         assert node.lifecycle_state == 'finalized'
@@ -170,7 +170,7 @@ def test_an_activate_that_raises_ends_unconfigured_as_rclpy_says(ros_init, tiny_
         assert not lc.transition(Transition.TRANSITION_ACTIVATE)
         assert lc.state() == State.PRIMARY_STATE_UNCONFIGURED
         assert node.lifecycle_state == 'unconfigured'
-        assert node.pipeline is None and node._pubs == []         # on_error released them
+        assert node.pipeline is None and node.output_topics == []         # on_error released them
         del node.create_subscription                              # the real one again
         assert lc.transition(Transition.TRANSITION_CONFIGURE)
         assert lc.transition(Transition.TRANSITION_ACTIVATE)
@@ -184,10 +184,11 @@ def test_shutdown_from_active_releases_everything(ros_init, tiny_model):
     ns = unique_namespace('lcsd')
     node = _node(ns, tiny_model)
     assert node.lifecycle_state == 'active'
-    worker = node._worker
+    worker = node.worker_thread
+    assert worker.is_alive()
     node.trigger_shutdown()
     assert node.lifecycle_state == 'finalized'
-    assert node.pipeline is None and node._worker is None and not worker.is_alive()
+    assert node.pipeline is None and node.worker_thread is None and not worker.is_alive()
     node.destroy_node()
 
 
@@ -201,7 +202,7 @@ def test_model_swaps_live_and_a_bad_model_is_rejected(ros_init, tmp_path):
         masks = h.collect(Image, 'free_space/mask')
         pub = h.publisher(Image, 'image')
         assert h.wait_for_subscribers(pub)
-        assert h.wait_for(lambda: node._wanted(node._pub_free))
+        assert h.wait_for(lambda: node.wants('free_space/mask'))
         _send(h, pub, 1)
         assert h.wait_for(lambda: masks)
         first = image_to_array(masks[-1]).copy()
@@ -232,7 +233,7 @@ def test_backend_and_threads_reconfigure_live(ros_init, tiny_model):
         masks = h.collect(Image, 'segmentation/mask')
         pub = h.publisher(Image, 'image')
         assert h.wait_for_subscribers(pub)
-        assert h.wait_for(lambda: node._wanted(node._pub_mask))
+        assert h.wait_for(lambda: node.wants('segmentation/mask'))
         first = node.pipeline
         result = node.set_parameters([Parameter('num_threads', value=2)])[0]
         assert result.successful, result.reason
@@ -263,7 +264,7 @@ def test_stale_input_turns_diagnostics_warn_then_error(ros_init, tiny_model, tim
         masks = h.collect(Image, 'segmentation/mask')
         pub = h.publisher(Image, 'image')
         assert h.wait_for_subscribers(pub)
-        assert h.wait_for(lambda: node._wanted(node._pub_mask))
+        assert h.wait_for(lambda: node.wants('segmentation/mask'))
         _send(h, pub, 1)
         assert h.wait_for(lambda: masks)
         assert node.diagnostics_status().level == DiagnosticStatus.OK

@@ -18,10 +18,10 @@ import copy
 import os
 import re
 
-from conftest import tiny_card
 from freespace_seg.perception.model_card import (card_from_dict, card_path_for_model, load_card,
                                                  ModelCardError, mount_outside_training)
 import pytest
+from support import tiny_card
 import yaml
 
 

@@ -23,12 +23,12 @@ import sys
 import types
 import xml.etree.ElementTree as ET
 
-from conftest import REPO
 from freespace_seg.nodes.freespace_driver import DRIVER_PARAMS
 from freespace_seg.nodes.params import markdown_table, SEGMENTATION_PARAMS, validate
 from freespace_seg.nodes.sim_robot import SIM_PARAMS
 from freespace_seg.nodes.synthetic_camera import CAMERA_PARAMS
 import pytest
+from support import REPO
 from test_distro import DISTROS
 import yaml
 

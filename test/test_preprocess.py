@@ -14,13 +14,13 @@
 
 """Letterbox geometry, normalization and the mask's way back to camera resolution."""
 
-from conftest import tiny_card
 from freespace_seg.perception.model_card import card_from_dict
 from freespace_seg.perception.postprocess import (class_lut, colorize, decode_classes,
                                                   free_space_mask, overlay, palette_lut)
 from freespace_seg.perception.preprocess import Letterbox, Preprocessor
 import numpy as np
 import pytest
+from support import tiny_card
 
 
 @pytest.mark.parametrize('src,dst,expect', [

@@ -17,9 +17,9 @@
 import gc
 import os
 
-from conftest import green_red_image, tiny_card
 import numpy as np
 import pytest
+from support import green_red_image, tiny_card
 import yaml
 
 pytest.importorskip('onnx', reason='quantization needs the onnx package')

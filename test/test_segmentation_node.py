@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 
-from conftest import green_red_image, REPO, TINY_PALETTE, write_tiny_model
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from freespace_seg.nodes.msgs import array_to_compressed, array_to_image
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS
@@ -35,8 +34,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from rclpy.parameter import Parameter
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
+from support import green_red_image, REPO, TINY_PALETTE, write_tiny_model
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
@@ -83,8 +83,7 @@ def test_raw_image_gives_every_output_at_camera_resolution(rig):
     boxes = {t: rig.collect(Image, t) for t in OUTPUTS}
     pub = rig.publisher(Image, 'image')
     assert rig.wait_for_subscribers(pub)
-    assert rig.wait_for(lambda: all(rig.node._wanted(p) for p in (
-        rig.node._pub_mask, rig.node._pub_colored, rig.node._pub_overlay, rig.node._pub_free)))
+    assert rig.wait_for(lambda: all(rig.node.wants(t) for t in OUTPUTS))
     w, h = 160, 90
     rgb = green_red_image(w, h, free_rows=30)
     pub.publish(stamped(array_to_image(rgb, 'rgb8'), 42))
@@ -115,7 +114,7 @@ def test_compressed_input(rig):
     box = rig.collect(Image, 'free_space/mask')
     pub = rig.publisher(CompressedImage, 'image/compressed')
     assert rig.wait_for_subscribers(pub)
-    assert rig.wait_for(lambda: rig.node._wanted(rig.node._pub_free))
+    assert rig.wait_for(lambda: rig.node.wants('free_space/mask'))
     rgb = green_red_image(128, 96, free_rows=48)
     pub.publish(stamped(array_to_compressed(rgb, 'jpeg', quality=95), 7))
     assert rig.wait_for(lambda: box)
@@ -128,7 +127,7 @@ def test_bad_messages_never_stop_the_node(rig):
     box = rig.collect(Image, 'segmentation/mask')
     pub = rig.publisher(Image, 'image')
     assert rig.wait_for_subscribers(pub)
-    assert rig.wait_for(lambda: rig.node._wanted(rig.node._pub_mask))
+    assert rig.wait_for(lambda: rig.node.wants('segmentation/mask'))
     good = green_red_image(64, 48, free_rows=10)
     bad = []
     m = array_to_image(good, 'rgb8')
@@ -158,7 +157,7 @@ def test_corrupt_jpeg_then_good_frame(rig):
     box = rig.collect(Image, 'segmentation/mask')
     pub = rig.publisher(CompressedImage, 'image/compressed')
     assert rig.wait_for_subscribers(pub)
-    assert rig.wait_for(lambda: rig.node._wanted(rig.node._pub_mask))
+    assert rig.wait_for(lambda: rig.node.wants('segmentation/mask'))
     corrupt = CompressedImage(format='jpeg', data=b'\xff\xd8\xff\xe0 definitely not a jpeg')
     pub.publish(stamped(corrupt, 1))
     assert rig.wait_for(lambda: rig.node.bad_frames == 1)
@@ -182,7 +181,7 @@ def test_only_the_newest_frame_is_processed_and_drops_are_counted(rig):
     box = rig.collect(Image, 'segmentation/mask', depth=100)
     pub = rig.publisher(Image, 'image')
     assert rig.wait_for_subscribers(pub)
-    assert rig.wait_for(lambda: rig.node._wanted(rig.node._pub_mask))
+    assert rig.wait_for(lambda: rig.node.wants('segmentation/mask'))
     big = array_to_image(green_red_image(1280, 720, 200), 'rgb8')
     n = 40
     for i in range(n):
@@ -204,7 +203,7 @@ def test_runtime_parameters_are_validated(rig):
     assert not result.successful and 'overlay_alpha' in result.reason
     assert node.get_parameter('overlay_alpha').value == 0.5
     result = node.set_parameters([Parameter('overlay_alpha', value=0.8)])[0]
-    assert result.successful and node._alpha == 0.8
+    assert result.successful and node.overlay_alpha == 0.8
     result = node.set_parameters([Parameter('backend', value='tensorrt')])[0]
     assert not result.successful and node.get_parameter('backend').value == 'auto'
     result = node.set_parameters([Parameter('color_palette', value=[0xFF0000])])[0]
@@ -214,7 +213,7 @@ def test_runtime_parameters_are_validated(rig):
     box = rig.collect(Image, 'segmentation/colored_mask')
     pub = rig.publisher(Image, 'image')
     assert rig.wait_for_subscribers(pub)
-    assert rig.wait_for(lambda: node._wanted(node._pub_colored))
+    assert rig.wait_for(lambda: node.wants('segmentation/colored_mask'))
     pub.publish(stamped(array_to_image(green_red_image(64, 48, 8), 'rgb8'), 5))
     assert rig.wait_for(lambda: box)
     np.testing.assert_array_equal(image_to_array(box[0])[0, 0], [0, 0, 255])
@@ -406,9 +405,9 @@ def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
         if name == 'model_file_path':
             assert node.pipeline.card.model_path == os.path.abspath(valid)
         if name == 'overlay_alpha':
-            assert node._alpha == pytest.approx(valid)
+            assert node.overlay_alpha == pytest.approx(valid)
         if name == 'publish_unsubscribed':
-            assert node._publish_all is valid
+            assert node.publish_unsubscribed is valid
         rule_field = {'grid_min_obstacle_run': 'min_run', 'grid_cut_confidence': 'cut_confidence',
                       'grid_mark_confidence': 'mark_confidence'}
         if name in rule_field:
@@ -417,10 +416,10 @@ def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
             field = {'grid_width': 'width', 'grid_height': 'height',
                      'grid_resolution': 'resolution', 'grid_origin': 'origin',
                      'max_range': 'max_range'}[name]
-            assert _same(getattr(node._grid_spec, field), valid)
+            assert _same(getattr(node.grid_spec, field), valid)
         if name.startswith('camera_'):
             field = {'camera_height': 'z'}.get(name, name[len('camera_'):])
-            assert _same(getattr(node._mount, field), valid)
+            assert _same(getattr(node.mount, field), valid)
     finally:
         node.destroy_node()
 
@@ -435,7 +434,7 @@ def test_input_stale_timeout_changes_live(rig):
     masks = rig.collect(Image, 'segmentation/mask')
     pub = rig.publisher(Image, 'image')
     assert rig.wait_for_subscribers(pub)
-    assert rig.wait_for(lambda: node._wanted(node._pub_mask))
+    assert rig.wait_for(lambda: node.wants('segmentation/mask'))
     pub.publish(_frame(1))
     assert rig.wait_for(lambda: masks)
     assert node.diagnostics_status().level == DiagnosticStatus.OK
@@ -453,12 +452,12 @@ def test_publish_unsubscribed_changes_live(rig):
     node = rig.node
     pub = rig.publisher(Image, 'image')
     assert rig.wait_for_subscribers(pub)
-    assert not any(p.get_subscription_count() for p in node._pubs)
+    assert node.output_topics and node.wanted_outputs == []
 
     def send_and_settle(sec):
         """Publish a frame and wait until the worker has taken it (and a little longer)."""
         pub.publish(_frame(sec))
-        assert rig.wait_for(lambda: node.received == sec and node._slot._item is None)
+        assert rig.wait_for(lambda: node.received == sec and not node.frame_waiting)
         time.sleep(0.3)
     send_and_settle(1)
     assert node.processed == 0
@@ -475,7 +474,7 @@ def test_colored_mask_encoding_changes_live(rig):
     box = rig.collect(Image, 'segmentation/colored_mask')
     pub = rig.publisher(Image, 'image')
     assert rig.wait_for_subscribers(pub)
-    assert rig.wait_for(lambda: node._wanted(node._pub_colored))
+    assert rig.wait_for(lambda: node.wants('segmentation/colored_mask'))
     pub.publish(_frame(1))
     assert rig.wait_for(lambda: box)
     assert box[0].encoding == 'rgb8'

@@ -23,8 +23,8 @@ from nav_msgs.msg import OccupancyGrid
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CameraInfo, Image
+from support.ros import Harness, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
@@ -57,9 +57,9 @@ def test_shipped_model_finds_the_free_floor(ros_init, frames):
         pub = h.publisher(Image, 'image')
         info_pub = h.publisher(CameraInfo, 'camera_info')
         assert h.wait_for_subscribers(pub) and h.wait_for_subscribers(info_pub)
-        assert h.wait_for(lambda: all(node._wanted(p) for p in (
-            node._pub_mask, node._pub_colored, node._pub_overlay, node._pub_free,
-            node._pub_grid)))
+        assert h.wait_for(lambda: all(node.wants(t) for t in (
+            'segmentation/mask', 'segmentation/colored_mask', 'segmentation/overlay',
+            'free_space/mask', 'free_space/grid')))
         ious = []
         for i, frame in enumerate(frames):
             msg = array_to_image(frame.image, 'rgb8')

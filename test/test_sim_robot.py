@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO
 from freespace_seg.nodes.msgs import camera_info_from_intrinsics
 from freespace_seg.nodes.sim_robot import SimRobot
 from freespace_seg.sim import Cylinder, Scene
@@ -33,10 +32,11 @@ import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
-from ros_harness import Harness, unique_namespace
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Bool, UInt32
+from support import REPO
+from support.ros import Harness, publishers_on, unique_namespace
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
@@ -61,10 +61,10 @@ def turn_to(sim, heading, steps=200):
         err = math.atan2(math.sin(heading - sim.yaw), math.cos(heading - sim.yaw))
         if abs(err) < 0.02:
             break
-        sim._on_cmd(twist(0.0, max(-1.0, min(1.0, 3.0 * err))))
+        sim.command(twist(0.0, max(-1.0, min(1.0, 3.0 * err))))
         sim.step()
     for _ in range(10):
-        sim._on_cmd(twist(0.0))
+        sim.command(twist(0.0))
         sim.step()
 
 
@@ -77,9 +77,9 @@ def test_integrate_is_an_exact_arc():
 def test_steps_follow_commands_within_limits(ros_init):
     sim = make_sim(ros_init)
     try:
-        sim._on_cmd(twist(0.25))
+        sim.command(twist(0.25))
         for _ in range(20):                       # 1 s simulated at 20 Hz
-            sim._on_cmd(twist(0.25))
+            sim.command(twist(0.25))
             sim.step()
         # 0.25 s of acceleration at 1 m/s^2, then 0.25 m/s.
         assert sim.v == pytest.approx(0.25)
@@ -88,7 +88,7 @@ def test_steps_follow_commands_within_limits(ros_init):
         assert sim.sim_time == pytest.approx(1.0)
         # Speed caps: 0.306 m/s and 1.9 rad/s.
         for _ in range(40):
-            sim._on_cmd(twist(5.0, 9.0))
+            sim.command(twist(5.0, 9.0))
             sim.step()
         assert sim.v == pytest.approx(0.306) and sim.w == pytest.approx(1.9)
     finally:
@@ -98,7 +98,7 @@ def test_steps_follow_commands_within_limits(ros_init):
 def test_cmd_vel_timeout_stops_the_robot(ros_init):
     sim = make_sim(ros_init)
     try:
-        sim._on_cmd(twist(0.2))
+        sim.command(twist(0.2))
         for _ in range(10):                       # 0.5 s: the command is still fresh
             sim.step()
         assert sim.v == pytest.approx(0.2)
@@ -114,7 +114,7 @@ def test_collision_stops_the_robot_and_is_counted_once_per_contact(ros_init):
     sim = make_sim(ros_init, start=(1.6, 0.0, 0.0))
     try:
         for _ in range(60):
-            sim._on_cmd(twist(0.3))
+            sim.command(twist(0.3))
             sim.step()
             assert ROOM.clearance(sim.x, sim.y) > sim.params['robot_radius']
         assert sim.collisions == 1 and sim.in_contact and sim.contact_steps > 30
@@ -125,12 +125,12 @@ def test_collision_stops_the_robot_and_is_counted_once_per_contact(ros_init):
         assert sim.collisions == 1
         # Drive away, then back into the wall: a second collision.
         for _ in range(20):
-            sim._on_cmd(twist(0.3))
+            sim.command(twist(0.3))
             sim.step()
         assert not sim.in_contact and sim.x < 1.7
         turn_to(sim, 0.0)
         for _ in range(100):
-            sim._on_cmd(twist(0.3))
+            sim.command(twist(0.3))
             sim.step()
         assert sim.collisions == 2
         assert len(sim.collision_points) == 2
@@ -144,7 +144,7 @@ def test_low_obstacles_count_too(ros_init):
     sim = make_sim(ros_init, scene=Scene.empty(size=(4.0, 4.0), obstacles=[cable]))
     try:
         for _ in range(60):
-            sim._on_cmd(twist(0.3))
+            sim.command(twist(0.3))
             sim.step()
         assert sim.collisions == 1
     finally:
@@ -235,8 +235,9 @@ def test_publish_clock_stamps_in_simulated_time(ros_init):
         clocks = h.collect(Clock, '/clock')
         odom = h.collect(Odometry, 'odom')
         images = h.collect(Image, 'image')
-        assert h.wait_for(lambda: sim._pub_image.get_subscription_count() > 0 and
-                          sim._pub_clock.get_subscription_count() > 0)
+        pubs = publishers_on(sim, 'image') + publishers_on(sim, '/clock')
+        assert len(pubs) == 2
+        assert h.wait_for(lambda: all(p.get_subscription_count() > 0 for p in pubs))
         time.sleep(0.5)                           # no timer: nothing happens on its own
         assert sim.steps == 0 and not odom
         frames = [sim.step() for _ in range(8)]  # 0.2 s at 40 Hz; frames every 0.1 s
@@ -266,7 +267,7 @@ def test_runtime_limits_apply(ros_init):
         assert not sim.set_parameters([Parameter('seed', value=3)])[0].successful
         assert sim.set_parameters([Parameter('max_linear', value=0.1)])[0].successful
         for _ in range(20):
-            sim._on_cmd(twist(0.3))
+            sim.command(twist(0.3))
             sim.step()
         assert sim.v == pytest.approx(0.1)
     finally:

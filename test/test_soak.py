@@ -24,8 +24,8 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO, write_tiny_model
 import pytest
+from support import REPO, write_tiny_model
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

@@ -17,9 +17,9 @@
 import subprocess
 import sys
 
-from conftest import REPO
 from freespace_seg.tools.child import node_environment
 import pytest
+from support import REPO
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 

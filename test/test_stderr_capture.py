@@ -31,7 +31,6 @@ import threading
 import time
 import zlib
 
-from conftest import green_red_image, write_tiny_model
 import cv2
 from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, start_segmentation_node
 from freespace_seg.nodes.stderr_capture import (capture_decoder_output, decode_capturing,
@@ -41,8 +40,9 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from ros_harness import Harness, unique_namespace
 from sensor_msgs.msg import CompressedImage, Image
+from support import green_red_image, write_tiny_model
+from support.ros import Harness, unique_namespace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDAT_CHECK = 'libpng error: IDAT: incorrect data check'
@@ -256,7 +256,7 @@ def test_node_uses_frames_that_decode_with_warnings_and_logs_them_throttled(
             reliable)
         pub = h.client.create_publisher(CompressedImage, 'image/compressed', reliable)
         assert h.wait_for_subscribers(pub)
-        assert h.wait_for(lambda: node._wanted(node._pub_mask))
+        assert h.wait_for(lambda: node.wants('segmentation/mask'))
         rgb = green_red_image(64, 48, free_rows=20)
         truth = rgb[..., 1] > rgb[..., 0]
         capfd.readouterr()

@@ -35,7 +35,6 @@ import enum
 import json
 import os
 
-from conftest import write_tiny_model
 from freespace_seg.perception.engines import tensorrt as trt_backend
 from freespace_seg.perception.engines.base import DEFAULT_WORKSPACE, EngineError
 from freespace_seg.perception.engines.engine_cache import EngineKey, file_sha256
@@ -43,6 +42,7 @@ from freespace_seg.perception.engines.tensorrt import build_serialized_engine, T
 from freespace_seg.perception.model_card import load_card
 import numpy as np
 import pytest
+from support import write_tiny_model
 
 onnx = pytest.importorskip('onnx', reason='the stub parser reads ONNX files with onnx')
 

@@ -21,13 +21,13 @@ import io
 import json
 import os
 
-from conftest import randomize_batchnorm
 import cv2
 from freespace_seg import cli
 from freespace_seg.perception.model_card import load_card
 from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
 import numpy as np
 import pytest
+from support import randomize_batchnorm, write_tiny_model
 
 torch = pytest.importorskip('torch', reason='re-exports need torch (tools/bootstrap.sh --train)')
 pytest.importorskip('onnx', reason='the ONNX -> torch rebuild needs the onnx package')
@@ -141,8 +141,6 @@ def test_reexport_has_the_size_and_the_original_logits(base, tmp_path):
 @pytest.fixture(scope='module')
 def run_result(base, tmp_path_factory):
     """Run the command once: two sizes (fp32 and INT8) and an extra model."""
-    from conftest import write_tiny_model
-
     _, path = base
     folder = tmp_path_factory.mktemp('run')
     extra = write_tiny_model(str(folder), width=64, height=48, name='extra')
@@ -213,8 +211,6 @@ def test_plot_is_a_real_png(run_result):
 
 
 def test_time_models_interleaves_rounds(tiny_model, tmp_path):
-    from conftest import write_tiny_model
-
     other = write_tiny_model(str(tmp_path), width=96, height=64, name='other')
     stats = tradeoff.time_models([tiny_model, other], threads=1, runs=5, warmup=1, rounds=2)
     assert len(stats) == 2

@@ -254,7 +254,7 @@ def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
     from freespace_seg.nodes.segmentation_node import start_segmentation_node
     from freespace_seg.perception.image_codec import image_to_array
     from rclpy.parameter import Parameter
-    from ros_harness import Harness, unique_namespace
+    from support.ros import Harness, unique_namespace
     from sensor_msgs.msg import Image
 
     srv = Server().start()
@@ -269,7 +269,7 @@ def test_node_publishes_local_masks_and_survives_a_server_restart(ros_init):
         box = rig.collect(Image, 'segmentation/mask')
         pub = rig.publisher(Image, 'image')
         assert rig.wait_for_subscribers(pub)
-        assert rig.wait_for(lambda: node._wanted(node._pub_mask))
+        assert rig.wait_for(lambda: node.wants('segmentation/mask'))
         local = SegmentationPipeline(MODEL, 'onnxruntime', num_threads=1)
         img = frames(1)[0]
         expected = local.segment(img)

@@ -16,10 +16,10 @@
 
 import importlib
 
-from conftest import trained_looking
 from freespace_seg import cli
 from freespace_seg.perception.model_card import load_card
 import pytest
+from support import trained_looking
 
 torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
 pytest.importorskip('onnx', reason='export checks need the onnx package')

@@ -44,7 +44,10 @@ Safety: the command is zero, at once and for as long as the condition holds, whe
 nothing, so a teleop node can use ``cmd_vel``; the driver keeps planning (see ``~/state``).
 
 Every timeout and hold time runs on the steady clock, or, with ``use_sim_time:=true``, on the
-ROS clock (``/clock``), so that in a simulation they count simulated seconds.
+ROS clock (``/clock``), so that in a simulation they count simulated seconds; the control timer
+runs on the node clock, so with /clock it steps when simulated time does. Set at run time,
+``use_sim_time`` moves both (rclpy switches the node clock; the times kept so far are
+dropped, so the grid counts as missing until the next one).
 
 Topics: ``~/state`` (std_msgs/String, latched) says what the driver does and why
 (``driving``, ``rotating``, ``stopped: stale grid``, ...) whenever that changes.
@@ -195,19 +198,21 @@ class FreespaceDriver(Node):
         except ValueError as e:
             raise StartupError(f'invalid parameters: {e}') from e
         self.logic = DriverLogic(config)
-        self._use_sim_time = bool(self.get_parameter('use_sim_time').value)
+        #: whether the node clock runs on /clock; checked at every reading (see _now)
+        self._on_sim_time = self.get_clock().ros_time_is_active
         self._drive = p['drive']
         self._stale_timeout = p['stale_timeout']
         self._hazard_hold = p['hazard_hold_time']
         self._hazard_types = set(p['hazard_types'])
         on_parameter_changes(self, DRIVER_PARAMS, self._apply_parameters)
 
-        #: counters for tests and the closed-loop summary
+        #: counters for tests and the closed-loop summary (control_steps: timer ticks done)
         self.grids_received = 0
         self.grids_rejected = 0
         self.stale_stops = 0
         self.hazard_stops = 0
         self.commands_published = 0
+        self.control_steps = 0
         self._grid_rx = None
         self._grid_stamp = None
         self._e_stop = False
@@ -302,26 +307,32 @@ class FreespaceDriver(Node):
         self._grid_pose = pose
 
     def _on_odom(self, msg):
+        now = self._now()
         q = msg.pose.pose.orientation
         yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
         p = msg.pose.pose.position
         self._odom.append((Time.from_msg(msg.header.stamp).nanoseconds, p.x, p.y, yaw))
-        self._odom_rx = self._now()
+        self._odom_rx = now
 
     def _odom_pose_at(self, t_ns):
         """Return the odometry pose (x, y, yaw) nearest to ``t_ns``; None if none is close."""
-        if not self._odom or self._odom_rx is None or \
-                self._now() - self._odom_rx > self._stale_timeout:
+        now = self._now()
+        if not self._odom or now - self._odom_rx > self._stale_timeout:
             return None
         best = min(self._odom, key=lambda o: abs(o[0] - t_ns))
         if abs(best[0] - t_ns) > ODOM_MATCH_NS:
             return None
         return best[1:]
 
-    def _motion_since_grid(self):
-        """Return the newest odometry pose in the grid's base frame; None without odometry."""
-        if self._grid_pose is None or not self._odom or \
-                self._now() - self._odom_rx > self._stale_timeout:
+    def motion_since_grid(self):
+        """
+        Return how far the robot moved since the newest grid: (x, y, yaw) in its base frame.
+
+        From the newest odometry against the odometry matched to the grid's stamp; None
+        without odometry (none matched to the grid, or none for ``stale_timeout``).
+        """
+        now = self._now()
+        if self._grid_pose is None or not self._odom or now - self._odom_rx > self._stale_timeout:
             return None
         x0, y0, th0 = self._grid_pose
         _, x, y, th = self._odom[-1]
@@ -340,17 +351,19 @@ class FreespaceDriver(Node):
                                 'subscription')
 
     def _on_hazard_bool(self, msg):
+        now = self._now()
         self._hazard_bool = bool(msg.data)
         if self._hazard_bool:
-            self._hazard_bool_time = self._now()
+            self._hazard_bool_time = now
             self._stop_now()
         elif self._hazard_bool_time is not None:
             # The hold time runs from the moment the hazard cleared.
-            self._hazard_bool_time = self._now()
+            self._hazard_bool_time = now
 
     def _on_hazard_vector(self, msg):
+        now = self._now()
         if any(int(d.type) in self._hazard_types for d in msg.detections):
-            self._hazard_time = self._now()
+            self._hazard_time = now
             self._stop_now()
 
     # -- output -------------------------------------------------------------------------------
@@ -397,13 +410,32 @@ class FreespaceDriver(Node):
         """
         Seconds on the clock that every timeout of this node runs on.
 
-        The steady clock (immune to wall-clock jumps), or, with ``use_sim_time``, the ROS clock,
-        so that a simulation running slower or faster than real time times out in simulated
-        seconds.
+        The steady clock (immune to wall-clock jumps), or, while the node clock runs on /clock
+        (``use_sim_time``), the ROS clock, so that a simulation running slower or faster than
+        real time times out in simulated seconds, as the control timer steps. The choice
+        follows the node clock, which rclpy switches when use_sim_time is set at run time;
+        the times kept on the other clock are then dropped, never compared across clocks.
         """
-        if self._use_sim_time:
-            return self.get_clock().now().nanoseconds * 1e-9
-        return time.monotonic()
+        clock = self.get_clock()
+        on_sim_time = clock.ros_time_is_active
+        now = clock.now().nanoseconds * 1e-9 if on_sim_time else time.monotonic()
+        if on_sim_time != self._on_sim_time:
+            self._on_sim_time = on_sim_time
+            self._drop_times(now)
+        return now
+
+    def _drop_times(self, now):
+        """After a clock switch: no grid (a stop until the next), no odometry, holds restart."""
+        self._grid_rx = None
+        self._odom.clear()
+        self._odom_rx = None
+        self._last_tick = None
+        if self._hazard_bool_time is not None:
+            self._hazard_bool_time = now
+        if self._hazard_time is not None:
+            self._hazard_time = now
+        self.get_logger().info('use_sim_time changed: timeouts now run on the '
+                               + ('ROS clock (/clock)' if self._on_sim_time else 'steady clock'))
 
     @property
     def newest_odom_stamp_ns(self):
@@ -436,12 +468,13 @@ class FreespaceDriver(Node):
         else:
             age = (self.get_clock().now() - self._grid_stamp).nanoseconds * 1e-9
             age = min(max(age, 0.0), self._stale_timeout)
-            v, w = self.logic.step(dt, age, self._motion_since_grid())
+            v, w = self.logic.step(dt, age, self.motion_since_grid())
             state = 'rotating' if self.logic.last_plan.mode == 'rotate' else 'driving'
         if not self._drive:
             state += ' (drive is false)'
         self._set_state(state)
         self._publish(v, w)
+        self.control_steps += 1
 
     def _set_state(self, state):
         if state == self._state:

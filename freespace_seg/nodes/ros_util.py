@@ -204,6 +204,11 @@ class LatestSlot:
     def closed(self):
         return self._closed
 
+    @property
+    def waiting(self):
+        """Return whether an item waits to be taken."""
+        return self._item is not None
+
     def close(self):
         with self._cond:
             self._closed = True

@@ -237,8 +237,12 @@ class SegmentationNode(LifecycleNode):
             self.get_logger().warning(note)
         self.mount_note = note
 
-    def _check_tf_mount(self, transform):
-        """Check the mount TF gives (base <- optical 4x4), once per distinct pose (1 cm/rad)."""
+    def check_tf_mount(self, transform):
+        """
+        Check the mount TF gives (base <- optical 4x4), once per distinct pose (1 cm/rad).
+
+        The data path calls it for every frame's TF pose; :attr:`mount_note` has the result.
+        """
         m = np.asarray(transform, dtype=float)
         height = float(m[2, 3])
         # The optical axis in the base frame is (cos p, 0, -sin p) for a camera pitched p down.
@@ -421,7 +425,7 @@ class SegmentationNode(LifecycleNode):
             return None
         transform = self._pose_source.lookup(header.frame_id, header.stamp)
         if transform is not None:
-            self._check_tf_mount(transform)
+            self.check_tf_mount(transform)
         mount = transform if transform is not None else self._mount
         try:
             self._projector = projector_for_camera_info(self._projector, info, shape, mount,
@@ -434,6 +438,67 @@ class SegmentationNode(LifecycleNode):
 
     def _wanted(self, pub):
         return self._publish_all or pub.get_subscription_count() > 0
+
+    # -- read-only views, for tests and tools ---------------------------------------------------
+    @property
+    def output_topics(self):
+        """Return the resolved names of the output topics; empty while unconfigured."""
+        return [pub.topic_name for pub in self._pubs]
+
+    @property
+    def wanted_outputs(self):
+        """Return the output topics the next frame is published on (subscribed, or all)."""
+        return [pub.topic_name for pub in self._pubs if self._wanted(pub)]
+
+    def wants(self, topic):
+        """Return whether the next frame is published on output ``topic`` (name as created)."""
+        return self.resolve_topic_name(topic) in self.wanted_outputs
+
+    @property
+    def mount(self):
+        """Return the :class:`CameraMount` of the camera_* parameters now in use."""
+        return self._mount
+
+    @property
+    def grid_spec(self):
+        """Return the :class:`GridSpec` of the grid_* parameters now in use."""
+        return self._grid_spec
+
+    @property
+    def overlay_alpha(self):
+        """Return the overlay's blending weight now in use."""
+        return self._alpha
+
+    @property
+    def publish_unsubscribed(self):
+        """Return whether outputs nobody subscribes to are published anyway, now."""
+        return self._publish_all
+
+    @property
+    def projector(self):
+        """Return the ground projector of the latest frame, None before one was projected."""
+        return self._projector
+
+    @property
+    def camera_infos(self):
+        """Return the CameraInfo messages kept to match images by stamp, oldest first."""
+        return list(self._infos)
+
+    @property
+    def pose_source(self):
+        """Return the :class:`CameraPoseSource` the camera pose comes from (TF or parameters)."""
+        return self._pose_source
+
+    @property
+    def worker_thread(self):
+        """Return the thread that processes the frames while active, else None."""
+        return self._worker
+
+    @property
+    def frame_waiting(self):
+        """Return whether a received frame waits for the worker (a newer one replaces it)."""
+        slot = self._slot
+        return slot is not None and slot.waiting
 
     @property
     def grid_rule(self):

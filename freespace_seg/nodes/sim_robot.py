@@ -162,7 +162,7 @@ class SimRobot(Node):
         self._next_frame = 0.0
 
         cmd_type = TwistStamped if p['use_stamped'] else Twist
-        self._sub = self.create_subscription(cmd_type, 'cmd_vel', self._on_cmd, 10)
+        self._sub = self.create_subscription(cmd_type, 'cmd_vel', self.command, 10)
         self._pub_odom = self.create_publisher(Odometry, 'odom', 10)
         self._pub_image = self.create_publisher(Image, 'image', 2)
         self._pub_info = self.create_publisher(CameraInfo, 'camera_info', 2)
@@ -202,7 +202,13 @@ class SimRobot(Node):
         with self._lock:
             self.params.update(changes)
 
-    def _on_cmd(self, msg):
+    def command(self, msg):
+        """
+        Take a cmd_vel message (Twist, or TwistStamped with ``use_stamped``).
+
+        The cmd_vel subscription calls it; an in-process owner that steps the simulation
+        itself may call it directly. The command holds until ``cmd_vel_timeout`` (simulated).
+        """
         twist = msg.twist if isinstance(msg, TwistStamped) else msg
         with self._lock:
             self._cmd = (float(twist.linear.x), float(twist.angular.z))

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""A small harness for tests with real rclpy: spin nodes in a thread, collect messages."""
+"""ROS helpers for tests with real rclpy: spin nodes in a thread, collect messages, a clock."""
 
 import threading
 import time
@@ -20,7 +20,22 @@ import uuid
 
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
+
+
+def publishers_on(node, topic):
+    """Return ``node``'s publishers on ``topic`` (resolved as the node resolves it)."""
+    name = node.resolve_topic_name(topic)
+    return [p for p in node.publishers if p.topic_name == name]
+
+
+def subscriptions_on(node, topic):
+    """Return ``node``'s subscriptions on ``topic`` (resolved as the node resolves it)."""
+    name = node.resolve_topic_name(topic)
+    return [s for s in node.subscriptions if s.topic_name == name]
 
 
 def unique_namespace(prefix='t'):
@@ -84,3 +99,66 @@ class Harness:
         for n in self.nodes:
             n.destroy_node()
         self.client.destroy_node()
+
+
+def sim_time_options(namespace):
+    """
+    Return the constructor options of a node on the test's clock: use_sim_time, own /clock.
+
+    ``{'parameter_overrides': [use_sim_time true], 'cli_args': [remap /clock]}``: the node's
+    /clock is remapped to ``<namespace>/clock``, which only :class:`SimClock` of the harness in
+    that namespace publishes, so no other test (or test run in the same domain) moves it.
+    """
+    return {'parameter_overrides': [Parameter('use_sim_time', value=True)],
+            'cli_args': ['--ros-args', '-r', f'/clock:={clock_topic(namespace)}']}
+
+
+def clock_topic(namespace):
+    return f'{namespace}/clock'
+
+
+class SimClock:
+    """
+    The test's clock (rosgraph_msgs/Clock) for nodes made with :func:`sim_time_options`.
+
+    Time stands still until the test moves it with :meth:`set_time` or :meth:`advance`, which
+    return once every given node's clock reads the new time.
+    """
+
+    def __init__(self, harness, start_ns=100_000_000_000):
+        self.harness = harness
+        self.topic = clock_topic(harness.namespace)
+        self.pub = harness.client.create_publisher(Clock, self.topic, 10)
+        self.now_ns = int(start_ns)
+
+    @property
+    def now(self):
+        """Return the time in seconds, as a node computes it from its clock."""
+        return self.now_ns * 1e-9
+
+    def stamp(self):
+        """Return the time as a builtin_interfaces/Time (for headers)."""
+        return Time(nanoseconds=self.now_ns).to_msg()
+
+    def set_time(self, t_ns, *nodes, timeout=10.0):
+        """
+        Publish time ``t_ns`` until every node in ``nodes`` has it; return whether all do.
+
+        A node's clock subscription is best effort (rclpy's choice): the message is sent again
+        every 0.2 s until it has arrived, which also covers a subscription not matched yet.
+        """
+        self.now_ns = int(t_ns)
+        msg = Clock(clock=self.stamp())
+        end = time.monotonic() + timeout
+        while True:
+            self.pub.publish(msg)
+            if self.harness.wait_for(lambda: all(
+                    n.get_clock().now().nanoseconds == self.now_ns for n in nodes),
+                    timeout=0.2, interval=0.001):
+                return True
+            if time.monotonic() > end:
+                return False
+
+    def advance(self, seconds, *nodes):
+        """Move the time on by ``seconds`` (rounded to whole ns); see :meth:`set_time`."""
+        return self.set_time(self.now_ns + int(round(seconds * 1e9)), *nodes)
