@@ -22,6 +22,7 @@ Triton's Python backend. Tests skip, saying why, only where that server or the c
 """
 
 import dataclasses
+import json
 import os
 import signal
 import socket
@@ -481,6 +482,70 @@ def test_four_node_processes_share_one_server(ros_init, server):
     assert not left, f'regions left registered: {left}'
     assert not [f for f in os.listdir('/dev/shm')
                 if f.startswith(tuple(f'freespace_{p}_' for p in shm_pids))]
+
+
+@needs_server
+def test_bench_fleet_smoke_run_reports_every_condition(tmp_path, capsys):
+    """bench-fleet, 1 and 2 robots, a tiny model: the table's shape, sane numbers (no times)."""
+    from conftest import write_tiny_model
+    from freespace_seg import cli
+
+    pytest.importorskip('rclpy', reason='the robots need a ROS 2 runtime (rclpy)')
+    model = write_tiny_model(tmp_path, width=64, height=48)
+    out = tmp_path / 'fleet'
+    rc = cli.main(['bench-fleet', '--model', model, '--robots', '1,2', '--rates', '10',
+                   '--duration', '2', '--warmup', '1', '--size', '160x90', '--scenes', '1',
+                   '--overhead-seconds', '0.5', '--shared-memory', '--out', str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    with open(out / 'fleet.json') as f:
+        result = json.load(f)
+    rows = result['rows']
+    assert [(r['backend'], r['robots']) for r in rows] == [
+        ('triton', 1), ('onnxruntime', 1), ('triton', 2), ('onnxruntime', 2)]
+    for r in rows:
+        assert r['rate_hz'] == 10 and len(r['per_robot']) == r['robots']
+        assert all(p['fps'] > 0 and p['answered'] > 0 for p in r['per_robot']), r
+        assert r['p50_ms'] > 0 and r['p95_ms'] >= r['p50_ms']
+        assert r['nodes_cpu_percent'] > 0 and r['cameras_cpu_percent'] > 0
+        assert r['exit_codes'] == [0] * r['robots']
+        if r['backend'] == 'triton':
+            # The server counted at least the frames the robots got masks for, in batches.
+            batches = {int(k): v for k, v in r['server_batches'].items()}
+            assert batches and all(1 <= k <= 8 for k in batches)
+            assert sum(k * v for k, v in batches.items()) == r['server_requests'] > 0
+            assert r['server_failed'] == 0 and r['server_cpu_percent'] > 0
+            assert r['round_trip_p50_ms'] > 0
+        else:
+            assert 'server_batches' not in r and r['server_cpu_percent'] is None
+    over = result['overhead']
+    assert set(over) == {'local', 'grpc', 'shared_memory'}
+    assert all(over[k]['p50_ms'] > 0 for k in over)
+    assert over['grpc']['server_compute_ms'] > 0
+    table_rows = [line for line in text.splitlines() if line.startswith('| triton |')
+                  or line.startswith('| onnxruntime |')]
+    assert len(table_rows) == 4 and all(line.count('|') == 15 for line in table_rows)
+    assert 'triton round trip, shared memory' in text and 'load average' in text
+    assert (out / 'fleet.md').read_text().strip() == text.strip()
+
+
+def test_bench_fleet_refuses_bad_options(capsys):
+    from freespace_seg import cli
+
+    assert cli.main(['bench-fleet', '--size', '640by360']) == 2
+    assert '--size must be WxH' in capsys.readouterr().err
+    assert cli.main(['bench-fleet', '--backends', 'triton,tensorrt']) == 2
+    assert '--backends must name triton and/or onnxruntime' in capsys.readouterr().err
+    assert cli.main(['bench-fleet', '--robots', '0,2']) == 2
+    assert '--robots must be positive' in capsys.readouterr().err
+
+
+def test_threads_per_node_share_the_cores():
+    from freespace_seg.tools.bench.fleet import node_threads
+
+    assert [node_threads(0, n, cores=2) for n in (1, 2, 4, 8)] == [2, 1, 1, 1]
+    assert [node_threads(0, n, cores=16) for n in (1, 2, 4, 8)] == [16, 8, 4, 2]
+    assert node_threads(3, 8, cores=2) == 3
 
 
 def test_triton_repo_writes_a_batching_onnxruntime_model(tmp_path):
