@@ -524,9 +524,15 @@ def test_bench_fleet_smoke_run_reports_every_condition(tmp_path, capsys):
     assert over['grpc']['server_compute_ms'] > 0
     table_rows = [line for line in text.splitlines() if line.startswith('| triton |')
                   or line.startswith('| onnxruntime |')]
-    assert len(table_rows) == 4 and all(line.count('|') == 15 for line in table_rows)
+    assert len(table_rows) == 4 and all(line.count('|') == 16 for line in table_rows)
     assert 'triton round trip, shared memory' in text and 'load average' in text
     assert (out / 'fleet.md').read_text().strip() == text.strip()
+    # --from-json redoes the report without measuring.
+    again = tmp_path / 'again'
+    assert cli.main(['bench-fleet', '--from-json', str(out / 'fleet.json'),
+                     '--out', str(again)]) == 0
+    assert capsys.readouterr().out.strip() == text.strip()
+    assert (again / 'fleet.md').read_text() == (out / 'fleet.md').read_text()
 
 
 def test_bench_fleet_refuses_bad_options(capsys):

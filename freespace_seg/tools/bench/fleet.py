@@ -102,6 +102,8 @@ def add_arguments(parser):
     add(parser, '--server-env', default='', help='the server venv (see serve)')
     add(parser, '--out', default='bench_fleet_output',
         help='folder for fleet.md and fleet.json (%(default)s)')
+    add(parser, '--from-json', metavar='FILE',
+        help='measure nothing: redo the report of the fleet.json of an earlier run into --out')
 
 
 class FleetError(RuntimeError):
@@ -313,7 +315,7 @@ def run_fleet(topics, robots, backend, rates, model, threads, server, card_name,
             robot.stop_camera()
             if robot.child.proc.poll() is None:
                 robot.child.proc.send_signal(signal.SIGINT)   # all at once; close() waits
-        stop_spin_thread(executor, spin)
+        stop_spin_thread(executor, spin, timeout_sec=10.0, join_timeout=20.0)
         codes = [robot.close() for robot in fleet]
     bad = [c for c in codes if c != 0]
     if bad:
@@ -361,7 +363,8 @@ def report(result):
                                'overhead ms (minus local)'], rows) + ['']
     header = ['backend', 'robots', 'camera Hz', 'node threads', 'fps per robot (min)',
               'p50 ms', 'p95 ms', 'dropped %', 'server batches (size x runs)', 'mean batch',
-              'server CPU %', 'nodes CPU %', 'cameras CPU %', 'node round trip p50 ms']
+              'server CPU %', 'nodes CPU %', 'cameras CPU %', 'other CPU %',
+              'node round trip p50 ms']
     rows = []
     for r in result['rows']:
         triton = r['backend'] == 'triton'
@@ -372,9 +375,24 @@ def report(result):
                      number(r.get('mean_batch'), 2) if triton else '-',
                      number(r['server_cpu_percent'], 0) if triton else '-',
                      number(r['nodes_cpu_percent'], 0), number(r['cameras_cpu_percent'], 0),
+                     number(r.get('other_cpu_percent'), 0),
                      number(r.get('round_trip_p50_ms'), 1) if triton else '-'])
     lines += table(header, rows)
+    lines += ['', 'CPU % of one core over the window: the server (serve, tritonserver, its Python '
+              'backend stub), the node processes together, this process (the cameras), and '
+              "everything else on the machine (other users' work)."]
     return lines
+
+
+def write(result, out):
+    """Print the report of ``result`` and write fleet.md and fleet.json to ``out``."""
+    lines = report(result)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, 'fleet.md'), 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    with open(os.path.join(out, 'fleet.json'), 'w') as f:
+        json.dump(result, f, indent=1, default=float)
+    print('\n'.join(lines))
 
 
 def run(args):
@@ -382,6 +400,10 @@ def run(args):
     def log(text):
         print(text, file=sys.stderr, flush=True)
 
+    if args.from_json:
+        with open(args.from_json) as f:
+            write(json.load(f), os.path.abspath(args.out))
+        return 0
     try:
         robot_counts = [int(v) for v in _csv(args.robots, int, '--robots')]
         rates = _csv(args.rates, float, '--rates')
@@ -411,7 +433,8 @@ def run(args):
         f'{backends}, {args.warmup:g} + {args.duration:g} s each')
     frames = Frames(args.scenes, width, height, args.seed)
     result = {'machine': info, 'command': OPTIONS.command_line(
-        args, skip=lambda dest, value: dest in ('model', 'server_env', 'out') and not value),
+        args, skip=lambda dest, value: dest in ('model', 'server_env', 'from_json')
+        and not value),
         'model': model, 'camera': [width, height], 'duration_s': args.duration,
         'warmup_s': args.warmup, 'server_threads': server_threads,
         'max_batch_size': args.max_batch_size, 'max_queue_delay_us': args.max_queue_delay_us,
@@ -443,13 +466,7 @@ def run(args):
         if server is not None:
             server.stop()
     info['loadavg_end'] = [round(x, 2) for x in os.getloadavg()]
-    lines = report(result)
     out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, 'fleet.md'), 'w') as f:
-        f.write('\n'.join(lines) + '\n')
-    with open(os.path.join(out, 'fleet.json'), 'w') as f:
-        json.dump(result, f, indent=1, default=float)
-    print('\n'.join(lines))
+    write(result, out)
     log(f'bench-fleet: wrote {out}/fleet.md and fleet.json')
     return 0
