@@ -57,6 +57,8 @@ COMMANDS = {
     'bench-closed-loop': ('freespace_seg.tools.bench.closed_loop',
                           'drive the simulated Create 3 through seeded rooms: collisions, '
                           'coverage'),
+    'bench-fleet': ('freespace_seg.tools.bench.fleet',
+                    '1, 2, 4, 8 simulated robots on one serve against in-process ONNX Runtime'),
     'bench-naive-node': ('freespace_seg.tools.bench.naive',
                          "the bench's naive baseline node (takes --ros-args)"),
     'serve': ('freespace_seg.tools.serve',

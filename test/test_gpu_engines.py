@@ -79,7 +79,8 @@ def test_backend_names_order_and_engine_parameters():
     assert set(ENGINE_OPTION_PARAMS) == {
         'engine_file_path', 'force_engine_update', 'enable_fp16', 'enable_int8',
         'max_workspace_size', 'dla_core', 'gpu_id', 'cuda_graph',
-        'triton_url', 'triton_model_name', 'triton_model_version', 'triton_timeout'}
+        'triton_url', 'triton_model_name', 'triton_model_version', 'triton_timeout',
+        'triton_shared_memory'}
     names = [s.name for s in SEGMENTATION_PARAMS]
     start = names.index('backend') + 1
     assert names[start:start + len(ENGINE_OPTION_PARAMS)] == list(ENGINE_OPTION_PARAMS)

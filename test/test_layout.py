@@ -49,7 +49,7 @@ PACKAGE = os.path.join(os.path.dirname(TEST_DIR), 'freespace_seg')
 CORE = ('perception', 'ground', 'driving', 'sim', 'training', 'common')
 #: the tools that start or are nodes, and so talk to rclpy
 ROS_TOOLS = ('tools.demo', 'tools.closed_loop', 'tools.bench.topics', 'tools.bench.naive',
-             'tools.bench.soak')
+             'tools.bench.soak', 'tools.bench.fleet')
 ROS_ROOTS = ('rclpy', 'launch', 'launch_ros', 'launch_testing', 'rosidl_runtime_py',
              'rcl_interfaces', 'builtin_interfaces', 'tf2_ros', 'cv_bridge', 'message_filters')
 

@@ -115,7 +115,7 @@ QOS_CHOICES = ('SENSOR_DATA', 'DEFAULT', 'SYSTEM_DEFAULT')
 ENGINE_OPTION_PARAMS = ('engine_file_path', 'force_engine_update', 'enable_fp16', 'enable_int8',
                         'max_workspace_size', 'dla_core', 'gpu_id', 'cuda_graph',
                         'triton_url', 'triton_model_name', 'triton_model_version',
-                        'triton_timeout')
+                        'triton_timeout', 'triton_shared_memory')
 
 #: parameters of ``segmentation_node``; defaults must match config/freespace_seg.yaml
 SEGMENTATION_PARAMS = (
@@ -177,6 +177,13 @@ SEGMENTATION_PARAMS = (
               'backend); a late or failed request counts the frame as failed, and the node '
               'retries the server with backoff (0.1 s doubling to 2 s).', 'double',
               min_value=0.01, max_value=60.0, read_only=True),
+    ParamSpec('triton_shared_memory', False, 'Send the input and receive the output through '
+              'system (POSIX) shared memory instead of inside the gRPC messages (triton '
+              'backend): the node creates two regions in /dev/shm, registers them with the '
+              'server, and unregisters and removes them when it stops; a restarted server gets '
+              'them registered again. Only for a server on the same host (it maps the regions '
+              'by name): a server that cannot map them is a startup error.', 'bool',
+              read_only=True),
     ParamSpec('num_threads', 0, 'CPU threads for inference (ONNX Runtime intra-op); 0 lets the '
               'runtime choose (one per core). Changing it at run time reloads the engine.',
               'int', min_value=0, max_value=64),

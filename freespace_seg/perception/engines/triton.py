@@ -26,13 +26,22 @@ failed); the next requests within a backoff window (doubling from 0.1 s to 2 s) 
 without touching the network, then one request tries the server again. gRPC reconnects by
 itself, so the engine recovers as soon as the server answers. Each call's server round trip
 is kept in :attr:`TritonEngine.round_trips` for the node's diagnostics.
+
+With ``triton_shared_memory`` the tensors travel through two POSIX shared-memory regions
+(``/dev/shm``) that the engine creates and registers with the server
+(:class:`SystemSharedMemory`); only the request header goes over gRPC. That needs the server
+on the same host (it maps the regions by name). A restarted server has forgotten them: after
+a failed request they are registered again before the next one. :meth:`TritonEngine.close`
+unregisters and unlinks them.
 """
 
 import collections
 import os
 import time
+import uuid
 
 from freespace_seg.perception.engines.base import BackendUnavailable, Engine, EngineError
+import numpy as np
 
 #: V2 datatype -> the card's dtype name
 V2_DTYPES = {'FP32': 'float32', 'FP16': 'float16', 'UINT8': 'uint8'}
@@ -88,7 +97,8 @@ class TritonEngine(Engine):
     default ``$FREESPACE_SEG_TRITON_URL``, else ``localhost:8001``: how ``infer``, ``bag``,
     ``eval`` and ``bench --backend triton`` find the server),
     ``triton_model_name`` (default: the card's ``name``), ``triton_model_version`` (empty:
-    the server's choice), ``triton_timeout`` (seconds per request).
+    the server's choice), ``triton_timeout`` (seconds per request), ``triton_shared_memory``
+    (tensors through system shared memory; the server must be on this host).
     """
 
     backend = 'triton'
@@ -156,10 +166,22 @@ class TritonEngine(Engine):
         self._output = card.output_name
         self._datatype = CARD_TO_V2[card.dtype]
         self._shape = list(card.input_shape)
+        #: the shared-memory regions (None: tensors go over gRPC)
+        self.shm = None
+        if options.get('triton_shared_memory'):
+            try:
+                self.shm = SystemSharedMemory(self._client, self.url, card, meta, self.timeout,
+                                              self._server_error)
+                self.shm.register()
+            except EngineError:
+                self.close()
+                raise
         self.devices = [f'{meta.get("platform") or "server"} at {self.url}']
         self.notes.append(f'server model {self.model} '
                           f'{"version " + self.version if self.version else ""} '
                           f'(max_batch_size {max_batch}) at {self.url}'.replace('  ', ' '))
+        if self.shm is not None:
+            self.notes.append(f'tensors through system shared memory {self.shm.describe()}')
         #: seconds of each recent server round trip (request sent to response decoded)
         self.round_trips = collections.deque(maxlen=300)
         #: why the last request failed; empty while the server answers
@@ -185,14 +207,20 @@ class TritonEngine(Engine):
             raise EngineError(f'inference server at {self.url} unavailable ({self.server_error}); '
                               f'retrying in {self._retry_at - now:.1f} s')
         request = self._grpc.InferInput(self._input, self._shape, self._datatype)
-        request.set_data_from_numpy(tensor)
+        wanted = self._grpc.InferRequestedOutput(self._output)
         t0 = time.perf_counter()
         try:
+            if self.shm is None:
+                request.set_data_from_numpy(tensor)
+            else:
+                self.shm.prepare(request, wanted, tensor)
             result = self._client.infer(self.model, [request], model_version=self.version,
-                                        outputs=[self._grpc.InferRequestedOutput(self._output)],
-                                        client_timeout=self.timeout)
-            output = result.as_numpy(self._output)
-        except self._server_error as e:
+                                        outputs=[wanted], client_timeout=self.timeout)
+            output = result.as_numpy(self._output) if self.shm is None else \
+                self.shm.output(result.get_output(self._output))
+        except (self._server_error, EngineError) as e:
+            if self.shm is not None:
+                self.shm.registered = False   # a restarted server has forgotten the regions
             self.failed_requests += 1
             self.server_error = _reason(e)
             self._backoff = min(BACKOFF_MAX_S, max(BACKOFF_MIN_S, 2 * self._backoff))
@@ -207,12 +235,161 @@ class TritonEngine(Engine):
         return output
 
     def close(self):
+        shm, self.shm = getattr(self, 'shm', None), None
+        if shm is not None:
+            shm.close()
         client, self._client = getattr(self, '_client', None), None
         if client is not None:
             try:
                 client.close()
             except Exception:  # noqa: B902 - closing a broken channel must not raise
                 pass
+
+
+class SystemSharedMemory:
+    """
+    The input and output regions of one engine in POSIX shared memory, registered with a server.
+
+    Names are unique per engine (``freespace_<pid>_<random>_in`` / ``_out``, keys under
+    ``/dev/shm``). The output region is sized from the server's output shape (batch as the
+    card's); a model whose output shape is not fixed cannot use it (:class:`EngineError`).
+    """
+
+    def __init__(self, client, url, card, metadata, timeout, server_error):
+        try:
+            import tritonclient.utils.shared_memory as shm
+            from tritonclient.utils import triton_to_np_dtype
+        except (ImportError, RuntimeError) as e:
+            raise EngineError(f'triton_shared_memory: tritonclient.utils.shared_memory is not '
+                              f'importable ({e})') from e
+        self._lib = shm
+        self._client = client
+        self._timeout = timeout
+        self._server_error = server_error
+        self.url = url
+        out = {t['name']: t for t in metadata.get('outputs', [])}[card.output_name]
+        shape = [int(d) for d in out['shape']]
+        if shape and shape[0] == -1:
+            shape[0] = int(card.input_shape[0])
+        if any(d < 0 for d in shape):
+            raise EngineError(f'triton_shared_memory: the server output {card.output_name!r} '
+                              f'has shape {out["shape"]}, not fixed, so no region can be sized '
+                              'for it; set triton_shared_memory false')
+        self.out_dtype = np.dtype(triton_to_np_dtype(out['datatype']))
+        self.out_shape = shape
+        self.in_bytes = int(np.prod(card.input_shape)) * np.dtype(card.dtype).itemsize
+        self.out_bytes = int(np.prod(shape)) * self.out_dtype.itemsize
+        tag = f'freespace_{os.getpid()}_{uuid.uuid4().hex[:8]}'
+        self.names = {'in': tag + '_in', 'out': tag + '_out'}
+        self.keys = {k: '/' + v for k, v in self.names.items()}
+        self._handles = {}
+        try:
+            for part, size in (('in', self.in_bytes), ('out', self.out_bytes)):
+                self._handles[part] = shm.create_shared_memory_region(
+                    self.names[part], self.keys[part], size, create_only=True)
+        except shm.SharedMemoryException as e:
+            self.close()
+            raise EngineError(f'triton_shared_memory: cannot create {self.keys} in /dev/shm: '
+                              f'{e.__cause__ or e}') from e
+        self.registered = False
+
+    def describe(self):
+        return (f'{self.keys["in"]} ({self.in_bytes} B) and {self.keys["out"]} '
+                f'({self.out_bytes} B)')
+
+    def register(self):
+        """Register both regions with the server (dropping stale registrations of the names)."""
+        for part, size in (('in', self.in_bytes), ('out', self.out_bytes)):
+            try:
+                self._client.unregister_system_shared_memory(self.names[part],
+                                                             client_timeout=self._timeout)
+                self._client.register_system_shared_memory(self.names[part], self.keys[part],
+                                                           size, client_timeout=self._timeout)
+            except self._server_error as e:
+                raise EngineError(f'triton_shared_memory: the server at {self.url} cannot map '
+                                  f'{self.keys[part]}: {_reason(e)} (the server must run on '
+                                  'this host and see its /dev/shm; else set '
+                                  'triton_shared_memory false)') from e
+        self.registered = True
+
+    def prepare(self, request, wanted, tensor):
+        """Copy ``tensor`` into the input region and point the request and output at them."""
+        if not self.registered:
+            self.register()
+        if tensor.nbytes != self.in_bytes:
+            raise EngineError(f'input of {tensor.nbytes} B does not fit the {self.in_bytes} B '
+                              'shared-memory region')
+        self._lib.set_shared_memory_region(self._handles['in'], [tensor])
+        request.set_shared_memory(self.names['in'], self.in_bytes)
+        wanted.set_shared_memory(self.names['out'], self.out_bytes)
+
+    def output(self, meta):
+        """Return a copy of the output region, shaped as the response says."""
+        shape = [int(d) for d in meta.shape] if meta is not None else self.out_shape
+        view = self._lib.get_contents_as_numpy(self._handles['out'], self.out_dtype, shape)
+        return np.array(view, copy=True)   # the next request overwrites the region
+
+    def close(self):
+        """Unregister the regions (if the server still answers) and unlink them."""
+        if self.registered:
+            for name in self.names.values():
+                try:
+                    self._client.unregister_system_shared_memory(name, client_timeout=1.0)
+                except Exception:  # noqa: B902 - a lost server has nothing to unregister
+                    pass
+            self.registered = False
+        handles, self._handles = self._handles, {}
+        for handle in handles.values():
+            try:
+                self._lib.destroy_shared_memory_region(handle)
+            except (self._lib.SharedMemoryException, OSError):
+                pass   # already gone (removed by hand, or by the resource tracker)
+
+
+def model_statistics(url, model, timeout=10.0):
+    """
+    Return the server's counters of ``model`` (all versions): a dict for :func:`stats_delta`.
+
+    ``requests`` (successful inference requests), ``failed``, ``executions`` (model runs:
+    one per batch), ``batches`` (batch size -> executions), ``queue_s`` and
+    ``compute_infer_s`` (summed over requests) and ``compute_infer_by_batch_s``. Read with
+    the V2 statistics extension (``tritonclient.grpc``).
+    """
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(url)
+    try:
+        stats = client.get_inference_statistics(model, as_json=True, client_timeout=timeout)
+    finally:
+        client.close()
+    out = {'requests': 0, 'failed': 0, 'executions': 0, 'batches': {}, 'queue_s': 0.0,
+           'compute_infer_s': 0.0, 'compute_infer_by_batch_s': {}}
+    for m in stats.get('model_stats', []):
+        inf = m.get('inference_stats', {})
+        out['requests'] += int(inf.get('success', {}).get('count', 0))
+        out['failed'] += int(inf.get('fail', {}).get('count', 0))
+        out['executions'] += int(m.get('execution_count', 0))
+        out['queue_s'] += int(inf.get('queue', {}).get('ns', 0)) * 1e-9
+        out['compute_infer_s'] += int(inf.get('compute_infer', {}).get('ns', 0)) * 1e-9
+        for b in m.get('batch_stats', []):
+            size = int(b['batch_size'])
+            out['batches'][size] = out['batches'].get(size, 0) + int(
+                b.get('compute_infer', {}).get('count', 0))
+            out['compute_infer_by_batch_s'][size] = out['compute_infer_by_batch_s'].get(
+                size, 0.0) + int(b.get('compute_infer', {}).get('ns', 0)) * 1e-9
+    return out
+
+
+def stats_delta(before, after):
+    """Return what :func:`model_statistics` counted between ``before`` and ``after``."""
+    out = {}
+    for key, value in after.items():
+        if isinstance(value, dict):
+            out[key] = {k: v - before[key].get(k, 0) for k, v in value.items()
+                        if v - before[key].get(k, 0)}
+        else:
+            out[key] = value - before[key]
+    return out
 
 
 def _reason(error):

@@ -53,11 +53,18 @@ class Frames:
 # (a) engine and (b) pipeline, in this process
 
 
-def measure_engine(model, threads, frames, seconds, warmup_runs=10):
-    """Time ``engine.run`` alone on preprocessed tensors; return a result row."""
+def measure_engine(model, threads, frames, seconds, warmup_runs=10, backend='onnxruntime',
+                   engine_options=None):
+    """
+    Time ``engine.run`` alone on preprocessed tensors; return a result row.
+
+    ``backend`` / ``engine_options`` as the pipeline takes them (``bench-fleet`` times the
+    triton backend's round trip this way).
+    """
     from freespace_seg.perception.pipeline import SegmentationPipeline
 
-    pipe = SegmentationPipeline(model, backend='onnxruntime', num_threads=threads)
+    pipe = SegmentationPipeline(model, backend=backend, num_threads=threads,
+                                engine_options=engine_options)
     try:
         tensors = [np.array(pipe.preprocessor(f.shape[1], f.shape[0])(f), copy=True)
                    for f in frames.rgb]
@@ -78,7 +85,7 @@ def measure_engine(model, threads, frames, seconds, warmup_runs=10):
         desc = pipe.engine.describe()
     finally:
         pipe.close()
-    row = {'kind': 'engine', 'threads': threads, 'input': 'tensor',
+    row = {'kind': 'engine', 'backend': backend, 'threads': threads, 'input': 'tensor',
            'fps': len(times) / sum(times), 'frames': len(times),
            'cpu_percent': 100.0 * cpu / wall, 'engine': desc, 'samples_ms': _ms_list(times),
            'other_cpu_percent': other, 'loadavg_1min': os.getloadavg()[0]}

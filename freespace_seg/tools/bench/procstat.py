@@ -48,6 +48,32 @@ def proc_cpu_seconds(pid):
     return None if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def process_tree(pid):
+    """Return ``pid`` and every descendant that is alive now (from /proc/<pid>/task/*/children)."""
+    pids, i = [pid], 0
+    while i < len(pids):
+        p, i = pids[i], i + 1
+        try:
+            tasks = os.listdir(f'/proc/{p}/task')
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f'/proc/{p}/task/{task}/children') as f:
+                    pids += [int(c) for c in f.read().split()]
+            except (OSError, ValueError):
+                pass
+    return pids
+
+
+def tree_cpu_seconds(pid):
+    """User + system CPU seconds of ``pid`` and its live descendants (None if it is gone)."""
+    own = proc_cpu_seconds(pid)
+    if own is None:
+        return None
+    return own + sum(proc_cpu_seconds(p) or 0.0 for p in process_tree(pid)[1:])
+
+
 def proc_minor_faults(pid):
     """Minor page faults of a process so far (a fresh page touched: about 1 per 4 KiB)."""
     fields = _proc_stat(pid)
