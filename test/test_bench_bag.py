@@ -18,8 +18,8 @@ import os
 import subprocess
 import sys
 
-from conftest import write_tiny_model
 from freespace_seg.tools.bench.bag import rss_span
+from support import write_tiny_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

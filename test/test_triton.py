@@ -487,7 +487,7 @@ def test_four_node_processes_share_one_server(ros_init, server):
 @needs_server
 def test_bench_fleet_smoke_run_reports_every_condition(tmp_path, capsys):
     """bench-fleet, 1 and 2 robots, a tiny model: the table's shape, sane numbers (no times)."""
-    from conftest import write_tiny_model
+    from support import write_tiny_model
     from freespace_seg import cli
 
     pytest.importorskip('rclpy', reason='the robots need a ROS 2 runtime (rclpy)')
