@@ -25,7 +25,6 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,7 +34,7 @@ from freespace_seg.perception.engines import create_engine, EngineError
 from freespace_seg.perception.engines.triton import TritonEngine
 from freespace_seg.perception.model_card import card_path_for_model, load_card
 from freespace_seg.perception.pipeline import packaged_model_path, SegmentationPipeline
-from freespace_seg.tools.serve import default_server_env, ServeError, server_layout
+from freespace_seg.tools.serve import default_server_env, free_ports, ServeError, server_layout
 from freespace_seg.tools.triton_repo import config_pbtxt, onnx_tensors
 import numpy as np
 import pytest
@@ -59,16 +58,6 @@ def _server_missing():
 
 
 needs_server = pytest.mark.skipif(bool(_server_missing()), reason=_server_missing() or 'ok')
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(('127.0.0.1', 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 class Server:

@@ -57,6 +57,17 @@ _PROBE = ('import importlib.util, os, sys, sysconfig; '
           "print('%d.%d' % sys.version_info[:2])")
 
 
+def free_ports(n):
+    """Return ``n`` TCP ports on 127.0.0.1 that were free a moment ago (for servers in tests)."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(('127.0.0.1', 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
 class ServeError(RuntimeError):
     """The server cannot start; the message says why and what to do."""
 

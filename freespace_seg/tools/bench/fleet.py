@@ -48,7 +48,6 @@ import datetime
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -60,6 +59,7 @@ from freespace_seg.tools.bench.procstat import (machine_info, proc_cpu_seconds, 
                                                 system_busy_seconds, tree_cpu_seconds)
 from freespace_seg.tools.bench.topics import Condition, TopicBench
 from freespace_seg.tools.child import node_environment, NodeProcess
+from freespace_seg.tools.serve import free_ports
 import numpy as np
 
 BACKENDS = ('triton', 'onnxruntime')
@@ -136,16 +136,6 @@ def node_threads(requested, robots, cores=None):
     if requested > 0:
         return requested
     return max(1, (cores or os.cpu_count() or 1) // robots)
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(('127.0.0.1', 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 class Server:
