@@ -392,7 +392,7 @@ def test_four_node_processes_share_one_server(ros_init, server):
     from freespace_seg.nodes.msgs import array_to_image
     from freespace_seg.perception.engines.triton import model_statistics, stats_delta
     from freespace_seg.perception.image_codec import image_to_array
-    from ros_harness import Harness, unique_namespace
+    from support.ros import Harness, unique_namespace
     from sensor_msgs.msg import Image
 
     robots = 4
