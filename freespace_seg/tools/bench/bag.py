@@ -154,11 +154,10 @@ def rss_span(samples):
     return after[0], max(after), samples[-1][1]
 
 
-def pipeline_fps(model, threads, width, height, scenes, seed, seconds):
-    """``bench``'s pipeline row: frames/s of the node's per-frame work without ROS."""
-    from freespace_seg.tools.bench.engine import Frames, measure_pipeline
+def pipeline_fps(model, threads, frames, seconds):
+    """``bench``'s pipeline row on ``frames`` (its Frames): frames/s of the node's work."""
+    from freespace_seg.tools.bench.engine import measure_pipeline
 
-    frames = Frames(min(scenes, 6), width, height, seed)
     return measure_pipeline(model, threads, frames, seconds)['fps']
 
 
@@ -215,9 +214,11 @@ def run(args):
         model = resolved_model(args.model, args.num_threads)
         print(f'bench-bag: writing {args.frames} frames to {in_path}', flush=True)
         write_input_bag(in_path, args.frames, args.width, args.height, args.scenes, args.seed)
+        from freespace_seg.tools.bench.engine import Frames
+        # bench's frames for the pipeline row, rendered once for both of its measurements
+        frames = Frames(min(args.scenes, 6), args.width, args.height, args.seed)
         print('bench-bag: pipeline row (before)', flush=True)
-        before = pipeline_fps(model, args.num_threads, args.width, args.height, args.scenes,
-                              args.seed, args.pipeline_seconds)
+        before = pipeline_fps(model, args.num_threads, frames, args.pipeline_seconds)
         rows = []
         for jobs in jobs_list:
             print(f'bench-bag: bag --jobs {jobs}', flush=True)
@@ -225,8 +226,7 @@ def run(args):
                                        args.keep)))
             print(f'bench-bag: {rows[-1][1]["fps"]:.1f} frames/s', flush=True)
         print('bench-bag: pipeline row (after)', flush=True)
-        after = pipeline_fps(model, args.num_threads, args.width, args.height, args.scenes,
-                             args.seed, args.pipeline_seconds)
+        after = pipeline_fps(model, args.num_threads, frames, args.pipeline_seconds)
     except RuntimeError as e:
         print(f'bench-bag: error: {e}', file=sys.stderr)
         return 1
