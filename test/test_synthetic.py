@@ -1252,6 +1252,33 @@ def test_floor_photos_change_the_image_not_the_labels():
     assert changed >= 2, 'photo floors (almost) never drawn'
 
 
+def test_object_floor_photos_off_gives_texture_like_floor_photos_in_the_same_rooms():
+    from freespace_seg.sim.photos import texture_names
+    from freespace_seg.sim.scene.photo_textures import TEXTURE_LIKE_PHOTOS, texture_like_indices
+    names = texture_names()
+    assert sorted(names[i].rsplit('.', 1)[0] for i in texture_like_indices()) == \
+        sorted(TEXTURE_LIKE_PHOTOS)
+    textures_only = RandomizationConfig().without('object_floor_photos')
+    photos = objects_on = 0
+    for seed in range(60):
+        on = make_scene(_rng(seed))
+        off = make_scene(_rng(seed), textures_only)
+        # The same rooms get a photo floor; everything but the floor's photo is the same.
+        assert (on.appearance.floor.kind == 'photo') == (off.appearance.floor.kind == 'photo')
+        assert on.outline == off.outline and on.decals == off.decals
+        assert _without_materials(on.obstacles) == _without_materials(off.obstacles)
+        if off.appearance.floor.kind != 'photo':
+            assert on.appearance == off.appearance
+            continue
+        photos += 1
+        assert names[off.appearance.floor.seed].rsplit('.', 1)[0] in TEXTURE_LIKE_PHOTOS
+        objects_on += names[on.appearance.floor.seed].rsplit('.', 1)[0] not in \
+            TEXTURE_LIKE_PHOTOS
+        assert 0.5 <= off.appearance.floor.scale <= 2.0
+    assert photos >= 5, photos
+    assert objects_on >= 1, 'with the factor on, no floor photo showed an object'
+
+
 def test_photo_material_samples_the_texture_bank():
     from freespace_seg.sim.photos import load_texture, texture_names
     u, v = np.meshgrid(np.linspace(0.0, 2.0, 64), np.linspace(0.0, 2.0, 64))

@@ -99,6 +99,12 @@ class RandomizationConfig:
       busy texture alone must not read as an obstacle (patterned carpet, printed mats,
       stained concrete). Rugs and markings stay. Drawn from a side stream: geometry and labels
       are the same on and off (off: procedural floors only).
+    * ``object_floor_photos``: the floor photos may be any photo of the bank, objects and
+      scenes too (an astronaut, a rocket, a cat, a coffee cup, text). Off: only the
+      texture-like crops (brick, gravel, grass, fur, wood), as real floors look; an
+      ImageNet-pretrained encoder learns from photos of objects on the floor that real objects
+      at the bottom of a picture can be floor. Drawn from the same side stream: the same rooms
+      get a photo floor on and off (off: texture-like floor photos only).
 
     Scene appearance (drawn in ``make_scene``):
 
@@ -153,6 +159,7 @@ class RandomizationConfig:
     wall_clutter: bool = True
     photo_textures: bool = True
     floor_photos: bool = True
+    object_floor_photos: bool = True
     floor_materials: bool = True
     wall_textures: bool = True
     object_textures: bool = True

@@ -39,10 +39,11 @@ def describe_network(arch, context=False):
 
 
 def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed,
-               photo_textures=True, arch='unet', floor_photos=True):
+               photo_textures=True, arch='unet', floor_photos=True, object_floor_photos=True):
     """Return the model card dict (schema of :mod:`freespace_seg.perception.model_card`)."""
     sources = datasets.synthetic_data_sources(data_seed, photo_textures,
-                                              floor_photos=floor_photos)
+                                              floor_photos=floor_photos,
+                                              object_floor_photos=object_floor_photos)
     pretrained = pretrained_record(arch)
     if pretrained:
         sources.append(f'pretrained encoder weights: {pretrained["package"]} '

@@ -267,22 +267,29 @@ def stack_letterboxed(frames, count, width, height, pad_value=0, desc=''):
     return images[:n], labels[:n]
 
 
-def synthetic_data_sources(seed, photo_textures=True, what='training frames', floor_photos=True):
+def synthetic_data_sources(seed, photo_textures=True, what='training frames', floor_photos=True,
+                           object_floor_photos=True):
     """
     Return the model card's ``data_sources`` lines for frames of the synthetic renderer.
 
     With ``photo_textures`` (the randomization factors ``photo_textures`` and ``floor_photos``)
     the renderer puts real photos on walls, floors, obstacles and posters: their origin and
     licence are listed too (one line naming every texture file, from
-    ``freespace_seg/sim/textures/SOURCES.md``). ``floor_photos`` false: not on floors.
+    ``freespace_seg/sim/textures/SOURCES.md``). ``floor_photos`` false: not on floors;
+    ``object_floor_photos`` false: only the texture-like photos on floors.
     """
     from freespace_seg.sim import photos
 
     lines = [f'procedural synthetic renderer freespace_seg.sim: {what}, seed {seed}']
     if photo_textures:
-        where = ('walls, floors, obstacles and posters (factors photo_textures, floor_photos)'
-                 if floor_photos else 'walls, obstacles and posters (factor photo_textures; '
-                 'floor_photos off)')
+        if not floor_photos:
+            where = ('walls, obstacles and posters (factor photo_textures; floor_photos off)')
+        elif not object_floor_photos:
+            where = ('walls, obstacles and posters (factor photo_textures) and, texture-like '
+                     'crops only (brick, fur, wood, grass, gravel), floors (factor floor_photos'
+                     '; object_floor_photos off)')
+        else:
+            where = 'walls, floors, obstacles and posters (factors photo_textures, floor_photos)'
         lines.append(
             f'photo textures on {where}: '
             f'{len(photos.texture_names())} crops of CC0 / public-domain sample photos bundled '

@@ -507,7 +507,9 @@ def run(args):
     card = build_card(stem, os.path.basename(out), width, height, training, {}, latency,
                       data_record.get('seed'), data_record.get('photo_textures', True),
                       arch=arch,
-                      floor_photos='floor_photos' not in data_record.get('factors_off', ()))
+                      floor_photos='floor_photos' not in data_record.get('factors_off', ()),
+                      object_floor_photos='object_floor_photos' not in data_record.get(
+                          'factors_off', ()))
     dump_card(card, card_path)  # the pipeline needs a card to load the model
     frames, total = val_frames()
     summary, _ = evaluate_frames(out, frames, total, threads=args.threads, desc='val (onnx)')

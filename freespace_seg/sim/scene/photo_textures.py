@@ -56,15 +56,29 @@ def _material_key(mat):
     return [int(mat.seed) & 0xFFFFFFFF] + [int(round(abs(float(c)) * 1e6)) for c in numbers]
 
 
-def photo_material(rng, like, scale=(0.3, 1.5), upright=False):
+#: The texture-like photos of the bank (file stems): what a floor photo may be with the
+#: factor ``object_floor_photos`` off.
+TEXTURE_LIKE_PHOTOS = ('brick', 'chelsea_fur', 'coffee_wood', 'grass', 'gravel')
+
+
+def texture_like_indices():
+    """Indices into :func:`texture_names` of the :data:`TEXTURE_LIKE_PHOTOS` in the bank."""
+    return tuple(i for i, name in enumerate(texture_names())
+                 if name.rsplit('.', 1)[0] in TEXTURE_LIKE_PHOTOS)
+
+
+def photo_material(rng, like, scale=(0.3, 1.5), upright=False, choices=None):
     """
     Draw a ``photo`` material in place of ``like`` (whose specularity it keeps).
 
-    A random texture of the bank, ``scale`` metres per repeat (uniform range), a random
-    offset, a rotation (a small tilt when ``upright``, else any quarter turn plus a tilt) and
-    a colour gain 0.6-1.1 with a slight tint.
+    A random texture of the bank (or of the bank indices ``choices``), ``scale`` metres per
+    repeat (uniform range), a random offset, a rotation (a small tilt when ``upright``, else
+    any quarter turn plus a tilt) and a colour gain 0.6-1.1 with a slight tint.
     """
-    index = int(rng.integers(len(texture_names())))
+    if choices:
+        index = int(choices[int(rng.integers(len(choices)))])
+    else:
+        index = int(rng.integers(len(texture_names())))
     size = float(rng.uniform(*scale))
     angle = float(rng.normal(0.0, 0.03))
     if not upright:
@@ -130,13 +144,16 @@ def random_floor_photo(rng, scene, config, floor):
     repeat) keeps the floor's specularity; obstacles of the floor's own material (step tops
     and look-alike objects, ``floor`` before the photo) follow it, so they still look like the
     floor. Rugs, mats and floor markings stay. The floor stays free: only the look changes.
+    With ``config.object_floor_photos`` off the photo is one of the texture-like ones
+    (:data:`TEXTURE_LIKE_PHOTOS`); the same rooms get a photo floor either way.
     Nothing with ``config.floor_photos`` or ``config.floor_materials`` off, in the ``shifted``
     style or when the bank is empty.
     """
     if (not config.floor_photos or not config.floor_materials or config.style == 'shifted'
             or not texture_names() or rng.random() >= PHOTO_FLOOR_P):
         return
-    new_floor = photo_material(rng, scene.appearance.floor, (0.5, 2.0))
+    choices = None if config.object_floor_photos else texture_like_indices()
+    new_floor = photo_material(rng, scene.appearance.floor, (0.5, 2.0), choices=choices)
     scene.appearance = replace(scene.appearance, floor=new_floor)
     same = replace(floor, seed=0)
     out = []
