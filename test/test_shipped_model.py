@@ -120,11 +120,11 @@ def test_the_default_model_on_the_cpu_is_the_int8_copy():
     default = SegmentationPipeline(backend='onnxruntime', num_threads=1)
     explicit = SegmentationPipeline(packaged_model_path(), backend='onnxruntime', num_threads=1)
     try:
-        assert default.card.name == 'freespace_unet_int8'
+        assert default.card.name == 'freespace_lite0_int8'
         assert default.card.model_file.endswith(PACKAGED_INT8_MODEL)
         assert any('INT8' in note for note in default.backend_notes), default.backend_notes
         # A model named explicitly is run as it is.
-        assert explicit.card.name == 'freespace_unet'
+        assert explicit.card.name == 'freespace_lite0'
     finally:
         default.close()
         explicit.close()

@@ -120,8 +120,8 @@ ENGINE_OPTION_PARAMS = ('engine_file_path', 'force_engine_update', 'enable_fp16'
 #: parameters of ``segmentation_node``; defaults must match config/freespace_seg.yaml
 SEGMENTATION_PARAMS = (
     ParamSpec('model_file_path', '', 'ONNX model to run; its YAML model card must sit beside it '
-              'with the same name. Empty: the packaged model, models/freespace_unet.onnx, or '
-              'its INT8 copy models/freespace_unet_int8.onnx when the backend is onnxruntime '
+              'with the same name. Empty: the packaged model, models/freespace_lite0.onnx, or '
+              'its INT8 copy models/freespace_lite0_int8.onnx when the backend is onnxruntime '
               '(CPU). '
               'Changing it at run time loads the new model and swaps it in between frames; '
               'a model that fails to load is rejected and the old one keeps running.',

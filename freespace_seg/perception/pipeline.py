@@ -32,13 +32,13 @@ from freespace_seg.perception.preprocess import Preprocessor
 import numpy as np
 
 
-#: the shipped models: fp32, and its static INT8 (QDQ) copy, the default on the CPU
-PACKAGED_MODEL = 'freespace_unet.onnx'
-PACKAGED_INT8_MODEL = 'freespace_unet_int8.onnx'
-#: the small UNet (from random weights): what ``train --init``, ``prune`` and ``tradeoff``
-#: rebuild in torch
+#: the default models: the EfficientNet-Lite0 model (docs/model/pretrained.md) in fp32, and
+#: its static INT8 (QDQ) copy, the default on the CPU
+PACKAGED_MODEL = 'freespace_lite0.onnx'
+PACKAGED_INT8_MODEL = 'freespace_lite0_int8.onnx'
+#: the small UNet (from random weights), the default before: still shipped; what ``train
+#: --init``, ``prune`` and ``tradeoff`` rebuild in torch
 PACKAGED_UNET_MODEL = 'freespace_unet.onnx'
-#: the EfficientNet-Lite0 candidate (docs/model/pretrained.md): shipped, not the default
 PACKAGED_LITE0_MODEL = 'freespace_lite0.onnx'
 
 

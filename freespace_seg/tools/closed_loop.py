@@ -22,7 +22,7 @@ own,
   ``camera_info`` in, ``cmd_vel`` out);
 * the perception: ``perception='model'`` runs
   :class:`~freespace_seg.nodes.segmentation_node.SegmentationNode` with the shipped model
-  (``models/freespace_unet.onnx`` unless ``model_path`` is given) and the sim's camera mount,
+  (``models/freespace_lite0.onnx`` unless ``model_path`` is given) and the sim's camera mount,
   and it publishes ``free_space/grid``; ``perception='truth'`` replaces it with
   :class:`TruthGridNode`, which projects the renderer's exact free-floor mask with the same
   :class:`~freespace_seg.ground.projection.GroundProjector`, to test the driver and the simulator

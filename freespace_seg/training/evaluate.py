@@ -62,7 +62,7 @@ from freespace_seg.training import data as datasets
 import numpy as np
 import yaml
 
-DEFAULT_MODEL = os.path.join('models', 'freespace_unet.onnx')
+DEFAULT_MODEL = os.path.join('models', 'freespace_lite0.onnx')
 ROUND = 4
 
 

@@ -43,7 +43,7 @@ import time
 import numpy as np
 import yaml
 
-DEFAULT_MODEL = os.path.join('models', 'freespace_unet.onnx')
+DEFAULT_MODEL = os.path.join('models', 'freespace_lite0.onnx')
 #: seed of the calibration frames: training renders seeds 0 (train) and 1 (val), eval 1000
 CALIBRATION_SEED = 4242
 CALIBRATION_METHODS = ('minmax', 'entropy', 'percentile')

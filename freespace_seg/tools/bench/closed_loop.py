@@ -70,7 +70,7 @@ def add_arguments(ap):
                     help='model: segmentation_node with the model; truth: exact masks '
                     '(default model)')
     ap.add_argument('--model', default=None,
-                    help='ONNX model (default: the shipped models/freespace_unet.onnx)')
+                    help='ONNX model (default: the shipped models/freespace_lite0.onnx)')
     ap.add_argument('--threads', type=int, default=1,
                     help='inference threads of the segmentation node (default 1)')
     ap.add_argument('--width', type=int, default=320, help='camera width (default 320)')

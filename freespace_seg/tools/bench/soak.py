@@ -60,7 +60,7 @@ def add_arguments(parser):
     parser.add_argument('--width', type=int, default=1280, help='camera width (1280)')
     parser.add_argument('--height', type=int, default=720, help='camera height (720)')
     parser.add_argument('--model', default='',
-                        help='ONNX model with its card (default: models/freespace_unet.onnx)')
+                        help='ONNX model with its card (default: models/freespace_lite0.onnx)')
     parser.add_argument('--backend', default='auto',
                         choices=BACKENDS)
     parser.add_argument('--num-threads', type=int, default=0,
