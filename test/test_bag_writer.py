@@ -255,3 +255,21 @@ def test_failed_write_leaves_nothing_at_out(tmp_path, monkeypatch):
     bag.process_bag(_bag_args(src, out, '--model', model, '--num-threads', '1'), out=text)
     assert '6 frames segmented' in text.getvalue()
     assert (out / 'metadata.yaml').exists()
+
+
+def test_bench_bag_writer_only(tmp_path, capsys):
+    """``bench-bag --writer-only``: both writers, the same bytes a frame, its table."""
+    from freespace_seg.tools.bench import bag as bench_bag
+
+    parser = argparse.ArgumentParser()
+    bench_bag.add_arguments(parser)
+    args = parser.parse_args(['--writer-only', '--frames', '2', '--repeats', '1', '--width',
+                              '33', '--height', '7', '--work-dir', str(tmp_path / 'work'),
+                              '--out', str(tmp_path / 'writer.md')])
+    assert bench_bag.run(args) == 0
+    rows = [line for line in (tmp_path / 'writer.md').read_text().splitlines()
+            if line.startswith('| rosbags') or line.startswith('| bag')]
+    assert len(rows) == 2
+    assert rows[0].split('|')[-2] == rows[1].split('|')[-2]   # MB a frame
+    assert not os.listdir(tmp_path / 'work')
+    assert 'bag writer, run 1' in capsys.readouterr().out
