@@ -20,7 +20,9 @@ directory without it is read through its single ``.mcap`` or ``.db3`` file) or o
 or ``.db3`` file. The bag is read and OUT written by the ``rosbags`` library, whose own
 typestore (de)serializes the messages: no ROS installation and no rclpy are needed, and bags
 of ROS 2 Humble through Kilted read alike (sensor_msgs/Image, CompressedImage, CameraInfo,
-LaserScan and nav_msgs/OccupancyGrid have the same layout in all of them).
+LaserScan and nav_msgs/OccupancyGrid have the same layout in all of them). OUT's MCAP file
+is written by :class:`~freespace_seg.tools.bag_writer.BagWriter`, rosbags' Writer with a
+storage that copies no image (the same file, byte for byte; see that module).
 
 Each frame of the chosen image topic (sensor_msgs/Image or CompressedImage) goes through the
 same :class:`~freespace_seg.perception.pipeline.SegmentationPipeline` as
@@ -223,9 +225,11 @@ class _Outputs:
     """The node's outputs as rosbags messages, serialized for the writer."""
 
     def __init__(self, store):
+        from freespace_seg.tools.bag_writer import image_cdr
+
         self.store = store
+        self.image_cdr = image_cdr
         t = store.types
-        self.Image = t['sensor_msgs/msg/Image']
         self.Grid = t['nav_msgs/msg/OccupancyGrid']
         self.Scan = t['sensor_msgs/msg/LaserScan']
         self.Meta = t['nav_msgs/msg/MapMetaData']
@@ -235,12 +239,13 @@ class _Outputs:
         self.Header = t['std_msgs/msg/Header']
 
     def image(self, array, encoding, header):
-        array = np.ascontiguousarray(array)
-        channels = 1 if array.ndim == 2 else array.shape[2]
-        msg = self.Image(header=header, height=array.shape[0], width=array.shape[1],
-                         encoding=encoding, is_bigendian=0, step=array.shape[1] * channels,
-                         data=array.reshape(-1))
-        return self.store.serialize_cdr(msg, 'sensor_msgs/msg/Image')
+        """
+        Serialize an Image as CDR pieces, the pixels not copied (:func:`image_cdr`).
+
+        The bytes are those of ``serialize_cdr``; the array must not change after (every
+        output is a fresh array of its frame).
+        """
+        return self.image_cdr(header, encoding, np.ascontiguousarray(array, np.uint8))
 
     def grid(self, grid, spec, header, frame_id):
         """Serialize an OccupancyGrid as :func:`freespace_seg.nodes.msgs.grid_to_msg` fills one."""
@@ -269,9 +274,9 @@ class _WriterThread:
     """
     Writes messages in a thread, in the order given, while the next frame is segmented.
 
-    Serializing the MCAP chunks and writing them to disk costs about a third of a frame's
-    time at 1280x720; ONNX Runtime and file writes release the GIL, so the two overlap. The
-    queue is bounded, so a slow disk holds the reader back instead of filling memory.
+    Writing about 10 MB a frame at 1280x720 takes the kernel's copy into the file; ONNX
+    Runtime and file writes release the GIL, so the two overlap. The queue is bounded, so a
+    slow disk holds the reader back instead of filling memory.
     With ``threaded`` false (sqlite3, whose connection belongs to the thread that made it)
     every write happens at once in the caller's thread.
     """
@@ -384,7 +389,9 @@ def _info_for(infos, header):
 
 def process_bag(args, out=sys.stdout, progress_file=None):
     """Segment IN into a new bag at a temporary path, then rename it to OUT."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.rosbag2 import StoragePlugin
+
+    from freespace_seg.tools.bag_writer import BagWriter
 
     if os.path.lexists(args.output) and not args.overwrite:
         raise BagError(f'{args.output} exists; pass --overwrite to replace it')
@@ -414,7 +421,8 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         pipes, threads = open_pipelines(args)
         ns = namespace_of(image_topic)
         shutil.rmtree(tmp, ignore_errors=True)
-        writer = Writer(tmp, version=9, storage_plugin=StoragePlugin[args.storage.upper()])
+        writer = BagWriter(tmp, version=9,
+                           storage_plugin=StoragePlugin[args.storage.upper()])
         writer.open()
         try:
             summary = _run(reader, writer, store, pipes, args, image_topic, info_topic, ns,

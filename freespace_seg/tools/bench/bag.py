@@ -22,6 +22,13 @@ child's resident memory twice a second, and times ``bench``'s pipeline row (the 
 model and ONNX Runtime threads, no ROS) before and after. The table gives frames/s of each,
 their ratio, and the RSS from a tenth of the run to its end: flat memory means the bag
 streams.
+
+``--writer-only`` times ``bag``'s output writer alone: ``--frames`` frames of the messages
+``bag`` writes at ``--width`` x ``--height`` (the copied rgb8 input and the four camera-size
+outputs), serialized and written the old way (``serialize_cdr``, rosbags' Writer) and the
+way ``bag`` writes them now (:func:`~freespace_seg.tools.bag_writer.image_cdr`,
+:class:`~freespace_seg.tools.bag_writer.BagWriter`), ``--repeats`` times each, alternating.
+Its table gives CPU milliseconds a frame, which count even on a busy machine, and wall time.
 """
 
 import os
@@ -62,6 +69,13 @@ def add_arguments(parser):
                         help='keep the input bag and the last output bag')
     parser.add_argument('--out', default='',
                         help='also write the table to this Markdown file')
+    parser.add_argument('--writer-only', action='store_true',
+                        help='time the output writer of bag alone instead: --frames frames '
+                             'of messages (the input image and the four camera-size outputs) '
+                             'through the Writer of rosbags and through BagWriter')
+    parser.add_argument('--repeats', type=int, default=3,
+                        help='--writer-only: runs of each writer, alternating; the best '
+                             'counts (3)')
 
 
 def write_input_bag(path, frames, width, height, scenes, seed):
@@ -194,7 +208,111 @@ def report(rows, pipeline_before, pipeline_after, args, model):
     return lines
 
 
+def _writer_messages(store, width, height, seed):
+    """Return (header, the input's CDR, [(output, encoding, array)]) of one 'frame'."""
+    import numpy as np
+
+    t = store.types
+    rng = np.random.default_rng(seed)
+    rgb = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    mask = rng.integers(0, 2, (height, width), dtype=np.uint8)
+    header = t['std_msgs/msg/Header'](stamp=t['builtin_interfaces/msg/Time'](sec=1, nanosec=0),
+                                      frame_id='camera_optical_frame')
+    raw = store.serialize_cdr(t['sensor_msgs/msg/Image'](
+        header=header, height=height, width=width, encoding='rgb8', is_bigendian=0,
+        step=width * 3, data=rgb.reshape(-1)), 'sensor_msgs/msg/Image')
+    outputs = [('segmentation/mask', 'mono8', mask), ('segmentation/colored_mask', 'rgb8', rgb),
+               ('segmentation/overlay', 'rgb8', rgb.copy()),
+               ('free_space/mask', 'mono8', mask * 255)]
+    return header, raw, outputs
+
+
+def time_writer(kind, path, frames, store, messages):
+    """
+    Write ``frames`` frames of ``messages`` with one writer; return (wall s, CPU s, bytes).
+
+    ``kind`` 'rosbags': ``serialize_cdr`` and rosbags' Writer, as ``bag`` wrote before;
+    'bag': :func:`image_cdr` and :class:`BagWriter`, as ``bag`` writes now. Both write the
+    same bytes. CPU seconds are the process's (user and system), which count while other
+    work shares the machine.
+    """
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    from freespace_seg.tools.bag_writer import BagWriter, image_cdr
+
+    header, raw, outputs = messages
+    Image = store.types['sensor_msgs/msg/Image']
+
+    def rosbags_image(encoding, array):
+        channels = 1 if array.ndim == 2 else array.shape[2]
+        return store.serialize_cdr(Image(header=header, height=array.shape[0],
+                                         width=array.shape[1], encoding=encoding,
+                                         is_bigendian=0, step=array.shape[1] * channels,
+                                         data=array.reshape(-1)), 'sensor_msgs/msg/Image')
+
+    shutil.rmtree(path, ignore_errors=True)
+    writer = (Writer if kind == 'rosbags' else BagWriter)(
+        path, version=9, storage_plugin=StoragePlugin.MCAP)
+    wall, cpu = time.perf_counter(), time.process_time()
+    writer.open()
+    image = writer.add_connection('/camera/image_raw', 'sensor_msgs/msg/Image',
+                                  typestore=store)
+    conns = [writer.add_connection(f'/camera/{name}', 'sensor_msgs/msg/Image',
+                                   typestore=store) for name, _, _ in outputs]
+    for i in range(frames):
+        stamp = 1_000_000_000 + i * 33_333_333
+        writer.write(image, stamp, raw)
+        for conn, (_, encoding, array) in zip(conns, outputs):
+            writer.write(conn, stamp, rosbags_image(encoding, array) if kind == 'rosbags'
+                         else image_cdr(header, encoding, array))
+    writer.close()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
+    shutil.rmtree(path, ignore_errors=True)
+    return wall, cpu, size
+
+
+def run_writer_only(args):
+    """``--writer-only``: rosbags' Writer against BagWriter, alternating; the table's lines."""
+    from rosbags.typesys import get_typestore, Stores
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    messages = _writer_messages(store, args.width, args.height, args.seed)
+    os.makedirs(args.work_dir, exist_ok=True)
+    path = os.path.join(args.work_dir, 'writer')
+    best = {}
+    for repeat in range(args.repeats):
+        for kind in ('rosbags', 'bag'):
+            wall, cpu, size = time_writer(kind, path, args.frames, store, messages)
+            print(f'bench-bag: {kind} writer, run {repeat + 1}: {1000 * cpu / args.frames:.2f} '
+                  f'ms CPU, {1000 * wall / args.frames:.2f} ms wall a frame', flush=True)
+            old = best.get(kind, (float('inf'), float('inf'), size))
+            best[kind] = (min(old[0], wall), min(old[1], cpu), size)
+    load = ', '.join(f'{v:.2f}' for v in os.getloadavg())
+    names = {'rosbags': 'rosbags (serialize_cdr, its Writer)',
+             'bag': 'bag (image_cdr, BagWriter)'}
+    body = [[names[kind],
+             number(1000 * cpu / args.frames, 2), number(args.frames / cpu, 1),
+             number(1000 * wall / args.frames, 2), number(size / args.frames / 1e6, 2)]
+            for kind, (wall, cpu, size) in best.items()]
+    lines = [f'writer alone: {args.frames} frames of rgb8 {args.width}x{args.height} input and '
+             f'the four outputs, MCAP in {args.work_dir}; best of {args.repeats} runs each; '
+             f'load average at the end {load}', '']
+    return lines + table(['writer', 'CPU ms a frame', 'frames/s of CPU', 'wall ms a frame',
+                          'MB a frame'], body)
+
+
 def run(args):
+    if args.writer_only:
+        if args.frames < 1 or args.repeats < 1:
+            print('bench-bag: --frames and --repeats must be >= 1', file=sys.stderr)
+            return 2
+        lines = run_writer_only(args)
+        print('\n'.join(lines))
+        if args.out:
+            with open(args.out, 'w') as f:
+                f.write('\n'.join(lines) + '\n')
+        return 0
     if args.frames < 1 or args.width < 16 or args.height < 16 or args.scenes < 1:
         print('bench-bag: --frames, --scenes must be >= 1 and --width, --height >= 16',
               file=sys.stderr)
