@@ -123,7 +123,7 @@ def test_camera_ranges_and_the_mount_warning():
     assert odd.camera_ranges == {}
 
 
-#: the cards of the shipped models: the default UNet and the EfficientNet-Lite0 candidate
+#: the cards of the shipped models: the default EfficientNet-Lite0 model and the small UNet
 SHIPPED_CARDS = ('freespace_lite0.yaml', 'freespace_lite0_int8.yaml', 'freespace_unet.yaml',
                  'freespace_unet_int8.yaml')
 
