@@ -92,13 +92,16 @@ def test_missing_and_unparsable_card(tmp_path):
 
 def test_shipped_card_is_valid():
     import os
-    from freespace_seg.perception.pipeline import packaged_model_path
+    from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_INT8_MODEL
     path = packaged_model_path()
     if not os.path.isfile(card_path_for_model(path)):
         pytest.fail(f'the packaged model card is missing: {card_path_for_model(path)}')
     card = load_card(path)
     assert os.path.isfile(card.model_path)
-    assert os.path.getsize(card.model_path) < 10 * 1024 * 1024
+    # The size goals of the default model: fp32 under 20 MB, its INT8 copy under 10 MB.
+    assert os.path.getsize(card.model_path) < 20 * 1024 * 1024
+    int8 = packaged_model_path(PACKAGED_INT8_MODEL)
+    assert os.path.isfile(int8) and os.path.getsize(int8) < 10 * 1024 * 1024
     assert card.raw.get('data_sources'), 'every model card lists its data sources'
     assert card.evaluation, 'the shipped card records its own evaluation numbers'
 

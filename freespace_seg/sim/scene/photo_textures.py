@@ -62,7 +62,7 @@ TEXTURE_LIKE_PHOTOS = ('brick', 'chelsea_fur', 'coffee_wood', 'grass', 'gravel')
 
 
 def texture_like_indices():
-    """Indices into :func:`texture_names` of the :data:`TEXTURE_LIKE_PHOTOS` in the bank."""
+    """Return the indices into :func:`texture_names` of the :data:`TEXTURE_LIKE_PHOTOS`."""
     return tuple(i for i, name in enumerate(texture_names())
                  if name.rsplit('.', 1)[0] in TEXTURE_LIKE_PHOTOS)
 
