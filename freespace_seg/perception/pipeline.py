@@ -39,6 +39,7 @@ PACKAGED_INT8_MODEL = 'freespace_lite0_int8.onnx'
 #: the small UNet (from random weights), the default before: still shipped; what ``train
 #: --init``, ``prune`` and ``tradeoff`` rebuild in torch
 PACKAGED_UNET_MODEL = 'freespace_unet.onnx'
+#: the EfficientNet-Lite0 model by its architecture's name (today the default's fp32 file)
 PACKAGED_LITE0_MODEL = 'freespace_lite0.onnx'
 
 
