@@ -17,7 +17,8 @@
 
 The hand-made Image CDR against ``serialize_cdr``; the MCAP file and metadata.yaml against
 rosbags' Writer with the same messages, byte for byte and as read back; and a write that
-fails in the middle of ``bag`` leaves nothing at OUT.
+fails in the middle of ``bag`` leaves nothing at OUT. Chunk compression and the O_DIRECT file
+read back alike.
 """
 
 import argparse
@@ -91,9 +92,11 @@ def test_image_cdr_refuses_what_it_cannot_write():
             image_cdr(header, 'mono8', bad)
 
 
-def _write(cls, path, storage):
+def _write(cls, path, storage, **options):
     """
     Write a bag with ``cls`` (rosbags' Writer or BagWriter); return the messages written.
+
+    ``options`` go to BagWriter (chunk compression, direct I/O).
 
     Large images (each closes a chunk), small messages that fill a chunk of their own, two
     connections of one type, QoS profiles, a connection added after messages were written,
@@ -107,7 +110,7 @@ def _write(cls, path, storage):
               durability=QosDurability.VOLATILE, deadline=never, lifespan=never,
               liveliness=QosLiveliness.AUTOMATIC, liveliness_lease_duration=never,
               avoid_ros_namespace_conventions=False)
-    writer = cls(path, version=9, storage_plugin=StoragePlugin[storage.upper()])
+    writer = cls(path, version=9, storage_plugin=StoragePlugin[storage.upper()], **options)
     writer.open()
     image = writer.add_connection('/cam/image_raw', 'sensor_msgs/msg/Image', typestore=store,
                                   offered_qos_profiles=[qos])
@@ -204,6 +207,97 @@ def test_mcap_library_reads_the_summary(tmp_path):
     assert sorted(got) == sorted(written)
 
 
+def _chunks(path):
+    """Return [(compression, compressed size, uncompressed size, topics)] of an MCAP's chunks."""
+    from mcap.reader import make_reader
+
+    with open(path, 'rb') as f:
+        summary = make_reader(f).get_summary()
+    topics = {cid: c.topic for cid, c in summary.channels.items()}
+    return [(c.compression, c.compressed_size, c.uncompressed_size,
+             {topics[cid] for cid in c.message_index_offsets})
+            for c in summary.chunk_indexes]
+
+
+@pytest.mark.parametrize('compression', ['zstd', 'lz4'])
+def test_compressed_chunks_read_back(tmp_path, compression):
+    """
+    Chunk compression: rosbags and mcap read every message back, bit for bit.
+
+    With ``compress_topic`` the camera images' chunks stay raw and hold no other topic; the
+    others are compressed and smaller.
+    """
+    pytest.importorskip('mcap.reader', reason='pip install mcap')
+    from mcap.reader import make_reader
+
+    plain = _write(BagWriter, tmp_path / 'plain' / 'bag', 'mcap')
+    packed = _write(BagWriter, tmp_path / 'packed' / 'bag', 'mcap',
+                    chunk_compression=compression,
+                    compress_topic=lambda topic: topic != '/cam/image_raw')
+    assert packed == plain
+    got_plain, got_packed = _read(tmp_path / 'plain' / 'bag'), _read(tmp_path / 'packed' / 'bag')
+    assert got_packed[0] == got_plain[0] and got_packed[2] == got_plain[2]
+    assert sorted(got_packed[1]) == sorted(plain)
+    chunks = _chunks(tmp_path / 'packed' / 'bag' / 'bag.mcap')
+    raw = [c for c in chunks if '/cam/image_raw' in c[3]]
+    assert len(raw) == 6 and all(c[0] == '' and c[1] == c[2] and c[3] == {'/cam/image_raw'}
+                                 for c in raw)
+    rest = [c for c in chunks if '/cam/image_raw' not in c[3]]
+    assert rest and all(c[0] == compression and c[1] < c[2] for c in rest)
+    assert all(c[0] == '' for c in _chunks(tmp_path / 'plain' / 'bag' / 'bag.mcap'))
+    with open(tmp_path / 'packed' / 'bag' / 'bag.mcap', 'rb') as f:
+        got = [(c.topic, m.log_time, bytes(m.data))
+               for _, c, m in make_reader(f).iter_messages(log_time_order=False)]
+    assert sorted(got) == sorted(plain)
+    # Everything compressed: no raw chunk left, the same messages.
+    _write(BagWriter, tmp_path / 'all' / 'bag', 'mcap', chunk_compression=compression)
+    assert {c[0] for c in _chunks(tmp_path / 'all' / 'bag' / 'bag.mcap')} == {compression}
+    assert sorted(_read(tmp_path / 'all' / 'bag')[1]) == sorted(plain)
+
+
+def test_unknown_chunk_compression_is_refused_before_any_file(tmp_path):
+    with pytest.raises(ValueError, match='unknown chunk compression'):
+        BagWriter(tmp_path / 'bag', version=9, storage_plugin=StoragePlugin.MCAP,
+                  chunk_compression='gzip')
+    assert not (tmp_path / 'bag').exists()
+
+
+@pytest.mark.parametrize('direct', [True, False])
+def test_direct_file_holds_exactly_the_bytes_written(tmp_path, monkeypatch, direct):
+    """
+    DirectFile: pieces of any size, across staging buffers, give the file their bytes exactly.
+
+    A staging buffer of three blocks makes the pieces cross it; with ``direct`` the file is
+    written with O_DIRECT where the file system takes it (and plainly where not), the last
+    block padded and truncated.
+    """
+    monkeypatch.setattr(bag_writer.DirectFile, 'STAGING_BYTES', 3 * 4096)
+    rng = np.random.default_rng(3)
+    pieces = [rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+              for n in (0, 1, 4095, 4096, 4097, 3 * 4096, 20000, 7)]
+    pieces.append(memoryview(rng.integers(0, 256, (10, 33, 3), dtype=np.uint8)))
+    pieces.append(bytearray(b'tail'))
+    path = tmp_path / 'f'
+    out = bag_writer.DirectFile(path, direct)
+    for piece in pieces:
+        out.write(piece)
+    out.close()
+    assert path.read_bytes() == b''.join(bytes(p) for p in pieces)
+    out.close()   # twice is harmless
+    with pytest.raises(FileExistsError):
+        bag_writer.DirectFile(path, direct)
+    if direct and sys.platform.startswith('linux') and str(tmp_path).startswith('/tmp'):
+        print(f'O_DIRECT taken on {tmp_path}: {out.direct}')
+
+
+def test_direct_file_abort_closes_without_the_rest(tmp_path):
+    out = bag_writer.DirectFile(tmp_path / 'f')
+    out.write(b'x' * 10)
+    out.abort()
+    assert out.fd is None
+    assert (tmp_path / 'f').stat().st_size <= 10
+
+
 def _bag_args(*argv):
     parser = argparse.ArgumentParser()
     bag.add_arguments(parser)
@@ -255,6 +349,38 @@ def test_failed_write_leaves_nothing_at_out(tmp_path, monkeypatch):
     bag.process_bag(_bag_args(src, out, '--model', model, '--num-threads', '1'), out=text)
     assert '6 frames segmented' in text.getvalue()
     assert (out / 'metadata.yaml').exists()
+
+
+def test_bag_compression_options(tmp_path):
+    """
+    ``bag --compression``: zstd (the default) and none write the same messages.
+
+    By default the masks' chunks are compressed and the input image and overlay chunks are
+    not; ``--compress all`` compresses those too.
+    """
+    pytest.importorskip('mcap.reader', reason='pip install mcap')
+    (tmp_path / 'model').mkdir()
+    model = write_tiny_model(tmp_path / 'model')
+    src = _input_bag(tmp_path / 'in', 4)
+    got = {}
+    for name, extra in (('zstd', ()), ('none', ('--compression', 'none')),
+                        ('all', ('--compress', 'all')), ('lz4', ('--compression', 'lz4'))):
+        out = tmp_path / name
+        bag.process_bag(_bag_args(src, out, '--model', model, '--num-threads', '1', *extra),
+                        out=io.StringIO())
+        got[name] = (_read(out), _chunks(out / f'{name}.mcap'))
+    messages = sorted(got['none'][0][1])
+    assert len(messages) == 4 * 5   # the input and the four image outputs, 4 frames
+    for name in ('zstd', 'all', 'lz4'):
+        assert sorted(got[name][0][1]) == messages
+    assert {c[0] for c in got['none'][1]} == {''}
+    photos = {'/cam/image_raw', '/cam/segmentation/overlay'}
+    for name, kind in (('zstd', 'zstd'), ('lz4', 'lz4')):
+        for compression, _, _, topics in got[name][1]:
+            assert compression == ('' if topics & photos else kind)
+            assert not topics & photos or topics <= photos
+        assert {c[0] for c in got[name][1]} == {'', kind}
+    assert {c[0] for c in got['all'][1]} == {'zstd'}
 
 
 def test_bench_bag_writer_only(tmp_path, capsys):

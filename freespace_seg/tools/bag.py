@@ -63,6 +63,7 @@ from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
 from freespace_seg.perception.pipeline import SegmentationPipeline
+from freespace_seg.tools.bag_writer import CHUNK_COMPRESSIONS
 from freespace_seg.tools.labels import add_label_arguments, LabelExport
 import numpy as np
 
@@ -113,6 +114,14 @@ def add_arguments(parser):
                              'and its CameraInfo only, or none')
     parser.add_argument('--storage', default='mcap', choices=('mcap', 'sqlite3'),
                         help='storage of OUT (mcap)')
+    parser.add_argument('--compression', default='zstd', choices=CHUNK_COMPRESSIONS,
+                        help='MCAP chunk compression of OUT (zstd; what ros2 bag, Foxglove, '
+                             'rosbags and mcap read)')
+    parser.add_argument('--compress', default='masks', choices=('masks', 'all'),
+                        help='what is compressed: masks (default: the class, colored, free '
+                             'and confidence masks, grids, scans and the input topics that are '
+                             'not images; the camera images and the overlay, which shrink 2-3 '
+                             'times at most for much more CPU, are not), or all')
     parser.add_argument('--overwrite', action='store_true', help='replace OUT if it exists')
     parser.add_argument('--model', default='', help='ONNX model (default: the packaged one)')
     parser.add_argument('--backend', default='auto', choices=BACKENDS)
@@ -412,17 +421,28 @@ def process_bag(args, out=sys.stdout, progress_file=None):
     if args.scan_angle_increment <= 0.0:
         raise BagError('--scan-angle-increment must be positive')
     reader = open_reader(args.input)
-    tmp = os.path.join(os.path.dirname(os.path.abspath(args.output)) or '.',
-                       f'.{os.path.basename(os.path.abspath(args.output))}.partial-{os.getpid()}')
+    # OUT is written as <partial>/<OUT's name> (so its storage file is <OUT's name>.mcap or
+    # .db3, as rosbags names it after the directory) and moved to OUT at the end.
+    out_name = os.path.basename(os.path.abspath(args.output))
+    partial = os.path.join(os.path.dirname(os.path.abspath(args.output)) or '.',
+                           f'.{out_name}.partial-{os.getpid()}')
+    tmp = os.path.join(partial, out_name)
     try:
         image_topic, image_type, info_topic = choose_topics(reader, args.image_topic,
                                                             args.camera_info_topic)
         store = typestore_for(reader)
         pipes, threads = open_pipelines(args)
         ns = namespace_of(image_topic)
-        shutil.rmtree(tmp, ignore_errors=True)
-        writer = BagWriter(tmp, version=9,
-                           storage_plugin=StoragePlugin[args.storage.upper()])
+        shutil.rmtree(partial, ignore_errors=True)
+        os.makedirs(partial)
+        # Camera images (raw, or JPEG/PNG already compressed) and the overlay are written as
+        # they are unless --compress all: they shrink 2-3 times at most for far more CPU.
+        photos = {c.topic for c in reader.connections if c.msgtype in IMAGE_TYPES}
+        photos.add(f'{ns}/segmentation/overlay')
+        writer = BagWriter(tmp, version=9, storage_plugin=StoragePlugin[args.storage.upper()],
+                           chunk_compression=args.compression,
+                           compress_topic=None if args.compress == 'all'
+                           else (lambda topic: topic not in photos))
         writer.open()
         try:
             summary = _run(reader, writer, store, pipes, args, image_topic, info_topic, ns,
@@ -434,12 +454,12 @@ def process_bag(args, out=sys.stdout, progress_file=None):
                 pipe.close()
             writer.close()
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(partial, ignore_errors=True)
         raise
     finally:
         reader.close()
     if summary.frames == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(partial, ignore_errors=True)
         raise BagError(f'{image_topic}: no frame could be segmented (' +
                        '; '.join(f'{n}x {w}' for w, n in summary.skipped.most_common(3)) + ')')
     if os.path.lexists(args.output):
@@ -448,6 +468,7 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         else:
             os.remove(args.output)
     os.rename(tmp, args.output)
+    os.rmdir(partial)
     if not info_topic:
         note = 'free_space/grid: not written (no CameraInfo topic in the bag)'
     elif args.no_grid:

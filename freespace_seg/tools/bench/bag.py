@@ -60,6 +60,10 @@ def add_arguments(parser):
                         help="bag's --jobs values to run, comma-separated (1,2)")
     parser.add_argument('--keep', default='all', choices=('all', 'image', 'none'),
                         help="bag's --keep (all)")
+    parser.add_argument('--compression', default='zstd',
+                        help="bag's --compression values to run, comma-separated (zstd)")
+    parser.add_argument('--compress', default='masks',
+                        help="bag's --compress values to run, comma-separated (masks)")
     parser.add_argument('--pipeline-seconds', type=float, default=15.0,
                         help='seconds of each pipeline measurement (15)')
     parser.add_argument('--work-dir', default='bench_bag',
@@ -129,11 +133,12 @@ def write_input_bag(path, frames, width, height, scenes, seed):
     return rendered
 
 
-def run_bag(in_path, out_path, model, threads, jobs, keep):
-    """Run ``bag`` in a child process; return its frames, seconds, fps and RSS samples."""
+def run_bag(in_path, out_path, model, threads, jobs, keep, compression='zstd',
+            compress='masks'):
+    """Run ``bag`` in a child process; return its frames, seconds, fps, RSS samples, bytes."""
     cmd = [sys.executable, '-m', 'freespace_seg', 'bag', in_path, out_path, '--overwrite',
            '--model', model, '--num-threads', str(threads), '--jobs', str(jobs),
-           '--keep', keep]
+           '--keep', keep, '--compression', compression, '--compress', compress]
     samples = []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started = time.monotonic()
@@ -155,7 +160,8 @@ def run_bag(in_path, out_path, model, threads, jobs, keep):
     if not found:
         raise RuntimeError(f'bag printed no summary: {output.strip()[-500:]}')
     frames, seconds, fps = int(found.group(1)), float(found.group(2)), float(found.group(3))
-    return {'frames': frames, 'seconds': seconds, 'fps': fps, 'rss': samples,
+    size = sum(os.path.getsize(os.path.join(out_path, f)) for f in os.listdir(out_path))
+    return {'frames': frames, 'seconds': seconds, 'fps': fps, 'rss': samples, 'bytes': size,
             'command': ' '.join(['bag', 'IN', 'OUT'] + cmd[6:])}
 
 
@@ -190,20 +196,22 @@ def report(rows, pipeline_before, pipeline_after, args, model):
     """Return the Markdown lines of the result."""
     pipeline = min(pipeline_before, pipeline_after)
     body = []
-    for jobs, r in rows:
+    for name, r in rows:
         tenth, peak, end = rss_span(r['rss'])
-        body.append([f'bag --jobs {jobs}', number(r['fps'], 1), number(r['seconds'], 1),
+        body.append([name, number(r['fps'], 1), number(r['seconds'], 1),
                      number(r['fps'] / pipeline, 2) if pipeline else '-',
+                     number(r['bytes'] / max(1, r['frames']) / 1e6, 2),
                      number(tenth, 1), number(peak, 1), number(end, 1)])
     body.append(['pipeline row (before, after)',
                  f'{number(pipeline_before, 1)}, {number(pipeline_after, 1)}', '-', '1.00',
-                 '-', '-', '-'])
+                 '-', '-', '-', '-'])
     load = ', '.join(f'{v:.2f}' for v in os.getloadavg())
     lines = [f'{args.frames} frames, rgb8 {args.width}x{args.height} with CameraInfo, MCAP; '
              f'model {os.path.basename(model)}, {args.num_threads} ONNX Runtime thread(s) in '
              f'all; bag --keep {args.keep}; load average at the end {load}', '']
     lines += table(['run', 'frames/s', 'seconds', 'against the pipeline (the lower of its two)',
-                    'RSS MiB at 10 %', 'RSS MiB peak after 10 %', 'RSS MiB at the end'],
+                    'MB written a frame', 'RSS MiB at 10 %', 'RSS MiB peak after 10 %',
+                    'RSS MiB at the end'],
                    body)
     return lines
 
@@ -324,6 +332,17 @@ def run(args):
     if not jobs_list or min(jobs_list) < 1:
         print(f'bench-bag: --jobs wants positive integers, got {args.jobs!r}', file=sys.stderr)
         return 2
+    from freespace_seg.tools.bag_writer import CHUNK_COMPRESSIONS
+
+    compressions = [v.strip() for v in args.compression.split(',') if v.strip()]
+    scopes = [v.strip() for v in args.compress.split(',') if v.strip()]
+    if not compressions or not set(compressions) <= set(CHUNK_COMPRESSIONS) or not scopes or \
+            not set(scopes) <= {'masks', 'all'}:
+        print(f'bench-bag: --compression wants {", ".join(CHUNK_COMPRESSIONS)} and --compress '
+              f'masks or all, got {args.compression!r} and {args.compress!r}', file=sys.stderr)
+        return 2
+    # 'none' compresses nothing, whatever the scope: run it once
+    variants = [(c, s) for c in compressions for s in (scopes if c != 'none' else scopes[:1])]
     os.makedirs(args.work_dir, exist_ok=True)
     in_path = os.path.join(args.work_dir, 'in')
     out_path = os.path.join(args.work_dir, 'out')
@@ -339,10 +358,13 @@ def run(args):
         before = pipeline_fps(model, args.num_threads, frames, args.pipeline_seconds)
         rows = []
         for jobs in jobs_list:
-            print(f'bench-bag: bag --jobs {jobs}', flush=True)
-            rows.append((jobs, run_bag(in_path, out_path, model, args.num_threads, jobs,
-                                       args.keep)))
-            print(f'bench-bag: {rows[-1][1]["fps"]:.1f} frames/s', flush=True)
+            for compression, scope in variants:
+                name = f'bag --jobs {jobs} --compression {compression}' + \
+                    (f' --compress {scope}' if compression != 'none' else '')
+                print(f'bench-bag: {name}', flush=True)
+                rows.append((name, run_bag(in_path, out_path, model, args.num_threads, jobs,
+                                           args.keep, compression, scope)))
+                print(f'bench-bag: {rows[-1][1]["fps"]:.1f} frames/s', flush=True)
         print('bench-bag: pipeline row (after)', flush=True)
         after = pipeline_fps(model, args.num_threads, frames, args.pipeline_seconds)
     except RuntimeError as e:
