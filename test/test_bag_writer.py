@@ -356,7 +356,7 @@ def test_bag_compression_options(tmp_path):
     ``bag --compression``: zstd (the default) and none write the same messages.
 
     By default the masks' chunks are compressed and the input image and overlay chunks are
-    not; ``--compress all`` compresses those too.
+    not; ``--compress all`` compresses those too; ``--no-direct-io`` changes nothing written.
     """
     pytest.importorskip('mcap.reader', reason='pip install mcap')
     (tmp_path / 'model').mkdir()
@@ -364,15 +364,17 @@ def test_bag_compression_options(tmp_path):
     src = _input_bag(tmp_path / 'in', 4)
     got = {}
     for name, extra in (('zstd', ()), ('none', ('--compression', 'none')),
-                        ('all', ('--compress', 'all')), ('lz4', ('--compression', 'lz4'))):
+                        ('all', ('--compress', 'all')), ('lz4', ('--compression', 'lz4')),
+                        ('plain', ('--no-direct-io',))):
         out = tmp_path / name
         bag.process_bag(_bag_args(src, out, '--model', model, '--num-threads', '1', *extra),
                         out=io.StringIO())
         got[name] = (_read(out), _chunks(out / f'{name}.mcap'))
     messages = sorted(got['none'][0][1])
     assert len(messages) == 4 * 5   # the input and the four image outputs, 4 frames
-    for name in ('zstd', 'all', 'lz4'):
+    for name in ('zstd', 'all', 'lz4', 'plain'):
         assert sorted(got[name][0][1]) == messages
+    assert got['plain'][1] == got['zstd'][1]   # through the page cache: the same chunks
     assert {c[0] for c in got['none'][1]} == {''}
     photos = {'/cam/image_raw', '/cam/segmentation/overlay'}
     for name, kind in (('zstd', 'zstd'), ('lz4', 'lz4')):

@@ -150,3 +150,19 @@ def test_free_mask_colorize_overlay():
     blended = overlay(rgb, colored, 0.5)
     np.testing.assert_array_equal(blended[0, 0], [55, 60, 65])
     np.testing.assert_array_equal(overlay(rgb, colored, 0.0), rgb)
+
+
+def test_colorize_equals_the_table_lookup_for_every_id():
+    """colorize is ``lut[mask]`` for all 256 ids, odd sizes, a strided view and ``out=``."""
+    rng = np.random.default_rng(5)
+    lut = rng.integers(0, 256, (256, 3), dtype=np.uint8)
+    mask = rng.integers(0, 256, (37, 51), dtype=np.uint8)
+    np.testing.assert_array_equal(colorize(mask, lut), lut[mask])
+    view = mask[::2, 1::3]
+    np.testing.assert_array_equal(colorize(view, lut), lut[view])
+    out = np.empty((37, 51, 3), np.uint8)
+    assert colorize(mask, lut, out=out) is out
+    np.testing.assert_array_equal(out, lut[mask])
+    palette = palette_lut([(255, 0, 0), (0, 0, 255)])   # RGB order kept, not BGR
+    np.testing.assert_array_equal(colorize(np.array([[0, 1, 2]], np.uint8), palette),
+                                  [[[255, 0, 0], [0, 0, 255], [0, 0, 0]]])

@@ -122,6 +122,9 @@ def add_arguments(parser):
                              'and confidence masks, grids, scans and the input topics that are '
                              'not images; the camera images and the overlay, which shrink 2-3 '
                              'times at most for much more CPU, are not), or all')
+    parser.add_argument('--no-direct-io', action='store_true',
+                        help='write the MCAP file through the page cache (by default it is '
+                             'written with O_DIRECT where the file system allows it)')
     parser.add_argument('--overwrite', action='store_true', help='replace OUT if it exists')
     parser.add_argument('--model', default='', help='ONNX model (default: the packaged one)')
     parser.add_argument('--backend', default='auto', choices=BACKENDS)
@@ -442,7 +445,8 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         writer = BagWriter(tmp, version=9, storage_plugin=StoragePlugin[args.storage.upper()],
                            chunk_compression=args.compression,
                            compress_topic=None if args.compress == 'all'
-                           else (lambda topic: topic not in photos))
+                           else (lambda topic: topic not in photos),
+                           direct_io=not args.no_direct_io)
         writer.open()
         try:
             summary = _run(reader, writer, store, pipes, args, image_topic, info_topic, ns,
