@@ -386,18 +386,20 @@ def test_bag_compression_options(tmp_path):
 
 
 def test_bench_bag_writer_only(tmp_path, capsys):
-    """``bench-bag --writer-only``: both writers, the same bytes a frame, its table."""
+    """``bench-bag --writer-only``: the three writers, the bytes a frame, its table."""
     from freespace_seg.tools.bench import bag as bench_bag
 
     parser = argparse.ArgumentParser()
     bench_bag.add_arguments(parser)
     args = parser.parse_args(['--writer-only', '--frames', '2', '--repeats', '1', '--width',
-                              '33', '--height', '7', '--work-dir', str(tmp_path / 'work'),
+                              '320', '--height', '240', '--work-dir', str(tmp_path / 'work'),
                               '--out', str(tmp_path / 'writer.md')])
     assert bench_bag.run(args) == 0
     rows = [line for line in (tmp_path / 'writer.md').read_text().splitlines()
-            if line.startswith('| rosbags') or line.startswith('| bag')]
-    assert len(rows) == 2
-    assert rows[0].split('|')[-2] == rows[1].split('|')[-2]   # MB a frame
+            if line.startswith('| rosbags') or line.startswith('| bag') or
+            line.startswith('| BagWriter')]
+    assert len(rows) == 3
+    mb = [float(row.split('|')[-2]) for row in rows]   # MB a frame
+    assert mb[0] == mb[1] and mb[2] < mb[1]             # the same bytes; the masks compressed
     assert not os.listdir(tmp_path / 'work')
     assert 'bag writer, run 1' in capsys.readouterr().out

@@ -72,5 +72,5 @@ def test_bench_bag_refuses_bad_compression(tmp_path):
     proc = subprocess.run([sys.executable, '-m', 'freespace_seg', 'bench-bag', '--compression',
                            'zstd,gzip'], capture_output=True, text=True, timeout=120, env=env,
                           cwd=tmp_path)
-    assert proc.returncode == 2 and "--compression wants none, lz4, zstd" in proc.stderr
+    assert proc.returncode == 2 and '--compression wants none, lz4, zstd' in proc.stderr
     assert not (tmp_path / 'bench_bag').exists()

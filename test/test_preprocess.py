@@ -153,7 +153,7 @@ def test_free_mask_colorize_overlay():
 
 
 def test_colorize_equals_the_table_lookup_for_every_id():
-    """colorize is ``lut[mask]`` for all 256 ids, odd sizes, a strided view and ``out=``."""
+    """Colorize is ``lut[mask]`` for all 256 ids, odd sizes, a strided view and ``out=``."""
     rng = np.random.default_rng(5)
     lut = rng.integers(0, 256, (256, 3), dtype=np.uint8)
     mask = rng.integers(0, 256, (37, 51), dtype=np.uint8)

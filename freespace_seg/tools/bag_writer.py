@@ -76,22 +76,35 @@ ZSTD_LEVEL = 1
 
 
 def chunk_compressor(name):
-    """Return a function bytes -> compressed bytes for an MCAP chunk compression, or None."""
+    """
+    Return ``compress(pieces, size) -> [bytes]`` for an MCAP chunk compression, or None.
+
+    The pieces (the chunk's buffers, ``size`` bytes in all) are fed to a streaming compressor
+    one after the other, so the chunk is never joined into one buffer; the frame records the
+    size, as one-shot compression would. zstd is the standard library's from Python 3.14 and
+    its backport before (what rosbags reads MCAP with); lz4 is the lz4 frame format.
+    """
     if name in ('', 'none', None):
         return None
     if name == 'zstd':
-        # The zstd of the standard library from Python 3.14, its backport before (what
-        # rosbags reads MCAP with).
         if sys.version_info >= (3, 14):
             from compression import zstd
         else:
             from backports import zstd
-        return functools.partial(zstd.compress, level=ZSTD_LEVEL)
+
+        def compress(pieces, size):
+            packer = zstd.ZstdCompressor(level=ZSTD_LEVEL)
+            packer.set_pledged_input_size(size)
+            return [packer.compress(piece) for piece in pieces] + [packer.flush()]
+        return compress
     if name == 'lz4':
         import lz4.frame
 
-        return functools.partial(lz4.frame.compress, compression_level=0,
-                                 content_checksum=False)
+        def compress(pieces, size):
+            packer = lz4.frame.LZ4FrameCompressor(compression_level=0, content_checksum=False)
+            return [packer.begin(source_size=size)] + \
+                [packer.compress(piece) for piece in pieces] + [packer.flush()]
+        return compress
     raise ValueError(f'unknown chunk compression {name!r} '
                      f'(one of {", ".join(CHUNK_COMPRESSIONS)})')
 
@@ -378,9 +391,10 @@ class McapStorage:
         compression, stored = '', self.size
         # A chunk without messages (schemas and channels only, at the end) is compressed.
         if self.compressor is not None and self.chunk_kind is not False:
-            packed = self.compressor(b''.join(self.pieces))
-            if len(packed) < self.size:
-                compression, stored, self.pieces = self.chunk_compression, len(packed), [packed]
+            packed = [piece for piece in self.compressor(self.pieces, self.size) if piece]
+            packed_size = sum(len(piece) for piece in packed)
+            if packed_size < self.size:
+                compression, stored, self.pieces = self.chunk_compression, packed_size, packed
         start = self.pos
         name = _string(compression)
         self._write(bytes((0x06,)) + _U64.pack(8 + 8 + 8 + 4 + len(name) + 8 + stored) +
