@@ -36,11 +36,14 @@ A message's data may be bytes, a memoryview, or a tuple of such pieces (what
 joined.
 
 Chunk compression (``BagWriter(..., chunk_compression='zstd' or 'lz4')``, MCAP's own, which
-``ros2 bag``, Foxglove, rosbags and the ``mcap`` library read) compresses each chunk as one
-buffer; the compressors release the GIL. ``compress_topic`` (topic name -> bool) leaves some
-topics' chunks uncompressed: a chunk then holds messages of one kind only, and a new chunk
-starts where the kind changes. Class masks compress several hundred times at almost no cost;
-camera images two or three times at a few milliseconds a frame.
+``ros2 bag``, Foxglove, rosbags and the ``mcap`` library read) feeds each chunk's buffers to a
+streaming compressor, which releases the GIL. ``compress_topic`` (topic name -> bool) leaves
+some topics' chunks uncompressed: a chunk then holds messages of one kind only, and a new
+chunk starts where the kind changes. Class masks compress several hundred times at almost no
+cost; camera images two or three times at a few milliseconds a frame.
+
+The file itself is a :class:`DirectFile`: written with ``O_DIRECT`` where the file system
+allows it, so that the kernel does not copy each frame's megabytes into the page cache.
 """
 
 import errno
