@@ -63,7 +63,6 @@ from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
 from freespace_seg.perception.pipeline import SegmentationPipeline
-from freespace_seg.tools.bag_writer import CHUNK_COMPRESSIONS
 from freespace_seg.tools.labels import add_label_arguments, LabelExport
 import numpy as np
 
@@ -84,6 +83,8 @@ GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera
 INFO_HISTORY = 30
 #: messages queued for the writer thread at most (about 5 frames of outputs): memory stays flat
 WRITE_QUEUE = 24
+#: values of --compress
+COMPRESS_SCOPES = ('masks', 'all')
 #: distro of a bag's metadata -> rosbags typestore
 TYPESTORES = {'humble': 'ROS2_HUMBLE', 'iron': 'ROS2_IRON', 'jazzy': 'ROS2_JAZZY',
               'kilted': 'ROS2_KILTED'}
@@ -99,6 +100,8 @@ def _defaults():
 
 def add_arguments(parser):
     """Add the options of ``bag``."""
+    from freespace_seg.tools.bag_writer import CHUNK_COMPRESSIONS   # needs rosbags
+
     d = _defaults()
     parser.add_argument('input', metavar='IN',
                         help='rosbag2 directory (mcap or sqlite3) or a single .mcap/.db3 file')
@@ -117,7 +120,7 @@ def add_arguments(parser):
     parser.add_argument('--compression', default='zstd', choices=CHUNK_COMPRESSIONS,
                         help='MCAP chunk compression of OUT (zstd; what ros2 bag, Foxglove, '
                              'rosbags and mcap read)')
-    parser.add_argument('--compress', default='masks', choices=('masks', 'all'),
+    parser.add_argument('--compress', default='masks', choices=COMPRESS_SCOPES,
                         help='what is compressed: masks (default: the class, colored, free '
                              'and confidence masks, grids, scans and the input topics that are '
                              'not images; the camera images and the overlay, which shrink 2-3 '
@@ -162,6 +165,19 @@ def namespace_of(topic):
     if name.endswith('/compressed'):
         name = name[:-len('/compressed')]
     return name.rsplit('/', 1)[0] if '/' in name else ''
+
+
+def compress_topic(scope, image_topics, ns):
+    """
+    Return BagWriter's ``compress_topic`` for ``--compress``: None (every topic) or a test.
+
+    'masks' leaves the camera images (raw, or JPEG/PNG already compressed) and the overlay
+    under ``ns`` uncompressed: they shrink 2-3 times at most for far more CPU.
+    """
+    if scope == 'all':
+        return None
+    photos = set(image_topics) | {f'{ns}/segmentation/overlay'}
+    return lambda topic: topic not in photos
 
 
 def _storage_file(path):
@@ -438,14 +454,10 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         ns = namespace_of(image_topic)
         shutil.rmtree(partial, ignore_errors=True)
         os.makedirs(partial)
-        # Camera images (raw, or JPEG/PNG already compressed) and the overlay are written as
-        # they are unless --compress all: they shrink 2-3 times at most for far more CPU.
-        photos = {c.topic for c in reader.connections if c.msgtype in IMAGE_TYPES}
-        photos.add(f'{ns}/segmentation/overlay')
+        images = [c.topic for c in reader.connections if c.msgtype in IMAGE_TYPES]
         writer = BagWriter(tmp, version=9, storage_plugin=StoragePlugin[args.storage.upper()],
                            chunk_compression=args.compression,
-                           compress_topic=None if args.compress == 'all'
-                           else (lambda topic: topic not in photos),
+                           compress_topic=compress_topic(args.compress, images, ns),
                            direct_io=not args.no_direct_io)
         writer.open()
         try:

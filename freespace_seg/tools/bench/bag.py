@@ -262,6 +262,7 @@ def time_writer(kind, path, frames, store, messages):
     """
     from rosbags.rosbag2 import StoragePlugin, Writer
 
+    from freespace_seg.tools.bag import compress_topic
     from freespace_seg.tools.bag_writer import BagWriter, image_cdr
 
     header, raw, outputs = messages
@@ -280,10 +281,10 @@ def time_writer(kind, path, frames, store, messages):
     elif kind == 'plain':
         writer = BagWriter(path, version=9, storage_plugin=StoragePlugin.MCAP, direct_io=False)
     else:
-        photos = {'/camera/image_raw', '/camera/segmentation/overlay'}
         writer = BagWriter(path, version=9, storage_plugin=StoragePlugin.MCAP,
                            chunk_compression='zstd',
-                           compress_topic=lambda topic: topic not in photos)
+                           compress_topic=compress_topic('masks', ['/camera/image_raw'],
+                                                         '/camera'))
     wall, cpu = time.perf_counter(), time.process_time()
     writer.open()
     image = writer.add_connection('/camera/image_raw', 'sensor_msgs/msg/Image',
@@ -356,12 +357,13 @@ def run(args):
     if not jobs_list or min(jobs_list) < 1:
         print(f'bench-bag: --jobs wants positive integers, got {args.jobs!r}', file=sys.stderr)
         return 2
+    from freespace_seg.tools.bag import COMPRESS_SCOPES
     from freespace_seg.tools.bag_writer import CHUNK_COMPRESSIONS
 
     compressions = [v.strip() for v in args.compression.split(',') if v.strip()]
     scopes = [v.strip() for v in args.compress.split(',') if v.strip()]
     if not compressions or not set(compressions) <= set(CHUNK_COMPRESSIONS) or not scopes or \
-            not set(scopes) <= {'masks', 'all'}:
+            not set(scopes) <= set(COMPRESS_SCOPES):
         print(f'bench-bag: --compression wants {", ".join(CHUNK_COMPRESSIONS)} and --compress '
               f'masks or all, got {args.compression!r} and {args.compress!r}', file=sys.stderr)
         return 2
