@@ -156,8 +156,31 @@ def _colour_shift(x, gen, p_hue=0.5, p_gray=0.1, p_tint=0.5, p_ramp=0.5):
     return x.clamp(0.0, 1.0)
 
 
+def _jitter(x, gen, p_gray=0.1):
+    """
+    Photometric jitter of the pretrained-encoder probe (the ``jitter`` mode), on [0, 1] images.
+
+    Per sample: a gain of 0.6-1.4 times a per-channel 0.85-1.15, a brightness offset of
+    +-30/255, contrast 0.7-1.3 about the image mean, Gaussian sensor noise with a sigma drawn
+    from 0-8/255, and greyscale with probability ``p_gray``. No geometry, blur or gamma.
+    """
+    n = x.shape[0]
+    shape = (n, 1, 1, 1)
+    dev = x.device
+    gain = (_uniform(n, 0.6, 1.4, gen).view(shape)
+            * _uniform(n * 3, 0.85, 1.15, gen).view(n, 3, 1, 1))
+    x = x * gain.to(dev) + (_uniform(n, -30.0, 30.0, gen) / 255.0).view(shape).to(dev)
+    mean = x.mean(dim=(1, 2, 3), keepdim=True)
+    x = (x - mean) * _uniform(n, 0.7, 1.3, gen).view(shape).to(dev) + mean
+    sigma = _uniform(n, 0.0, 8.0 / 255.0, gen).view(shape)
+    x = x + (sigma * torch.randn(x.shape, generator=gen)).to(dev)
+    gray = (torch.rand(n, generator=gen) < p_gray).float().view(shape).to(dev)
+    x = gray * x.mean(dim=1, keepdim=True).expand_as(x) + (1.0 - gray) * x
+    return x.clamp(0.0, 1.0)
+
+
 #: Choices of ``--augment``.
-AUGMENT_MODES = ('full', 'strong', 'flip', 'light')
+AUGMENT_MODES = ('full', 'strong', 'flip', 'light', 'jitter')
 
 
 def augment(x, y, gen, mode='full'):
@@ -167,7 +190,8 @@ def augment(x, y, gen, mode='full'):
     ``mode`` ``full``: flip, zoom/crop, roll, colour jitter, gamma, blur, noise; ``strong``:
     ``full`` plus hue rotation, greyscale, coloured light and brightness ramps
     (:func:`_colour_shift`); ``flip``: horizontal flips only; ``light``: flips and colour
-    jitter and gamma, no geometry, blur or noise (the recipe of the issue's pretrained probe).
+    jitter and gamma, no geometry, blur or noise; ``jitter``: flips and the probe's gain,
+    offset, contrast, noise and greyscale (:func:`_jitter`).
     """
     if mode not in AUGMENT_MODES:
         raise ValueError(f'unknown augmentation {mode!r}; expected one of {AUGMENT_MODES}')
@@ -178,6 +202,8 @@ def augment(x, y, gen, mode='full'):
         return x, y
     if mode == 'light':
         return _photometric(x, gen, p_blur=0.0, p_noise=0.0), y
+    if mode == 'jitter':
+        return _jitter(x, gen), y
     x, y = _geometric(x, y, gen)
     if mode == 'strong':
         x = _colour_shift(x, gen)
@@ -190,4 +216,6 @@ def augmentation_summary(mode):
     full = 'hflip, zoom-in crop 1-1.4x, roll +-3 deg, colour jitter, gamma, blur, noise'
     return {'none': 'none', 'flip': 'hflip', 'full': full,
             'light': 'hflip, colour jitter, gamma',
+            'jitter': 'hflip, gain 0.6-1.4 x channel 0.85-1.15, offset +-30/255, contrast '
+                      '0.7-1.3, noise sigma 0-8/255, greyscale 10 %',
             'strong': full + ', hue rotation, greyscale, coloured light, brightness ramp'}[mode]

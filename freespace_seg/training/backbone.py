@@ -271,6 +271,24 @@ class LiteUNet(nn.Module):
         """Return the encoder's parameters (trained at a lower learning rate)."""
         return list(self.encoder.parameters())
 
+    def encoder_stages(self):
+        """
+        Return the encoder's parameters in five lists, shallow to deep, one per skip stride.
+
+        The stem goes with the stride-2 stage. Layer-wise learning-rate decay gives each list
+        its own rate.
+        """
+        enc = self.encoder
+        stages = [list(enc._conv_stem.parameters()) + list(enc._bn0.parameters())]
+        first = 0
+        for k, (last, _, _) in enumerate(enc.taps):
+            if k:
+                stages.append([])
+            for block in enc._blocks[first:last + 1]:
+                stages[-1].extend(block.parameters())
+            first = last + 1
+        return stages
+
     def forward(self, x):
         """Return raw logits (N, num_classes, H, W) for a normalized (N, 3, H, W) input."""
         feats = self.encoder(x)

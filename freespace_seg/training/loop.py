@@ -15,6 +15,7 @@
 """The training loop: seeds, validation, ONNX --init, train_model."""
 
 import copy
+import math
 import os
 import random
 import time
@@ -114,7 +115,8 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 val_every=250, patience=0, log_every=50, work_dir=None, log=print,
                 progress_bar=True, low_res_steps=0, low_res_batch_size=None,
                 checkpoint_meta=None, hard_frames=0.0, resume=None, time_limit=None,
-                stop_after=None, device='cpu', encoder_lr_scale=1.0):
+                stop_after=None, device='cpu', encoder_lr_scale=1.0, schedule='one-cycle',
+                warmup_steps=100, encoder_lr_decay=1.0, encoder_frozen_steps=0):
     """
     Train ``model`` in place on uint8 tensors; return a history dict.
 
@@ -143,24 +145,71 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
 
     ``encoder_lr_scale``: a model with ``encoder_parameters()`` (a pretrained encoder) trains
     those at this fraction of ``lr``.
+
+    Robust fine-tuning of such an encoder: ``encoder_lr_decay`` (< 1) gives each encoder
+    stage, from the deepest down, this factor more of decay (layer-wise learning rates, the
+    deepest at ``encoder_lr_scale``); ``encoder_frozen_steps`` trains the decoder alone first
+    (encoder weights and BatchNorm statistics fixed), then everything (LP-FT).
+
+    ``schedule``: ``one-cycle`` (torch's OneCycleLR, 10 % warm-up) or ``cosine`` (a linear
+    warm-up over ``warmup_steps``, then a cosine from the peak to zero).
     """
     gen = torch.Generator().manual_seed(int(seed))
     device = torch.device(device)
     model.to(device)
     model.to(memory_format=torch.channels_last)
-    encoder = {id(p) for p in getattr(model, 'encoder_parameters', list)()}
-    groups, max_lr = [], []
-    for in_encoder, scale in ((False, 1.0), (True, float(encoder_lr_scale))):
-        mine = [p for p in model.parameters() if (id(p) in encoder) == in_encoder]
+    encoder_params = getattr(model, 'encoder_parameters', list)()
+    encoder = {id(p) for p in encoder_params}
+    decay_factor = float(encoder_lr_decay)
+    if decay_factor != 1.0 and not hasattr(model, 'encoder_stages'):
+        raise ValueError('layer-wise encoder learning rates need a pretrained encoder')
+    if encoder_frozen_steps and not encoder:
+        raise ValueError('a frozen-encoder phase needs a pretrained encoder')
+    # Parameter sets with their learning-rate factor: the decoder, then the encoder (in
+    # stages, deepest at encoder_lr_scale, with layer-wise decay).
+    parts = [([p for p in model.parameters() if id(p) not in encoder], 1.0, False)]
+    if encoder and decay_factor != 1.0:
+        stages = model.encoder_stages()
+        for k, stage in enumerate(stages):
+            scale = float(encoder_lr_scale) * decay_factor ** (len(stages) - 1 - k)
+            parts.append((stage, scale, True))
+    elif encoder:
+        parts.append((encoder_params, float(encoder_lr_scale), True))
+    groups, max_lr, in_encoder = [], [], []
+    for params, scale, enc in parts:
         for decay in (True, False):
-            group = [p for p in mine if (p.ndim > 1) == decay]
+            group = [p for p in params if (p.ndim > 1) == decay]
             if group:
                 groups.append({'params': group, 'weight_decay': weight_decay if decay else 0.0})
                 max_lr.append(lr * scale)
+                in_encoder.append(enc)
     opt = torch.optim.AdamW(groups, lr=lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=max_lr, total_steps=max(steps, 1),
-                                                pct_start=0.1, div_factor=20.0,
-                                                final_div_factor=200.0)
+    total = max(steps, 1)
+    if schedule == 'one-cycle':
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=max_lr, total_steps=total,
+                                                    pct_start=0.1, div_factor=20.0,
+                                                    final_div_factor=200.0)
+    elif schedule == 'cosine':
+        for g, peak in zip(groups, max_lr):
+            g['lr'] = peak
+        warm = max(0, int(warmup_steps))
+
+        def cosine(i):   # i: optimizer steps taken so far
+            w = min(1.0, (i + 1) / warm) if warm else 1.0
+            return w * 0.5 * (1.0 + math.cos(math.pi * min(i / total, 1.0)))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine)
+    else:
+        raise ValueError(f'unknown schedule {schedule!r}; expected one-cycle or cosine')
+    frozen_steps = int(encoder_frozen_steps)
+
+    def set_encoder_frozen(frozen):
+        for p in encoder_params:
+            p.requires_grad_(not frozen)
+        model.train()
+        if frozen:   # the probe sees fixed features: ImageNet statistics, not the batch's
+            for m in model.encoder.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.eval()
     n = train_x.shape[0]
     bs_full = min(batch_size, n)
     bs_low = min(low_res_batch_size or 2 * batch_size, n)
@@ -220,7 +269,15 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         from freespace_seg.common.progress import progress
         steps_iter = progress(steps_iter, total=len(steps_iter), desc='train')
     model.train()
+    frozen = None
     for step in steps_iter:
+        if encoder and frozen != (step <= frozen_steps):
+            frozen = step <= frozen_steps
+            set_encoder_frozen(frozen)
+            if frozen:
+                log(f'steps 1-{min(frozen_steps, steps)}: decoder only, the encoder frozen')
+            elif step > 1:
+                log(f'step {step}: the encoder trains too')
         low_res = step <= low_res_steps
         bs = bs_low if low_res else bs_full
         idx = sampler.draw(bs)
@@ -248,6 +305,8 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 f'{time.perf_counter() - t_start:.0f}s')
         if has_val and (step % val_every == 0 or step == steps):
             cm = validate(model, val_x, val_y)
+            if frozen:
+                set_encoder_frozen(True)   # validate() ends in train mode
             miou = metrics.mean_iou(cm)
             iou = metrics.per_class_iou(cm)
             history['val'].append({'step': step, 'miou': miou, 'iou': iou.tolist()})
@@ -275,6 +334,8 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 + (f'; last.pt in {work_dir} resumes it' if work_dir else ''))
             break
     history['hard_drawn'] = sampler.hard_drawn
+    if encoder:
+        set_encoder_frozen(False)
     clock()
     if best_state is not None and not history['interrupted']:
         model.load_state_dict(best_state)

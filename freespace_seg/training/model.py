@@ -211,22 +211,23 @@ ARCHS = ('unet', 'efficientnet-lite0', 'efficientnet-lite1', 'efficientnet-lite2
 
 
 def build_model(num_classes=2, widths=DEFAULT_WIDTHS, channels=None, context=False,
-                arch='unet', pretrained=True):
+                arch='unet', pretrained=True, decoder=None):
     """
     Make a freshly initialised network.
 
     That is the :class:`FreespaceUNet`, or for an ``efficientnet-liteN`` ``arch`` a
     :class:`~freespace_seg.training.backbone.LiteUNet` whose encoder holds the ImageNet weights
-    (``pretrained``) or random ones.
+    (``pretrained``) or random ones, and whose decoder has the widths ``decoder`` (1/16 to
+    1/2; default :data:`~freespace_seg.training.backbone.DECODER_WIDTHS`).
     """
     if arch == 'unet':
         return FreespaceUNet(num_classes=num_classes, widths=widths, channels=channels,
                              context=context)
     if arch not in ARCHS:
         raise ValueError(f'unknown arch {arch!r}; expected one of {", ".join(ARCHS)}')
-    from freespace_seg.training.backbone import LiteUNet
+    from freespace_seg.training.backbone import DECODER_WIDTHS, LiteUNet
     return LiteUNet(arch.replace('efficientnet-', ''), num_classes=num_classes,
-                    pretrained=pretrained)
+                    decoder=tuple(decoder or DECODER_WIDTHS), pretrained=pretrained)
 
 
 def load_weights(model, state):

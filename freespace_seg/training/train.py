@@ -61,6 +61,7 @@ from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.sim.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
 from freespace_seg.training.augment import AUGMENT_MODES, augmentation_summary
+from freespace_seg.training.backbone import DECODER_WIDTHS as LITE_DECODER_WIDTHS
 from freespace_seg.training.card import build_card, pretrained_record
 from freespace_seg.training.checkpoint import _saved_args, data_fingerprint, resume_checkpoint
 from freespace_seg.training.device import device_record, DEVICES, resolve_device
@@ -108,6 +109,33 @@ def _widths(text):
     if len(values) != 5 or min(values) <= 0:
         raise ValueError(f'expected 5 positive comma-separated channel counts, got {text!r}')
     return values
+
+
+def _decoder_widths(text):
+    values = tuple(int(v) for v in text.split(','))
+    if len(values) != 4 or min(values) <= 0:
+        raise ValueError(f'expected 4 positive comma-separated channel counts, got {text!r}')
+    return values
+
+
+def _decay(text):
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f'expected a factor in (0, 1], got {text}')
+    return value
+
+
+def _steps(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'expected 0 or more steps, got {text}')
+    return value
+
+
+#: options added after the shipped models were trained: the reproducing command names them
+#: only when they differ from these defaults (which are what those models trained with)
+QUIET_DEFAULTS = {'decoder_widths': None, 'schedule': 'one-cycle', 'warmup_steps': 100,
+                  'encoder_lr_decay': 1.0, 'encoder_frozen_steps': 0}
 
 
 def _jobs(text):
@@ -192,6 +220,23 @@ def add_arguments(parser):
     opt(tr, '--encoder-lr-scale', type=float, default=0.5, metavar='F',
         help='with an EfficientNet-Lite --arch: the pretrained encoder trains at F times '
              '--lr (default: %(default)s)')
+    opt(tr, '--decoder-widths', type=_decoder_widths, metavar='D1,..,D4',
+        help='with an EfficientNet-Lite --arch: decoder channels at 1/16, 1/8, 1/4 and 1/2 '
+             '(default: %s)' % ','.join(map(str, LITE_DECODER_WIDTHS)))
+    opt(tr, '--schedule', choices=('one-cycle', 'cosine'), default='one-cycle',
+        help='learning-rate schedule: one-cycle (10 %% warm-up, then down to 1/4000 of the '
+             'peak) or cosine (linear warm-up over --warmup-steps, then a cosine to zero; '
+             'default: %(default)s)')
+    opt(tr, '--warmup-steps', type=_steps, default=100,
+        help='warm-up steps of --schedule cosine (default: %(default)s)')
+    opt(tr, '--encoder-lr-decay', type=_decay, default=1.0, metavar='F',
+        help='with an EfficientNet-Lite --arch: layer-wise learning rates; each encoder '
+             'stage trains at F times the rate of the stage above it, the deepest at '
+             '--encoder-lr-scale (default: %(default)s, one rate)')
+    opt(tr, '--encoder-frozen-steps', type=_steps, default=0, metavar='N',
+        help='with an EfficientNet-Lite --arch: train the decoder alone for the first N '
+             "steps (encoder weights and BatchNorm statistics fixed at ImageNet's), then "
+             'everything (LP-FT; default: %(default)s)')
     opt(tr, '--widths', type=_widths, default=DEFAULT_WIDTHS, metavar='C1,..,C5',
         help='UNet channels at 1/2..1/32 (default: %s)' % ','.join(map(str, DEFAULT_WIDTHS)))
     opt(tr, '--context', action='store_true',
@@ -243,6 +288,8 @@ def reproduce_command(args):
     def skip(dest, value):
         if dest == 'render_without' and not value:
             return True
+        if dest in QUIET_DEFAULTS and value == QUIET_DEFAULTS[dest]:
+            return True
         return args.render is None and dest in ('data_seed', 'render_size', 'render_val',
                                                 'render_cache', 'camera_height', 'camera_pitch',
                                                 'render_without')
@@ -252,7 +299,7 @@ def reproduce_command(args):
             return f'{value[0]}x{value[1]}'
         if dest in ('camera_height', 'camera_pitch'):
             return f'{value[0]:g},{value[1]:g}'
-        if dest in ('widths', 'render_without'):
+        if dest in ('widths', 'render_without', 'decoder_widths'):
             return ','.join(str(v) for v in value)
         return value
 
@@ -379,8 +426,15 @@ def run(args):
     if args.epochs is not None:
         steps = max(1, int(math.ceil(args.epochs * train_x.shape[0] / args.batch_size)))
     # Resumed or initialised runs load their weights over the ImageNet ones.
+    lite_only = [flag for flag, dest in (('--decoder-widths', 'decoder_widths'),
+                                         ('--encoder-lr-decay', 'encoder_lr_decay'),
+                                         ('--encoder-frozen-steps', 'encoder_frozen_steps'))
+                 if getattr(args, dest, QUIET_DEFAULTS[dest]) != QUIET_DEFAULTS[dest]]
+    if arch == 'unet' and lite_only:
+        raise SystemExit(f'train: {", ".join(lite_only)} need an EfficientNet-Lite --arch')
     model = build_model(num_classes=len(CLASS_NAMES), widths=args.widths, context=args.context,
-                        arch=arch, pretrained=checkpoint is None and not args.init)
+                        arch=arch, pretrained=checkpoint is None and not args.init,
+                        decoder=getattr(args, 'decoder_widths', None))
     if getattr(args, 'freeze_encoder_bn', False):
         if arch == 'unet':
             raise SystemExit('train: --freeze-encoder-bn needs an EfficientNet-Lite --arch')
@@ -443,7 +497,8 @@ def run(args):
                          'init_record': init, 'data_fingerprint': fingerprint},
         resume=None if checkpoint is None else checkpoint['resume'],
         time_limit=args.time_limit, device=device,
-        encoder_lr_scale=getattr(args, 'encoder_lr_scale', 0.5) if arch != 'unet' else 1.0)
+        encoder_lr_scale=getattr(args, 'encoder_lr_scale', 0.5) if arch != 'unet' else 1.0,
+        **{k: getattr(args, k, v) for k, v in QUIET_DEFAULTS.items() if k != 'decoder_widths'})
     train_time = history['train_time_s']
     if history['interrupted']:
         print(f'train: stopped by --time-limit after step {history["steps"]} of {steps} '
@@ -476,12 +531,19 @@ def run(args):
         'command': full_command,
         'data': data_record,
         'optimizer': {'name': 'AdamW', 'lr': args.lr, 'weight_decay': args.weight_decay,
-                      'schedule': 'one-cycle',
+                      'schedule': (getattr(args, 'schedule', 'one-cycle') if
+                                   getattr(args, 'schedule', 'one-cycle') == 'one-cycle' else
+                                   f'cosine after {args.warmup_steps} warm-up steps'),
                       'encoder_lr_scale': (getattr(args, 'encoder_lr_scale', 0.5)
                                            if arch != 'unet' else None),
                       'encoder_batchnorm': ('ImageNet statistics, frozen'
                                             if getattr(args, 'freeze_encoder_bn', False) else
-                                            None if arch == 'unet' else 're-estimated')},
+                                            None if arch == 'unet' else 're-estimated'),
+                      'encoder_lr_decay': (None if arch == 'unet' else
+                                           getattr(args, 'encoder_lr_decay', 1.0)),
+                      'encoder_frozen_steps': (None if arch == 'unet' else
+                                               getattr(args, 'encoder_frozen_steps', 0))},
+        'decoder_widths': (None if arch == 'unet' else list(model.decoder_widths)),
         'pretrained': pretrained_record(arch),
         'progressive_resizing': (
             None if not args.low_res_steps else
