@@ -15,8 +15,6 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Keep DDS discovery on this machine: no multicast onto the network.
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PYTHONUNBUFFERED := 1
-# The local inference server's venv (tools/bootstrap.sh --test makes it), for serve and its tests.
-export FREESPACE_SEG_SERVE_ENV ?= $(CURDIR)/.venv-serve
 
 .PHONY: demo test build lint venv venv-test venv-train clean
 

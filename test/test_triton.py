@@ -77,8 +77,10 @@ class Server:
         cmd = [sys.executable, '-m', 'freespace_seg', 'serve', '--model', self.model,
                '--grpc-port', str(self.grpc), '--http-port', str(self.http),
                '--metrics-port', str(self.metrics), '--threads', '1']
+        # As a user runs it: no FREESPACE_SEG_SERVE_ENV, the checkout's .venv-serve.
+        env = {k: v for k, v in os.environ.items() if k != 'FREESPACE_SEG_SERVE_ENV'}
         self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
+                                     stderr=subprocess.DEVNULL, text=True, env=env)
         ready = threading.Event()
 
         def read():
@@ -136,6 +138,13 @@ def frames(n=3, seed=0):
         img[:120] = rng.integers(0, 255, size=(120, 320, 3))  # clutter
         out.append(img)
     return out
+
+
+def test_default_server_env_is_the_checkouts_venv(monkeypatch, tmp_path):
+    monkeypatch.delenv('FREESPACE_SEG_SERVE_ENV', raising=False)
+    assert default_server_env() == os.path.join(REPO, '.venv-serve')
+    monkeypatch.setenv('FREESPACE_SEG_SERVE_ENV', str(tmp_path))
+    assert default_server_env() == str(tmp_path)
 
 
 def test_config_text_batches_without_the_batch_dimension():

@@ -72,13 +72,25 @@ class ServeError(RuntimeError):
     """The server cannot start; the message says why and what to do."""
 
 
+#: the checkout this module runs from: freespace_seg/tools/serve.py -> the repository root
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def default_server_env():
-    """Return the server venv: $FREESPACE_SEG_SERVE_ENV, else .venv-serve in the checkout."""
+    """
+    Return the server venv: $FREESPACE_SEG_SERVE_ENV, else ``.venv-serve`` in the checkout.
+
+    ``tools/bootstrap.sh --test`` makes ``.venv-serve`` at the repository root. Run from an
+    installed package (colcon's install/ tree), the root is not the checkout; then a
+    ``.venv-serve`` in the current directory is used when there is one.
+    """
     env = os.environ.get('FREESPACE_SEG_SERVE_ENV')
     if env:
         return env
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        '.venv-serve')
+    here = os.path.join(CHECKOUT, '.venv-serve')
+    if not os.path.isdir(here) and os.path.isdir('.venv-serve'):
+        return os.path.abspath('.venv-serve')
+    return here
 
 
 def server_layout(env):
