@@ -13,139 +13,80 @@
 # limitations under the License.
 
 """
-A tiny dependency-free progress bar for long loops (data generation, training).
+Progress bars for long loops (data generation, training, bag, infer), drawn by ``tqdm``.
 
-``for item in progress(items, total=len(items), desc='render'): ...`` prints a tqdm-like bar
-with count, rate and ETA to stderr, redrawn at most about 10 times a second, and a final
-line when the loop ends (or is left early). When the stream is not a terminal (a log file,
-CI) it prints a plain line every ``line_interval`` seconds instead of redrawing.
+``for item in progress(items, desc='render'): ...`` shows tqdm's bar with count, rate and ETA
+on stderr. On a terminal the bar is redrawn in place (at most 10 times a second). When the
+stream is not a terminal (a log file, CI) the same status line is written as a line of its
+own every ``line_interval`` seconds, and once at the end, so logs hold no carriage returns.
 :class:`Progress` offers the same as an object, with :meth:`Progress.set_postfix` to show
 e.g. the current loss.
 """
 
 import sys
-import time
+
+from tqdm import tqdm
+
+#: '#' done, '-' to go, 30 characters wide, in logs and on terminals alike
+BAR_FORMAT = '{l_bar}{bar:30}{r_bar}'
 
 
-def _format_time(seconds):
-    if seconds is None or seconds != seconds or seconds == float('inf'):
-        return '?'
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f'{hours:d}:{minutes:02d}:{secs:02d}'
-    return f'{minutes:02d}:{secs:02d}'
+class _Lines:
+    """A stream for tqdm that turns each redraw into a line of its own."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def write(self, text):
+        line = text.replace('\r', '').rstrip()
+        if line:
+            self.file.write(line + '\n')
+
+    def flush(self):
+        self.file.flush()
 
 
-def _format_rate(rate):
-    if rate <= 0.0:
-        return '? it/s'
-    if rate >= 1.0:
-        return f'{rate:.2f} it/s'
-    return f'{1.0 / rate:.2f} s/it'
+def _is_tty(file):
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
-class Progress:
+class Progress(tqdm):
     """
-    An iterable wrapper that reports progress; see the module docstring.
+    A tqdm bar over ``iterable``; see the module docstring.
 
     ``file`` defaults to ``sys.stderr`` at construction time. ``interval`` is the minimum time
-    between redraws on a terminal, ``line_interval`` between lines otherwise; ``width`` is the
-    bar width in characters.
+    between redraws on a terminal, ``line_interval`` between lines otherwise.
     """
 
     def __init__(self, iterable, total=None, desc='', file=None, interval=0.1,
-                 line_interval=10.0, width=30):
-        self.iterable = iterable
+                 line_interval=10.0):
+        file = file if file is not None else sys.stderr
+        tty = _is_tty(file)
         if total is None:
             try:
                 total = len(iterable)
             except (TypeError, AttributeError):
                 total = None
-        self.total = total
-        self.desc = desc
-        self.file = file if file is not None else sys.stderr
-        try:
-            self.tty = bool(self.file.isatty())
-        except (AttributeError, ValueError):
-            self.tty = False
-        self.interval = interval if self.tty else line_interval
-        self.width = width
-        self.count = 0
-        self.postfix = ''
-        self.start = None
-        self._last = 0.0
-        self._closed = False
-        self._last_len = 0
+        super().__init__(iterable, total=total, desc=desc or None,
+                         file=file if tty else _Lines(file), ascii='-#',
+                         bar_format=BAR_FORMAT if total else None,
+                         mininterval=interval if tty else line_interval, miniters=1,
+                         dynamic_ncols=False, leave=True)
 
-    def __iter__(self):
-        self.start = time.monotonic()
-        self._last = self.start
-        if self.tty:
-            self._draw(self.start)
-        try:
-            for item in self.iterable:
-                yield item
-                self.count += 1
-                now = time.monotonic()
-                if now - self._last >= self.interval:
-                    self._last = now
-                    self._draw(now)
-        finally:
-            self.close()
+    @property
+    def count(self):
+        """Items done so far."""
+        return self.n
 
-    def __len__(self):
-        return self.total
-
-    def set_postfix(self, text=None, **values):
+    def set_postfix(self, text=None, refresh=False, **values):
         """Show ``text`` or ``key=value`` pairs after the rate (numbers get 4 digits)."""
         parts = [str(text)] if text else []
         for key, value in values.items():
             parts.append(f'{key}={value:.4g}' if isinstance(value, float) else f'{key}={value}')
-        self.postfix = ', '.join(parts)
-
-    def format_line(self, now=None):
-        """Return the current status line, without line ending."""
-        now = time.monotonic() if now is None else now
-        elapsed = max(now - (self.start if self.start is not None else now), 0.0)
-        rate = self.count / elapsed if elapsed > 0.0 else 0.0
-        prefix = f'{self.desc}: ' if self.desc else ''
-        extra = f', {self.postfix}' if self.postfix else ''
-        if self.total:
-            frac = min(self.count / self.total, 1.0)
-            filled = int(frac * self.width)
-            bar = '#' * filled + '-' * (self.width - filled)
-            eta = (self.total - self.count) / rate if rate > 0.0 else None
-            return (f'{prefix}{100.0 * frac:3.0f}%|{bar}| {self.count}/{self.total} '
-                    f'[{_format_time(elapsed)}<{_format_time(eta)}, {_format_rate(rate)}'
-                    f'{extra}]')
-        return f'{prefix}{self.count} [{_format_time(elapsed)}, {_format_rate(rate)}{extra}]'
-
-    def _draw(self, now):
-        line = self.format_line(now)
-        if self.tty:
-            pad = max(self._last_len - len(line), 0)
-            self.file.write('\r' + line + ' ' * pad)
-            self._last_len = len(line)
-        else:
-            self.file.write(line + '\n')
-        self.file.flush()
-
-    def close(self):
-        """Print the final line (once)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self.start is None:
-            self.start = time.monotonic()
-        line = self.format_line()
-        if self.tty:
-            pad = max(self._last_len - len(line), 0)
-            self.file.write('\r' + line + ' ' * pad + '\n')
-        else:
-            self.file.write(line + '\n')
-        self.file.flush()
+        self.set_postfix_str(', '.join(parts), refresh=refresh)
 
 
 def progress(iterable, total=None, desc='', **kwargs):
@@ -153,6 +94,6 @@ def progress(iterable, total=None, desc='', **kwargs):
     Yield the items of ``iterable`` while showing a progress bar on stderr.
 
     ``total`` defaults to ``len(iterable)`` when it has one; further keyword arguments go to
-    :class:`Progress` (``file``, ``interval``, ``line_interval``, ``width``).
+    :class:`Progress` (``file``, ``interval``, ``line_interval``).
     """
     yield from Progress(iterable, total=total, desc=desc, **kwargs)
