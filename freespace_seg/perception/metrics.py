@@ -143,7 +143,9 @@ def summarize(confusion, class_names, positive_class=None):
     Return a JSON-ready dict of every score; ``nan`` becomes ``None``.
 
     ``positive_class`` (a class name or id, e.g. ``'free'``) adds ``f1_<name>``,
-    ``precision_<name>`` and ``recall_<name>`` for that class.
+    ``precision_<name>`` and ``recall_<name>`` for that class, and ``blocked_called_free``:
+    the share of labelled pixels of every other class that are predicted as it (the
+    expensive error when it is the free class).
     """
     cm = np.asarray(confusion, dtype=np.int64)
     names = list(class_names)
@@ -170,6 +172,9 @@ def summarize(confusion, class_names, positive_class=None):
         out[f'f1_{name}'] = _clean(f1[k])
         out[f'precision_{name}'] = _clean(precision[k])
         out[f'recall_{name}'] = _clean(recall[k])
+        others = np.arange(cm.shape[0]) != k
+        total = cm[others].sum()
+        out['blocked_called_free'] = _clean(cm[others, k].sum() / total) if total else None
     return out
 
 

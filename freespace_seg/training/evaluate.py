@@ -59,6 +59,7 @@ from freespace_seg.perception import metrics
 from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.training import data as datasets
+from freespace_seg.training.camera_effects import EFFECTS, P_EFFECT, parse_effects, with_effects
 import numpy as np
 import yaml
 
@@ -96,6 +97,11 @@ def add_arguments(parser):
                           'ground truth rule; scored as evaluation.synthetic_shifted) '
                           '(default: %(default)s)')
     add_camera_arguments(src.add_argument)
+    src.add_argument('--camera-effects', metavar='all|EFFECT,...',
+                     help='pass every frame (of --data, --render or --images) through camera '
+                          'effects that the renderer does not draw: "all" or some of '
+                          + ', '.join(EFFECTS) + '; each frame draws its own from --seed and '
+                          'its index (scored as evaluation.<set>_camera_effects)')
     src.add_argument('--by-surface', action='store_true',
                      help='with --render: also break the errors down by what each pixel shows '
                           '(floor, wall, ceiling, the top and the sides of each kind of '
@@ -545,6 +551,8 @@ def card_scores(summary, split_seed, source):
         'miou': _r(summary['miou']),
         'iou': {n: _r(summary['iou'][n]) for n in names},
     }
+    if summary.get('blocked_called_free') is not None:
+        entry['blocked_called_free'] = _r(summary['blocked_called_free'])
     for key in positive:
         entry[key] = _r(summary[key])
     entry.update({
@@ -581,9 +589,12 @@ def markdown_report(result):
         f'- date: {result["date"]}',
         '',
     ]
-    head = (['Model', 'Data', 'mIoU'] + [f'IoU {n}' for n in names]
+    unsafe = 'blocked_called_free' in s
+    head = (['Model', 'Data', 'mIoU'] + (['Blocked called free'] if unsafe else [])
+            + [f'IoU {n}' for n in names]
             + ([f'F1 {pos[3:]}'] if pos else []) + ['F1 macro', 'Pixel accuracy'])
     cells = ([result['model_name'], result['source_short'], _fmt(s['miou'])]
+             + ([_fmt(s['blocked_called_free'])] if unsafe else [])
              + [_fmt(s['iou'][n]) for n in names] + ([_fmt(s[pos])] if pos else [])
              + [_fmt(s['f1_macro']), _fmt(s['pixel_accuracy'])])
     lines += table(head, [cells], cell=_RULE) + ['']
@@ -731,6 +742,27 @@ def surface_frames(samples):
 
 
 def _source(args, card=None):
+    """Return (frames, total, split_seed, desc, short, card_key, names), with camera effects."""
+    spec = getattr(args, 'camera_effects', None)
+    if spec is None:
+        return _plain_source(args, card)
+    try:
+        effects = parse_effects(spec)
+    except ValueError as e:
+        raise SystemExit(f'eval: --camera-effects: {e}')
+    if getattr(args, 'by_surface', False):
+        raise SystemExit('eval: --by-surface and --camera-effects do not go together (the lens '
+                         'moves pixels away from their surface codes)')
+    frames, total, split_seed, desc, short, key, names = _plain_source(args, card)
+    label = 'all' if effects == EFFECTS else '-'.join(effects)
+    desc += (f'; camera effects ({", ".join(effects)}; each with probability {P_EFFECT:g}, '
+             f'at least one; seed {args.seed})')
+    return (with_effects(frames, args.seed, effects), total, split_seed, desc,
+            f'{short} effects {label}', f'{key}_camera_effects'
+            + ('' if effects == EFFECTS else '_' + '_'.join(effects)), names)
+
+
+def _plain_source(args, card=None):
     given = [args.data is not None, args.render is not None,
              getattr(args, 'images', None) is not None]
     if sum(given) != 1:
