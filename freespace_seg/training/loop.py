@@ -23,6 +23,7 @@ import time
 from freespace_seg.perception import metrics
 from freespace_seg.training.augment import augment
 from freespace_seg.training.checkpoint import _atomic_save
+from freespace_seg.training.distributed import Ranks
 from freespace_seg.training.losses import per_frame_loss, segmentation_loss
 from freespace_seg.training.sampler import FrameSampler
 from freespace_seg.training.tensors import channels_last, downscale2x, normalize
@@ -110,13 +111,18 @@ def onnx_init_state(path, train_x, train_y, threads=2, frames=ONNX_INIT_FRAMES):
             'batchnorm_frames': n}
 
 
+def _quiet(message):
+    pass
+
+
 def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batch_size=8,
                 lr=4e-3, weight_decay=1e-4, dice_weight=1.0, seed=0, augment_data=True,
                 val_every=250, patience=0, log_every=50, work_dir=None, log=print,
                 progress_bar=True, low_res_steps=0, low_res_batch_size=None,
                 checkpoint_meta=None, hard_frames=0.0, resume=None, time_limit=None,
                 stop_after=None, device='cpu', encoder_lr_scale=1.0, schedule='one-cycle',
-                warmup_steps=100, encoder_lr_decay=1.0, encoder_frozen_steps=0):
+                warmup_steps=100, encoder_lr_decay=1.0, encoder_frozen_steps=0, ranks=None,
+                on_step=None):
     """
     Train ``model`` in place on uint8 tensors; return a history dict.
 
@@ -153,11 +159,29 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
 
     ``schedule``: ``one-cycle`` (torch's OneCycleLR, 10 % warm-up) or ``cosine`` (a linear
     warm-up over ``warmup_steps``, then a cosine from the peak to zero).
+
+    ``ranks`` (:class:`~freespace_seg.training.distributed.Ranks`): train as one rank of a
+    torchrun group (see :mod:`freespace_seg.training.distributed`); only rank 0 logs,
+    validates and writes checkpoints. ``on_step(step, model)`` is called after every
+    optimizer step.
     """
+    ranks = ranks or Ranks()
+    main = ranks.is_main
+    if not main:
+        log = _quiet
+        progress_bar = False
     gen = torch.Generator().manual_seed(int(seed))
+    # One rank: one generator draws batches and augments them (as it always has). Several:
+    # the batch generator stays alike on every rank, and each augments with its own.
+    aug_gen = gen if not ranks.distributed else \
+        torch.Generator().manual_seed(int(seed) * 1009 + ranks.rank + 1)
+    if ranks.distributed and hard_frames:
+        raise ValueError('hard-frame mining needs every frame loss on one rank; train on one '
+                         'rank or without it')
     device = torch.device(device)
     model.to(device)
     model.to(memory_format=torch.channels_last)
+    net = ranks.wrap(model, device)
     encoder_params = getattr(model, 'encoder_parameters', list)()
     encoder = {id(p) for p in encoder_params}
     decay_factor = float(encoder_lr_decay)
@@ -213,6 +237,9 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     n = train_x.shape[0]
     bs_full = min(batch_size, n)
     bs_low = min(low_res_batch_size or 2 * batch_size, n)
+    if ranks.distributed and n < max(bs_full, bs_low) * ranks.world:
+        raise ValueError(f'{n} training frames are fewer than one global batch of '
+                         f'{max(bs_full, bs_low)} x {ranks.world} ranks')
     sampler = FrameSampler(n, gen, hard_frames)
     history = {'loss': [], 'val': [], 'best_miou': None, 'best_step': None, 'steps': 0,
                'stopped_early': False, 'train_time_s': 0.0, 'resumed_after': []}
@@ -222,6 +249,9 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     running = None
     first = 1
     if resume is not None:
+        if int(resume.get('world_size', 1)) != ranks.world:
+            raise ValueError(f'the checkpoint is from a run on {resume.get("world_size", 1)} '
+                             f'ranks, not {ranks.world}: resume it with as many')
         if int(resume['steps']) != int(steps):
             raise ValueError(f'the checkpoint is from a run of {resume["steps"]} steps, not '
                              f'{steps}: the learning-rate schedule would differ')
@@ -229,6 +259,8 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         opt.load_state_dict(resume['optimizer'])
         sched.load_state_dict(resume['scheduler'])
         gen.set_state(resume['generator'])
+        if ranks.distributed:
+            aug_gen.set_state(resume['aug_generators'][ranks.rank])
         sampler.load_state_dict(resume['sampler'])
         history = copy.deepcopy(resume['history'])
         best_state = resume['best_state']
@@ -248,7 +280,9 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
 
     def save_last(step, miou, better):
         clock()
-        if not work_dir:
+        # A collective: every rank gives its augmentation state, rank 0 writes.
+        aug_states = ranks.gather(aug_gen.get_state()) if ranks.distributed else None
+        if not work_dir or not main:
             return
         os.makedirs(work_dir, exist_ok=True)
         meta = dict(checkpoint_meta or {}, step=step, miou=miou,
@@ -259,7 +293,9 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                   'optimizer': opt.state_dict(), 'scheduler': sched.state_dict(),
                   'generator': gen.get_state(), 'sampler': sampler.state_dict(),
                   'history': history, 'best_state': best_state, 'best_miou': best_miou,
-                  'since_best': since_best, 'running': running}
+                  'since_best': since_best, 'running': running, 'world_size': ranks.world}
+        if aug_states is not None:
+            record['aug_generators'] = aug_states
         _atomic_save(dict(meta, model=state, resume=record), os.path.join(work_dir, 'last.pt'))
         if better:
             _atomic_save(dict(meta, model=best_state), os.path.join(work_dir, 'best.pt'))
@@ -274,21 +310,22 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         if encoder and frozen != (step <= frozen_steps):
             frozen = step <= frozen_steps
             set_encoder_frozen(frozen)
+            net = ranks.wrap(model, device)   # DDP registers the parameters that train
             if frozen:
                 log(f'steps 1-{min(frozen_steps, steps)}: decoder only, the encoder frozen')
             elif step > 1:
                 log(f'step {step}: the encoder trains too')
         low_res = step <= low_res_steps
         bs = bs_low if low_res else bs_full
-        idx = sampler.draw(bs)
+        idx = sampler.draw(bs * ranks.world)[ranks.rank * bs:(ranks.rank + 1) * bs]
         x = train_x[idx].to(device).float() / 255.0
         y = train_y[idx].to(device).long()
         if low_res:
             x, y = downscale2x(x, y)
         if augment_data:
-            x, y = augment(x, y, gen, 'full' if augment_data is True else augment_data)
+            x, y = augment(x, y, aug_gen, 'full' if augment_data is True else augment_data)
         x = channels_last(normalize(x, y))
-        logits = model(x)
+        logits = net(x)
         loss = segmentation_loss(logits, y, dice_weight)
         if sampler.hard_fraction:
             sampler.update(idx, per_frame_loss(logits, y).cpu())
@@ -296,6 +333,8 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         loss.backward()
         opt.step()
         sched.step()
+        if on_step is not None:
+            on_step(step, model)
         value = float(loss.detach())
         history['loss'].append(value)
         running = value if running is None else 0.95 * running + 0.05 * value
@@ -304,30 +343,32 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
             log(f'step {step}/{steps} loss {running:.4f} lr {sched.get_last_lr()[0]:.2e} '
                 f'{time.perf_counter() - t_start:.0f}s')
         if has_val and (step % val_every == 0 or step == steps):
-            cm = validate(model, val_x, val_y)
-            if frozen:
-                set_encoder_frozen(True)   # validate() ends in train mode
-            miou = metrics.mean_iou(cm)
-            iou = metrics.per_class_iou(cm)
-            history['val'].append({'step': step, 'miou': miou, 'iou': iou.tolist()})
-            better = miou > best_miou
-            if better:
-                best_miou = miou
-                best_state = cpu_state(model)
-                history['best_miou'] = miou
-                history['best_step'] = step
-                since_best = 0
-            else:
-                since_best += 1
-            log(f'val step {step}: mIoU {miou:.4f} (IoU ' + ', '.join(
-                f'{v:.4f}' for v in iou) + f'){" best" if better else ""}')
+            miou, better = None, False
+            if main:   # rank 0 alone validates; the others wait in save_last's gather
+                cm = validate(model, val_x, val_y)
+                if frozen:
+                    set_encoder_frozen(True)   # validate() ends in train mode
+                miou = metrics.mean_iou(cm)
+                iou = metrics.per_class_iou(cm)
+                history['val'].append({'step': step, 'miou': miou, 'iou': iou.tolist()})
+                better = miou > best_miou
+                if better:
+                    best_miou = miou
+                    best_state = cpu_state(model)
+                    history['best_miou'] = miou
+                    history['best_step'] = step
+                    since_best = 0
+                else:
+                    since_best += 1
+                log(f'val step {step}: mIoU {miou:.4f} (IoU ' + ', '.join(
+                    f'{v:.4f}' for v in iou) + f'){" best" if better else ""}')
             save_last(step, miou, better)
-            if patience and since_best >= patience:
+            if ranks.agree(patience and since_best >= patience, device):
                 log(f'early stop at step {step}: no better val mIoU for {patience} scores')
                 history['stopped_early'] = True
                 break
-        if step < steps and ((stop_after is not None and step >= stop_after) or (
-                time_limit is not None and time.perf_counter() - t_start >= time_limit)):
+        if step < steps and ranks.agree((stop_after is not None and step >= stop_after) or (
+                time_limit is not None and time.perf_counter() - t_start >= time_limit), device):
             history['interrupted'] = True
             save_last(step, None, False)
             log(f'stopped after step {step} of {steps}'

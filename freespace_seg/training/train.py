@@ -51,6 +51,7 @@ Example::
 """
 
 import argparse
+import contextlib
 import math
 import os
 import time
@@ -65,6 +66,7 @@ from freespace_seg.training.backbone import DECODER_WIDTHS as LITE_DECODER_WIDTH
 from freespace_seg.training.card import build_card, pretrained_record
 from freespace_seg.training.checkpoint import _saved_args, data_fingerprint, resume_checkpoint
 from freespace_seg.training.device import device_record, DEVICES, resolve_device
+from freespace_seg.training.distributed import DistributedError, from_environment
 from freespace_seg.training.evaluate import card_scores, dump_card, evaluate_frames, latency_key
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.loop import onnx_init_state, seed_everything, train_model
@@ -385,7 +387,24 @@ def _load_data(args, width, height):
 
 
 def run(args):
-    """Train, export, verify, time and document a model; returns the exit code."""
+    """
+    Train, export, verify, time and document a model; returns the exit code.
+
+    Under ``torchrun`` every rank runs this; rank 0 alone prints, writes checkpoints and
+    exports (:mod:`freespace_seg.training.distributed`).
+    """
+    device = resolve_device(args.device)
+    try:
+        ranks = from_environment(device)
+    except DistributedError as e:
+        raise SystemExit(f'train: {e}')
+    if ranks.is_main:
+        return _run(args, ranks)
+    with open(os.devnull, 'w') as quiet, contextlib.redirect_stdout(quiet):
+        return _run(args, ranks)
+
+
+def _run(args, ranks):
     t_begin = time.perf_counter()
     checkpoint = None
     if getattr(args, 'resume', None):
@@ -400,7 +419,7 @@ def run(args):
     if arch != 'unet' and args.init and args.init.lower().endswith('.onnx'):
         raise SystemExit(f'train: --init MODEL.onnx rebuilds the UNet only; continue an {arch} '
                          'run from its best.pt or last.pt')
-    device = resolve_device(args.device)
+    device = ranks.device
     if device.type == 'cuda':
         torch.backends.cudnn.benchmark = True
     torch.set_num_threads(max(1, args.threads))
@@ -415,7 +434,11 @@ def run(args):
         print(f'train: resuming {args.resume} after step {checkpoint["resume"]["step"]}',
               flush=True)
 
+    if not ranks.is_main:
+        ranks.barrier()   # rank 0 renders (into --render-cache) or reads first
     tx, ty, vx, vy, data_record, val_frames = _load_data(args, width, height)
+    if ranks.is_main:
+        ranks.barrier()
     train_x, train_y = to_tensors(tx, ty)
     val_x, val_y = to_tensors(vx, vy)
     del tx, ty, vx, vy
@@ -485,7 +508,37 @@ def run(args):
 
     full_command = command if not init or not init['command'] else \
         init['command'] + ' && ' + command
-    history = train_model(
+    try:
+        history = _train(args, ranks, model, train_x, train_y, val_x, val_y, steps, work_dir,
+                         full_command, fingerprint, init, checkpoint, device)
+    except DistributedError as e:
+        raise SystemExit(f'train: rank {ranks.rank} of {ranks.world}: {e}')
+    except ValueError as e:   # options the loop refuses, or a checkpoint that does not fit
+        raise SystemExit(f'train: {e}')
+    finally:
+        if not ranks.is_main:
+            ranks.close()
+    train_time = history['train_time_s']
+    if history['interrupted']:
+        print(f'train: stopped by --time-limit after step {history["steps"]} of {steps} '
+              f'({train_time:.0f} s of training so far); continue with: '
+              + (f'torchrun --nproc_per_node {ranks.world} -m freespace_seg'
+                 if ranks.distributed else 'python -m freespace_seg')
+              + f' train --resume {work_dir}', flush=True)
+        ranks.close()
+        return EXIT_INTERRUPTED
+    if not ranks.is_main:
+        return 0
+    result = _export(args, model, history, val_x, val_y, val_frames, data_record, out, stem,
+                     width, height, params, arch, init, full_command, steps, device, ranks,
+                     t_begin)
+    ranks.close()
+    return result
+
+
+def _train(args, ranks, model, train_x, train_y, val_x, val_y, steps, work_dir, full_command,
+           fingerprint, init, checkpoint, device):
+    return train_model(
         model, train_x, train_y, val_x, val_y, steps=steps, batch_size=args.batch_size,
         lr=args.lr, weight_decay=args.weight_decay, dice_weight=args.dice_weight,
         seed=args.seed, augment_data=not args.no_augment and args.augment,
@@ -497,14 +550,14 @@ def run(args):
                          'init_record': init, 'data_fingerprint': fingerprint},
         resume=None if checkpoint is None else checkpoint['resume'],
         time_limit=args.time_limit, device=device,
-        encoder_lr_scale=getattr(args, 'encoder_lr_scale', 0.5) if arch != 'unet' else 1.0,
+        encoder_lr_scale=getattr(args, 'encoder_lr_scale', 0.5) if args.arch != 'unet' else 1.0,
+        ranks=ranks,
         **{k: getattr(args, k, v) for k, v in QUIET_DEFAULTS.items() if k != 'decoder_widths'})
+
+
+def _export(args, model, history, val_x, val_y, val_frames, data_record, out, stem, width,
+            height, params, arch, init, full_command, steps, device, ranks, t_begin):
     train_time = history['train_time_s']
-    if history['interrupted']:
-        print(f'train: stopped by --time-limit after step {history["steps"]} of {steps} '
-              f'({train_time:.0f} s of training so far); continue with: python -m '
-              f'freespace_seg train --resume {work_dir}', flush=True)
-        return EXIT_INTERRUPTED
 
     # Export the best model and check ONNX Runtime against torch on real validation inputs.
     sample = normalize(val_x[:2].float() / 255.0, val_y[:2].long()).numpy()
@@ -559,6 +612,7 @@ def run(args):
         else round(float(history['best_miou']), 4),
         'torch': str(torch.__version__),
         'device': device_record(device),
+        'distributed': ranks.record(args.batch_size),
         'onnx_opset': 17,
         'onnx_max_abs_diff_vs_torch': float(f'{diff:.3g}'),
     }
