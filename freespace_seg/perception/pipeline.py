@@ -32,7 +32,7 @@ from freespace_seg.perception.preprocess import Preprocessor
 import numpy as np
 
 
-#: the default models: the EfficientNet-Lite0 model (docs/model/pretrained.md) in fp32, and
+#: the default models: the EfficientNet-Lite0 model (docs/model/lite0.md) in fp32, and
 #: its static INT8 (QDQ) copy, the default on the CPU
 PACKAGED_MODEL = 'freespace_lite0.onnx'
 PACKAGED_INT8_MODEL = 'freespace_lite0_int8.onnx'
