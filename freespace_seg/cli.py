@@ -33,6 +33,8 @@ COMMANDS = {
               'train one recipe with several seeds and report the spread (torch, CPU)'),
     'finetune': ('freespace_seg.training.finetune',
                  'fine-tune a model on your own images with masks (torch, CPU)'),
+    'soup': ('freespace_seg.training.soup',
+             'average fine-tuned Lite runs (model soup) and/or WiSE-FT towards ImageNet'),
     'eval': ('freespace_seg.training.evaluate', 'IoU, mIoU, F1 and accuracy of a model'),
     'infer': ('freespace_seg.tools.infer',
               'segment images, folders, globs or videos without ROS'),

@@ -1,0 +1,192 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``python -m freespace_seg soup``: weight-space averaging of fine-tuned Lite models.
+
+Two robust fine-tuning tools that need no training:
+
+- **model soups** (Wortsman et al., ICML 2022): the uniform average of the weights of several
+  fine-tuned runs of one architecture that started from the same weights (the ImageNet
+  encoder and a decoder drawn from the same ``--seed``);
+- **WiSE-FT** (Wortsman et al., CVPR 2022): ``--imagenet-alpha A`` moves the encoder's
+  weights a fraction A of the way back to the ImageNet ones, ``(1 - A) fine-tuned + A
+  ImageNet``; the decoder stays the fine-tuned one.
+
+Averaged weights do not match any run's BatchNorm statistics, so they are measured anew on
+``--bn-frames`` training frames of ``--data`` (a running mean over all of them), unless
+``--keep-bn`` keeps the average of the runs' statistics. The result is exported to ONNX with
+a card that names every checkpoint, the weights and the statistics.
+"""
+
+import os
+
+from freespace_seg.training import data as datasets
+from freespace_seg.training.card import build_card
+from freespace_seg.training.evaluate import dump_card
+from freespace_seg.training.export import export_and_verify
+from freespace_seg.training.model import build_model
+from freespace_seg.training.tensors import channels_last, normalize, PAD_VALUE, to_tensors
+import torch
+
+
+class SoupError(ValueError):
+    """Checkpoints that cannot be averaged, or a bad option."""
+
+
+def add_arguments(parser):
+    """Add the ``soup`` options to ``parser``."""
+    parser.add_argument('checkpoints', nargs='+', metavar='CHECKPOINT',
+                        help='best.pt / last.pt files of train runs with the same --arch and '
+                             '--decoder-widths (one is enough with --imagenet-alpha)')
+    parser.add_argument('--out', required=True, help='ONNX file to write; its card beside it')
+    parser.add_argument('--imagenet-alpha', type=float, default=0.0, metavar='A',
+                        help='WiSE-FT: move the encoder weights a fraction A in [0, 1] back to '
+                             'the ImageNet ones (default: %(default)s, the average alone)')
+    parser.add_argument('--data', metavar='DIR',
+                        help='dataset (generate) whose train split re-measures the BatchNorm '
+                             'statistics (needed unless --keep-bn)')
+    parser.add_argument('--bn-frames', type=int, default=256,
+                        help='training frames for the BatchNorm statistics (default: '
+                             '%(default)s)')
+    parser.add_argument('--keep-bn', action='store_true',
+                        help="average the runs' BatchNorm statistics instead of measuring them")
+    parser.add_argument('--threads', type=int, default=2, help='default: %(default)s')
+
+
+def _load(path):
+    if not os.path.isfile(path):
+        raise SoupError(f'{path}: no such checkpoint')
+    state = torch.load(path, map_location='cpu')
+    if 'model' not in state or 'args' not in state:
+        raise SoupError(f'{path}: not a train checkpoint (no weights or options)')
+    return state
+
+
+def _architecture(state):
+    args = state['args']
+    return (args.get('arch', 'unet'), tuple(args.get('decoder_widths') or ()) or None,
+            tuple(args['input_size']))
+
+
+def average_states(states):
+    """Return the uniform average of state dicts with the same keys and shapes."""
+    keys = list(states[0])
+    for s in states[1:]:
+        if list(s) != keys or any(s[k].shape != states[0][k].shape for k in keys):
+            raise SoupError('the checkpoints hold different networks')
+    out = {}
+    for k in keys:
+        if states[0][k].is_floating_point():
+            out[k] = sum(s[k].double() for s in states) / len(states)
+            out[k] = out[k].to(states[0][k].dtype)
+        else:
+            out[k] = states[0][k].clone()   # counters (num_batches_tracked)
+    return out
+
+
+def wise_ft(model, state, alpha):
+    """Load ``state`` into ``model`` with its encoder weights moved ``alpha`` to ImageNet's."""
+    imagenet = {k: v.clone() for k, v in model.state_dict().items()}
+    mixed = {}
+    for k, v in state.items():
+        if k.startswith('encoder.') and v.is_floating_point() and 'running_' not in k:
+            mixed[k] = (1.0 - alpha) * v + alpha * imagenet[k]
+        else:
+            mixed[k] = v
+    model.load_state_dict(mixed)
+
+
+@torch.no_grad()
+def measure_batchnorm(model, images, labels, batch_size=8):
+    """Re-measure every BatchNorm's running statistics on uint8 frames (cumulative mean)."""
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    saved = [m.momentum for m in bns]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    for i in range(0, images.shape[0], batch_size):
+        y = labels[i:i + batch_size].long()
+        model(channels_last(normalize(images[i:i + batch_size].float() / 255.0, y)))
+    for m, momentum in zip(bns, saved):
+        m.momentum = momentum
+    model.eval()
+
+
+def run(args):
+    """Average, re-measure, export and document; returns the exit code."""
+    try:
+        return _soup(args)
+    except SoupError as e:
+        raise SystemExit(f'soup: {e}')
+
+
+def _soup(args):
+    if not 0.0 <= args.imagenet_alpha <= 1.0:
+        raise SoupError(f'--imagenet-alpha must be in [0, 1], got {args.imagenet_alpha}')
+    if not args.keep_bn and not args.data:
+        raise SoupError('give --data DIR to re-measure the BatchNorm statistics, or --keep-bn')
+    torch.set_num_threads(max(1, args.threads))
+    states = [_load(p) for p in args.checkpoints]
+    kinds = {_architecture(s) for s in states}
+    if len(kinds) != 1:
+        raise SoupError(f'the checkpoints are of different architectures: {sorted(kinds)}')
+    arch, decoder, (width, height) = kinds.pop()
+    if arch == 'unet':
+        raise SoupError('soup averages EfficientNet-Lite runs (their shared ImageNet start '
+                        'makes the weights comparable); these are UNet runs')
+    model = build_model(arch=arch, decoder=decoder, pretrained=True)
+    averaged = average_states([s['model'] for s in states])
+    wise_ft(model, averaged, args.imagenet_alpha)
+    statistics = 'average of the runs'
+    if not args.keep_bn:
+        n = datasets.count_frames(args.data, 'train', args.bn_frames)
+        tx, ty = datasets.stack_letterboxed(
+            datasets.dataset_frames(args.data, 'train', args.bn_frames), n, width, height,
+            PAD_VALUE, desc='bn frames')
+        x, y = to_tensors(tx, ty)
+        model.to(memory_format=torch.channels_last)
+        measure_batchnorm(model, x, y)
+        model.to(memory_format=torch.contiguous_format)
+        statistics = f'measured on {n} frames of {os.path.normpath(args.data)}/train'
+    model.eval()
+    diff = export_and_verify(model, args.out, width, height)
+    print(f'soup: wrote {args.out}; ONNX Runtime vs torch max |diff| {diff:.2e}')
+    first = states[0]
+    recipe = {
+        'checkpoints': [{'path': p, 'step': s.get('step'), 'val_miou': s.get('miou'),
+                         'command': s.get('command')} for p, s in zip(args.checkpoints, states)],
+        'imagenet_alpha': args.imagenet_alpha,
+        'batchnorm': statistics,
+    }
+    training = {'arch': arch, 'input_size': [width, height], 'decoder_widths':
+                list(model.decoder_widths), 'soup': recipe,
+                'command': 'python -m freespace_seg soup ' + ' '.join(args.checkpoints)
+                + f' --out {args.out} --imagenet-alpha {args.imagenet_alpha:g}'
+                + (' --keep-bn' if args.keep_bn else
+                   f' --data {args.data} --bn-frames {args.bn_frames}'),
+                'onnx_max_abs_diff_vs_torch': float(f'{diff:.3g}')}
+    saved = first['args']
+    stem = os.path.splitext(os.path.basename(args.out))[0]
+    without = tuple(saved.get('render_without') or ())
+    card = build_card(stem, os.path.basename(args.out), width, height, training, {}, {},
+                      saved.get('data_seed'), arch=arch,
+                      floor_photos='floor_photos' not in without,
+                      object_floor_photos='object_floor_photos' not in without)
+    card_path = os.path.splitext(args.out)[0] + '.yaml'
+    dump_card(card, card_path)
+    print(f'soup: wrote {card_path} (score it with `python -m freespace_seg eval --model '
+          f'{args.out}`)')
+    return 0
