@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures('torch_one_thread')
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
-    """Two 2-step Lite runs (seeds 1 and 2) and a small dataset for the statistics."""
+    """Train Lite0 for 2 steps with seeds 1 and 2 on a small dataset; return the paths."""
     pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
     root = tmp_path_factory.mktemp('soup')
     data = root / 'data'
