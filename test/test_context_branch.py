@@ -28,7 +28,7 @@ pytest.importorskip('onnxruntime', reason='export checks need onnxruntime')
 # Imported only once torch is known to be there.
 evaluate = importlib.import_module('freespace_seg.training.evaluate')
 export = importlib.import_module('freespace_seg.training.export')
-finetune = importlib.import_module('freespace_seg.training.finetune')
+rebuild = importlib.import_module('freespace_seg.training.rebuild')
 prune = importlib.import_module('freespace_seg.training.prune')
 unet = importlib.import_module('freespace_seg.training.model')
 
@@ -98,7 +98,7 @@ def test_export_and_rebuild_keep_the_branch(tmp_path):
         assert ('GlobalAveragePool' in ops) == context
         # The feature-map figure skips the branch's 1x1 maps.
         assert not any('context' in name for name in evaluate.auto_layers(proto))
-        rebuilt = finetune.rebuild_torch_model(path)
+        rebuilt = rebuild.rebuild_torch_model(path)
         assert (rebuilt.context is not None) == context
         assert export.compare_with_torch(rebuilt, path, inputs=x, threads=1) <= 1e-4
 

@@ -30,7 +30,7 @@ pytest.importorskip('onnx', reason='the ONNX -> torch rebuild needs the onnx pac
 pytest.importorskip('onnxruntime', reason='the checks need onnxruntime')
 # Imported only once torch is known to be there.
 export = importlib.import_module('freespace_seg.training.export')
-finetune = importlib.import_module('freespace_seg.training.finetune')
+rebuild = importlib.import_module('freespace_seg.training.rebuild')
 prune = importlib.import_module('freespace_seg.training.prune')
 card_mod = importlib.import_module('freespace_seg.training.card')
 evaluate = importlib.import_module('freespace_seg.training.evaluate')
@@ -135,13 +135,13 @@ def test_importance_of_a_rebuilt_model_is_the_l1_norm_of_its_onnx_kernels():
     import onnx
 
     path = packaged_model_path(PACKAGED_UNET_MODEL)
-    model = finetune.rebuild_torch_model(path)
+    model = rebuild.rebuild_torch_model(path)
     scores = prune.channel_importance(model)
     # A plain L1 norm of the rebuilt (unit-RMS) kernels says nothing: the scale is in the BN.
     plain = model.enc3[0][0].weight.detach().abs().sum(dim=(1, 2, 3))
     assert float(plain.std() / plain.mean()) < 0.3
-    convs = {finetune.onnx_module_path(node.name): w
-             for node, w, _ in finetune._onnx_convs(onnx.load(path))}
+    convs = {rebuild.onnx_module_path(node.name): w
+             for node, w, _ in rebuild._onnx_convs(onnx.load(path))}
     for block in ('stem', 'enc3.0', 'bottom.1', 'dec1.conv.1'):
         want = np.abs(convs[block + '.0']).sum(axis=(1, 2, 3))
         np.testing.assert_allclose(scores[block].numpy(), want, rtol=1e-4)
@@ -158,7 +158,7 @@ def tiny_source(tmp_path_factory):
     card = card_mod.build_card('tiny_unet', 'tiny_unet.onnx', W, H,
                                {'command': 'python -m freespace_seg train --widths 8,8,16,16,16'},
                                {}, {}, 0)
-    evaluate.dump_card(card, str(folder / 'tiny_unet.yaml'))
+    card_mod.dump_card(card, str(folder / 'tiny_unet.yaml'))
     cache = str(folder / 'cache')
     datasets.rendered_letterboxed(6, 0, CAM_W, CAM_H, W, H, 0, cache_dir=cache)
     datasets.rendered_letterboxed(2, 1, CAM_W, CAM_H, W, H, 0, cache_dir=cache)
@@ -224,7 +224,7 @@ def test_prune_command_end_to_end(tmp_path, capsys, tiny_source):
 
     assert os.path.getsize(out) < os.path.getsize(source)
     # Uniform pruning of every block gives a plain narrower UNet, which `finetune` rebuilds.
-    rebuilt = finetune.rebuild_torch_model(str(out))
+    rebuilt = rebuild.rebuild_torch_model(str(out))
     assert rebuilt.widths == (4, 4, 8, 8, 8)
     assert export.compare_with_torch(rebuilt, str(out), threads=1) <= 1e-4
 

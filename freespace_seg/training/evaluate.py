@@ -59,8 +59,8 @@ from freespace_seg.perception import metrics
 from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.training import data as datasets
+from freespace_seg.training.card import update_card
 import numpy as np
-import yaml
 
 DEFAULT_MODEL = os.path.join('models', 'freespace_lite0.onnx')
 ROUND = 4
@@ -642,50 +642,6 @@ def write_reports(result, out_dir):
     with open(md_path, 'w', encoding='utf-8') as f:
         f.write(markdown_report(result))
     return json_path, md_path
-
-
-class _CardDumper(yaml.SafeDumper):
-    """Block style, but short lists of scalars in flow style (``[1, 3, 272, 480]``)."""
-
-
-def _represent_list(dumper, value):
-    flow = all(not isinstance(v, (dict, list)) or (
-        isinstance(v, list) and all(not isinstance(w, (dict, list)) for w in v))
-        for v in value) and not all(isinstance(v, str) and len(v) > 40 for v in value)
-    return dumper.represent_sequence('tag:yaml.org,2002:seq', value, flow_style=flow)
-
-
-_CardDumper.add_representer(list, _represent_list)
-_CardDumper.add_representer(tuple, _represent_list)
-
-
-def dump_card(card, path):
-    """Write a card dict as YAML in the card's key order."""
-    text = yaml.dump(card, Dumper=_CardDumper, sort_keys=False, default_flow_style=False,
-                     allow_unicode=True, width=99)
-    tmp = path + '.tmp'
-    with open(tmp, 'w', encoding='utf-8') as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return path
-
-
-def update_card(card_path, evaluation=None, latency=None):
-    """Merge evaluation entries and/or a latency figure into an existing card file."""
-    from freespace_seg.perception.model_card import card_from_dict
-
-    with open(card_path, 'r', encoding='utf-8') as f:
-        card = yaml.safe_load(f)
-    if evaluation:
-        ev = card.get('evaluation') or {}
-        ev.update(evaluation)
-        card['evaluation'] = ev
-    if latency:
-        lat = card.get('latency_ms') or {}
-        lat.update(latency)
-        card['latency_ms'] = lat
-    card_from_dict(card, card_path)  # still valid?
-    return dump_card(card, card_path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ measured beside those of the model it came from. ``--int8`` also quantizes the r
 Method:
 
 * The source ONNX model is rebuilt as a torch UNet by
-  :func:`freespace_seg.training.finetune.rebuild_torch_model`: the exporter folded each
+  :func:`freespace_seg.training.rebuild.rebuild_torch_model`: the exporter folded each
   BatchNorm into its convolution, so the rebuilt kernels are stored with unit RMS and the
   BatchNorm after each one holds the folded per-channel scale and bias, with an identity
   normalization. A plain L1 norm of the rebuilt kernels would be the same for every channel.
@@ -87,11 +87,12 @@ from freespace_seg.training import data as datasets
 from freespace_seg.training import loop
 from freespace_seg.training import tensors as tensors_mod
 from freespace_seg.training import train as base_train
-from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
-                                             update_card)
+from freespace_seg.training.card import dump_card, update_card
+from freespace_seg.training.errors import PruneError, TrainingError
+from freespace_seg.training.evaluate import card_scores, evaluate_frames, latency_key
 from freespace_seg.training.export import export_and_verify
-from freespace_seg.training.finetune import FinetuneError, freeze_batchnorm, rebuild_checked
 from freespace_seg.training.model import BLOCKS, count_parameters, INPUTS
+from freespace_seg.training.rebuild import freeze_batchnorm, rebuild_checked
 import numpy as np
 import torch
 
@@ -106,10 +107,6 @@ CACHE_NAME = re.compile(r'render-n(?P<n>\d+)-s(?P<seed>-?\d+)-(?P<w>\d+)x(?P<h>\
                         rf'(?:-h(?P<h_lo>{_NUM})_(?P<h_hi>{_NUM}))?'
                         rf'(?:-pt(?P<p_lo>{_NUM})_(?P<p_hi>{_NUM}))?'
                         r'-(?P<hash>[0-9a-f]+)\.npz$')
-
-
-class PruneError(ValueError):
-    """Unusable input (model, options, data); the message says what to fix."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,7 +565,7 @@ def prune(args):
     command = reproduce_command(args)
     print(f'prune: {command}', flush=True)
 
-    # A FinetuneError (bad card, not this package's UNet) exits 2 like a PruneError (run()).
+    # A RebuildError (bad card, not this package's UNet) exits 2 like a PruneError (run()).
     source, source_card, width, height, rebuild_diff = rebuild_checked(
         args.model, seed=args.seed, threads=args.threads)
 
@@ -766,7 +763,7 @@ def run(args):
         args.out = default_out(args.model, args.ratio if 0.0 < args.ratio < 1.0 else 0.5)
     try:
         prune(args)
-    except (PruneError, FinetuneError) as e:
+    except TrainingError as e:  # PruneError, RebuildError
         print(f'prune: error: {e}', file=sys.stderr, flush=True)
         return 2
     return 0

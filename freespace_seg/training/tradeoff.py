@@ -18,7 +18,7 @@
 The UNet is fully convolutional, so one set of weights runs at any input size. The command
 rebuilds the torch UNet from an ONNX model (by default the shipped fp32 UNet,
 models/freespace_unet.onnx; see
-:func:`freespace_seg.training.finetune.rebuild_torch_model`), re-exports it at each of
+:func:`freespace_seg.training.rebuild.rebuild_torch_model`), re-exports it at each of
 ``--sizes`` (width and height multiples of ``--size-multiple``, 16 by default), each with
 its own model card (the card's input size drives the node's letterbox), and for each size
 measures
@@ -77,6 +77,7 @@ from freespace_seg.common.reproduce import OptionRecorder
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.model_card import card_from_dict, load_card, ModelCardError
 from freespace_seg.perception.timing import timed_runs, timing_session
+from freespace_seg.training.errors import RebuildError, TradeoffError
 import numpy as np
 
 DEFAULT_SIZES = '256x144,320x176,384x224,480x272,512x288,640x368,960x544'
@@ -88,10 +89,6 @@ SIZE_MULTIPLE = 16
 #: seed of the evaluation frames: the held-out test seed of the card (training: 0 and 1)
 EVAL_SEED = 1000
 WEIGHT_OPS = ('Conv', 'ConvTranspose', 'Gemm', 'MatMul')
-
-
-class TradeoffError(ValueError):
-    """Unusable options or models; the message says what to fix."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,11 +305,11 @@ def load_base_model(model_path, threads=1):
     Returns (model, card, rebuild max |logit diff|); raises :class:`TradeoffError` for a
     model that is not the float UNet of this package or whose card does not fit.
     """
-    from freespace_seg.training.finetune import FinetuneError, rebuild_checked
+    from freespace_seg.training.rebuild import rebuild_checked
 
     try:
         model, card, _, _, diff = rebuild_checked(model_path, seed=0, threads=threads)
-    except FinetuneError as e:
+    except RebuildError as e:
         raise TradeoffError(str(e)) from e
     return model, card, diff
 
@@ -364,7 +361,7 @@ def export_size(model, base_card, source_path, width, height, work_dir):
 
     Returns (onnx path, card path, ONNX Runtime vs torch max |logit diff|).
     """
-    from freespace_seg.training.evaluate import dump_card
+    from freespace_seg.training.card import dump_card
     from freespace_seg.training.export import export_and_verify
 
     stem = os.path.splitext(os.path.basename(source_path))[0]
