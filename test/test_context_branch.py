@@ -26,7 +26,7 @@ torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstr
 onnx = pytest.importorskip('onnx', reason='export checks need the onnx package')
 pytest.importorskip('onnxruntime', reason='export checks need onnxruntime')
 # Imported only once torch is known to be there.
-evaluate = importlib.import_module('freespace_seg.training.evaluate')
+figures = importlib.import_module('freespace_seg.training.figures')
 export = importlib.import_module('freespace_seg.training.export')
 rebuild = importlib.import_module('freespace_seg.training.rebuild')
 prune = importlib.import_module('freespace_seg.training.prune')
@@ -97,7 +97,7 @@ def test_export_and_rebuild_keep_the_branch(tmp_path):
         ops = [n.op_type for n in proto.graph.node]
         assert ('GlobalAveragePool' in ops) == context
         # The feature-map figure skips the branch's 1x1 maps.
-        assert not any('context' in name for name in evaluate.auto_layers(proto))
+        assert not any('context' in name for name in figures.auto_layers(proto))
         rebuilt = rebuild.rebuild_torch_model(path)
         assert (rebuilt.context is not None) == context
         assert export.compare_with_torch(rebuilt, path, inputs=x, threads=1) <= 1e-4

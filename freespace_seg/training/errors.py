@@ -29,6 +29,10 @@ class TrainError(TrainingError):
     """Unusable ``train`` options or data; ``train`` exits with ``train: <message>``."""
 
 
+class EvalError(TrainingError):
+    """Unusable ``eval`` options or data; ``eval`` exits with ``eval: <message>``."""
+
+
 class RebuildError(TrainingError):
     """An ONNX model that cannot be rebuilt in torch (not this package's float UNet)."""
 

@@ -44,6 +44,7 @@ import sys
 import time
 
 from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.common.values import display_path, round4
 from freespace_seg.perception import metrics
 from freespace_seg.perception.pipeline import packaged_model_path
 from freespace_seg.training import augment as augment_mod
@@ -63,22 +64,6 @@ DEFAULT_OUT = os.path.join('models', 'freespace_unet_finetuned.onnx')
 
 # ---------------------------------------------------------------------------------------------
 # The user's images
-
-
-def find_pairs(folder):
-    """Sorted (image_path, mask_path) pairs of a folder; raise :class:`FinetuneError`."""
-    try:
-        return datasets.user_image_pairs(folder)
-    except datasets.UserImagesError as e:
-        raise FinetuneError(str(e)) from None
-
-
-def read_user_pair(image_path, mask_path):
-    """Read an RGB image and its mask as (H, W, 3) uint8 and (H, W) uint8 0 blocked / 1 free."""
-    try:
-        return datasets.read_user_image_pair(image_path, mask_path)
-    except datasets.UserImagesError as e:
-        raise FinetuneError(str(e)) from None
 
 
 def split_pairs(pairs, val_fraction, seed):
@@ -113,14 +98,10 @@ def score_model(model_path, frames, threads=2, desc='val'):
     return metrics.summarize(acc.matrix, names, positive_class=pipe.card.free_space[0])
 
 
-def _r4(x):
-    return None if x is None else round(float(x), 4)
-
-
 def _rounded(summary):
-    return {'miou': _r4(summary['miou']),
-            'iou': {k: _r4(v) for k, v in summary['iou'].items()},
-            'pixel_accuracy': _r4(summary['pixel_accuracy'])}
+    return {'miou': round4(summary['miou']),
+            'iou': {k: round4(v) for k, v in summary['iou'].items()},
+            'pixel_accuracy': round4(summary['pixel_accuracy'])}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,11 +150,6 @@ def reproduce_command(args):
         args, skip=lambda dest, value: dest == 'model' and value == packaged_model_path())
 
 
-def _display_path(path):
-    rel = os.path.relpath(os.path.abspath(path))
-    return os.path.abspath(path) if rel.startswith('..') else rel
-
-
 def _check_args(args):
     if args.steps < 1 or args.batch_size < 1 or args.threads < 1:
         raise FinetuneError('--steps, --batch-size and --threads must be at least 1')
@@ -198,8 +174,11 @@ def finetune(args):
     command = reproduce_command(args)
     print(f'finetune: {command}', flush=True)
 
-    pairs = find_pairs(args.images)
-    frames = {pair: read_user_pair(*pair) for pair in pairs}
+    try:
+        pairs = datasets.user_image_pairs(args.images)
+        frames = {pair: datasets.read_user_image_pair(*pair) for pair in pairs}
+    except datasets.UserImagesError as e:
+        raise FinetuneError(str(e)) from None
     train_pairs, val_pairs = split_pairs(pairs, args.val_fraction, args.seed)
     print(f'finetune: {len(pairs)} images: {len(train_pairs)} for training, {len(val_pairs)} '
           'held out for validation', flush=True)
@@ -240,12 +219,12 @@ def finetune(args):
 
     base_raw = copy.deepcopy(base_card.raw)
     stem = os.path.splitext(os.path.basename(args.out))[0]
-    images_dir = _display_path(args.images)
+    images_dir = display_path(args.images)
     training = {
         'method': 'fine-tune of the base model on user images (python -m freespace_seg '
                   'finetune); BatchNorm frozen (folded into the convolutions)',
         'base_model': {
-            'path': _display_path(args.model),
+            'path': display_path(args.model),
             'name': base_card.name,
             'command': (base_raw.get('training') or {}).get('command'),
             'evaluation': base_raw.get('evaluation') or None,
@@ -301,8 +280,8 @@ def finetune(args):
             'images': len(val_frames),
             'before': _rounded(before),
             'after': _rounded(after),
-            'miou_before': _r4(before['miou']),
-            'miou_after': _r4(after['miou']),
+            'miou_before': round4(before['miou']),
+            'miou_after': round4(after['miou']),
             'source': 'held-out user images (not trained on), through the ONNX pipeline at '
                       'camera resolution',
         }}

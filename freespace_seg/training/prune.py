@@ -89,10 +89,11 @@ from freespace_seg.training import tensors as tensors_mod
 from freespace_seg.training import train as base_train
 from freespace_seg.training.card import dump_card, update_card
 from freespace_seg.training.errors import PruneError, TrainingError
-from freespace_seg.training.evaluate import card_scores, evaluate_frames, latency_key
+from freespace_seg.training.evaluate import evaluate_frames, latency_key
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.model import BLOCKS, count_parameters, INPUTS
 from freespace_seg.training.rebuild import freeze_batchnorm, rebuild_checked
+from freespace_seg.training.report import card_scores
 import numpy as np
 import torch
 

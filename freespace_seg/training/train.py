@@ -66,11 +66,12 @@ from freespace_seg.training.card import build_card, dump_card, pretrained_record
 from freespace_seg.training.checkpoint import _saved_args, data_fingerprint, resume_checkpoint
 from freespace_seg.training.device import device_record, DEVICES, resolve_device
 from freespace_seg.training.errors import TrainError, TrainingError
-from freespace_seg.training.evaluate import card_scores, evaluate_frames, latency_key
+from freespace_seg.training.evaluate import evaluate_frames, latency_key
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.loop import onnx_init_state, seed_everything, train_model
 from freespace_seg.training.model import (ARCHS, build_model, count_parameters, DEFAULT_WIDTHS,
                                           load_weights, widen_weights)
+from freespace_seg.training.report import card_scores
 from freespace_seg.training.tensors import CLASS_NAMES, normalize, PAD_VALUE, to_tensors
 import torch
 
