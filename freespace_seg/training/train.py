@@ -56,6 +56,7 @@ import os
 import time
 
 from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.common.values import split_size
 from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.sim.randomization import RandomizationConfig
@@ -85,10 +86,7 @@ EXIT_INTERRUPTED = 3
 
 
 def _size(text):
-    try:
-        w, h = (int(v) for v in text.lower().split('x'))
-    except ValueError:
-        raise ValueError(f'expected WIDTHxHEIGHT, got {text!r}') from None
+    w, h = split_size(text)  # ValueError: expected WIDTHxHEIGHT
     if w <= 0 or h <= 0:
         raise ValueError(f'size must be positive, got {text!r}')
     return w, h
