@@ -45,7 +45,6 @@ feature maps of some layers of the network on the first image (``layers.png``).
 
 import datetime
 import heapq
-import json
 import math
 import os
 import re
