@@ -29,7 +29,7 @@ pytest.importorskip('onnxruntime', reason='export checks need onnxruntime')
 figures = importlib.import_module('freespace_seg.training.figures')
 export = importlib.import_module('freespace_seg.training.export')
 rebuild = importlib.import_module('freespace_seg.training.rebuild')
-prune = importlib.import_module('freespace_seg.training.prune')
+pruning = importlib.import_module('freespace_seg.training.pruning')
 unet = importlib.import_module('freespace_seg.training.model')
 
 pytestmark = pytest.mark.usefixtures('torch_one_thread')
@@ -107,10 +107,10 @@ def test_pruning_the_bottom_block_cuts_the_branch_alike():
     model = small(True, live=True)
     x = torch.randn(1, 3, 48, 64)
     with torch.no_grad():
-        same = prune.prune_channels(model, {})
+        same = pruning.prune_channels(model, {})
         assert torch.allclose(same(x), model(x), atol=1e-6)
         keep = torch.tensor([0, 3, 4, 9, 17, 30])
-        cut = prune.prune_channels(model, {'bottom.1': keep})
+        cut = pruning.prune_channels(model, {'bottom.1': keep})
         assert tuple(cut.context.fc1.weight.shape) == (16, 6, 1, 1)
         assert tuple(cut.context.fc2.weight.shape) == (6, 16, 1, 1)
         # The same as the full model with the dropped channels silenced, branch included.
