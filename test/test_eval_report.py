@@ -21,6 +21,7 @@ import cv2
 from freespace_seg import cli
 from freespace_seg.training import data as datasets
 from freespace_seg.training import evaluate
+from freespace_seg.training import figures as figures_mod
 import numpy as np
 import pytest
 
@@ -66,8 +67,8 @@ def _write_folder(folder, n, seed, layout=('beside', 'masks', 'beside_255')):
 def test_error_map_colours():
     pred = np.array([[1, 0, 1, 0, 1]], np.uint8)
     label = np.array([[1, 0, 0, 1, 255]], np.uint8)
-    out = evaluate.error_map(pred, label, free_ids=(1,))
-    colors = evaluate.ERROR_COLORS
+    out = figures_mod.error_map(pred, label, free_ids=(1,))
+    colors = figures_mod.ERROR_COLORS
     assert tuple(out[0, 0]) == colors['free_correct']
     assert tuple(out[0, 1]) == colors['blocked_correct']
     assert tuple(out[0, 2]) == colors['false_free']
@@ -101,7 +102,7 @@ def test_figures_best_and_worst(model, tmp_path):
     # The error panel of the worst image has some wrong pixels, in red or orange.
     worst = cv2.cvtColor(cv2.imread(str(out / 'worst_1.png')), cv2.COLOR_BGR2RGB)
     errors = worst[-H:, -W:].reshape(-1, 3)
-    wrong = [evaluate.ERROR_COLORS['false_free'], evaluate.ERROR_COLORS['false_blocked']]
+    wrong = [figures_mod.ERROR_COLORS['false_free'], figures_mod.ERROR_COLORS['false_blocked']]
     assert any((errors == np.array(c, np.uint8)).all(axis=1).any() for c in wrong)
 
     figures = _result(out)['figures']

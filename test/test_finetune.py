@@ -31,7 +31,7 @@ pytest.importorskip('onnx', reason='the ONNX -> torch rebuild needs the onnx pac
 pytest.importorskip('onnxruntime', reason='the checks need onnxruntime')
 # Imported only once torch is known to be there.
 export = importlib.import_module('freespace_seg.training.export')
-finetune = importlib.import_module('freespace_seg.training.finetune')
+rebuild = importlib.import_module('freespace_seg.training.rebuild')
 
 W, H = 160, 90
 
@@ -58,7 +58,7 @@ def write_user_images(folder, n=6, seed=5):
 
 def test_rebuilt_shipped_unet_matches_onnxruntime():
     path = packaged_model_path(PACKAGED_UNET_MODEL)
-    model = finetune.rebuild_torch_model(path)
+    model = rebuild.rebuild_torch_model(path)
     card = load_card(path)
     assert list(model.widths) == [16, 24, 48, 96, 128]
     assert model.num_classes == card.num_classes
@@ -74,10 +74,10 @@ def test_rebuilt_shipped_unet_matches_onnxruntime():
 
 
 def test_module_path_from_node_names():
-    assert finetune.onnx_module_path('/enc2/enc2.0/enc2.0.0/Conv') == 'enc2.0.0'
-    assert finetune.onnx_module_path('/dec4/conv/conv.0/conv.0.0/Conv') == 'dec4.conv.0.0'
-    assert finetune.onnx_module_path('/head/Conv') == 'head'
-    assert finetune.onnx_module_path('Conv_3') is None
+    assert rebuild.onnx_module_path('/enc2/enc2.0/enc2.0.0/Conv') == 'enc2.0.0'
+    assert rebuild.onnx_module_path('/dec4/conv/conv.0/conv.0.0/Conv') == 'dec4.conv.0.0'
+    assert rebuild.onnx_module_path('/head/Conv') == 'head'
+    assert rebuild.onnx_module_path('Conv_3') is None
 
 
 def test_finetune_end_to_end(tmp_path, capsys):

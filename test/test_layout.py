@@ -297,3 +297,97 @@ def test_the_test_checker_catches_a_break(source, expected):
 ])
 def test_the_test_checker_allows_what_the_rules_allow(source):
     assert suite_problems('test_x.py', source, node_private_names()) == []
+
+
+def package_imports(module, source, known):
+    """
+    Return the modules of ``known`` that ``source`` (module ``module``) imports, anywhere.
+
+    Names are dotted and relative to the package (``training.loop``); lazy imports inside
+    functions count, and so does ``importlib.import_module('freespace_seg...')``. An import
+    of a package's name (``from freespace_seg.training import loop``) counts as one of the
+    module ``training.loop`` when that exists, else of the package ``training``.
+    """
+    found = set()
+    base = module.split('.')
+
+    def add(name):
+        if name in known and name != module:
+            found.add(name)
+
+    for node in ast.walk(ast.parse(source)):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            name = node.module or ''
+            if node.level:
+                name = '.'.join(['freespace_seg'] + base[:len(base) - node.level]
+                                + ([name] if name else []))
+            targets = [(name, [alias.name for alias in node.names])]
+        elif isinstance(node, ast.Call) and getattr(node.func, 'attr', '') == 'import_module' \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            targets = [(str(node.args[0].value), None)]
+        for name, names in targets:
+            if name != 'freespace_seg' and not name.startswith('freespace_seg.'):
+                continue
+            rel = name[len('freespace_seg.'):] if name != 'freespace_seg' else ''
+            for sub in names or [None]:
+                full = f'{rel}.{sub}' if rel and sub else (sub or rel)
+                if sub and full in known:
+                    add(full)
+                elif rel:
+                    add(rel)
+    return found
+
+
+def import_cycles(graph):
+    """Return the import cycles of ``graph`` ({module: set of modules}), each as a list."""
+    cycles, state, stack = [], {}, []
+
+    def visit(node):
+        state[node] = 'open'
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 'open':
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep)
+        stack.pop()
+        state[node] = 'done'
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+def module_graph(modules):
+    """Return {module: modules of the package it imports} for (module, path) pairs."""
+    modules = list(modules)
+    known = {m for m, _ in modules}
+    graph = {}
+    for module, path in modules:
+        with open(path, encoding='utf-8') as f:
+            graph[module] = package_imports(module, f.read(), known)
+    return graph
+
+
+def test_no_import_cycle_among_the_package_modules():
+    # A package's __init__ is left out: importing freespace_seg.x.y runs it first anyway.
+    graph = module_graph((m, p) for m, p in package_modules()
+                         if not p.endswith('__init__.py'))
+    assert import_cycles(graph) == []
+
+
+def test_the_cycle_check_catches_a_planted_cycle(tmp_path):
+    (tmp_path / 'a.py').write_text('from freespace_seg.training import b\n')
+    (tmp_path / 'b.py').write_text('def f():\n    from freespace_seg.training.a import g\n')
+    (tmp_path / 'c.py').write_text('import freespace_seg.training.a\n')
+    modules = [(f'training.{n}', str(tmp_path / f'{n}.py')) for n in 'abc']
+    graph = module_graph(modules)
+    assert graph == {'training.a': {'training.b'}, 'training.b': {'training.a'},
+                     'training.c': {'training.a'}}
+    assert import_cycles(graph) == [['training.a', 'training.b', 'training.a']]
+    (tmp_path / 'b.py').write_text('import os\n')
+    assert import_cycles(module_graph(modules)) == []

@@ -26,7 +26,8 @@ pytest.importorskip('onnx', reason='rebuilding from ONNX needs the onnx package'
 pytest.importorskip('onnxruntime', reason='the rebuild is checked with onnxruntime')
 unet = importlib.import_module('freespace_seg.training.model')
 export = importlib.import_module('freespace_seg.training.export')
-finetune = importlib.import_module('freespace_seg.training.finetune')
+errors = importlib.import_module('freespace_seg.training.errors')
+rebuild = importlib.import_module('freespace_seg.training.rebuild')
 loop = importlib.import_module('freespace_seg.training.loop')
 
 pytestmark = pytest.mark.usefixtures('torch_one_thread')
@@ -44,7 +45,7 @@ def exported(tmp_path):
 
 def test_unfolded_batchnorm_keeps_the_function_and_trains_from_it(exported):
     original, path = exported
-    rebuilt = finetune.rebuild_torch_model(path)
+    rebuilt = rebuild.rebuild_torch_model(path)
     torch.manual_seed(3)
     x = torch.randn(6, 3, 64, 96)
     with torch.no_grad():
@@ -58,7 +59,7 @@ def test_unfolded_batchnorm_keeps_the_function_and_trains_from_it(exported):
         assert torch.allclose(plain.eval()(x), want, atol=1e-4)
         assert (plain.train()(x) - want).abs().max() > 0.1
 
-    finetune.unfold_batchnorm(rebuilt, x, batch_size=len(x))
+    rebuild.unfold_batchnorm(rebuilt, x, batch_size=len(x))
     model = unet.build_model(widths=WIDTHS, context=True)
     model.load_state_dict(rebuilt.state_dict())
     bn = next(m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d))
@@ -77,9 +78,9 @@ def test_unfolded_batchnorm_keeps_the_function_and_trains_from_it(exported):
 
 
 def test_unfold_needs_frames(exported):
-    rebuilt = finetune.rebuild_torch_model(exported[1])
-    with pytest.raises(finetune.FinetuneError, match='no frames'):
-        finetune.unfold_batchnorm(rebuilt, torch.zeros(0, 3, 64, 96))
+    rebuilt = rebuild.rebuild_torch_model(exported[1])
+    with pytest.raises(rebuild.RebuildError, match='no frames'):
+        rebuild.unfold_batchnorm(rebuilt, torch.zeros(0, 3, 64, 96))
 
 
 def test_onnx_init_state_measures_on_training_frames(exported):
@@ -94,7 +95,7 @@ def test_onnx_init_state_measures_on_training_frames(exported):
     model = unet.build_model(widths=WIDTHS, context=True)
     assert unet.load_weights(model, state['model']) == []
     assert export.compare_with_torch(model, path) < 1e-3
-    with pytest.raises(SystemExit, match='no such file'):
+    with pytest.raises(errors.TrainError, match='no such file'):
         loop.onnx_init_state(path + '.missing.onnx', x, y)
 
 

@@ -30,8 +30,9 @@ pytest.importorskip('onnx', reason='the ONNX -> torch rebuild needs the onnx pac
 pytest.importorskip('onnxruntime', reason='the checks need onnxruntime')
 # Imported only once torch is known to be there.
 export = importlib.import_module('freespace_seg.training.export')
-finetune = importlib.import_module('freespace_seg.training.finetune')
+rebuild = importlib.import_module('freespace_seg.training.rebuild')
 prune = importlib.import_module('freespace_seg.training.prune')
+pruning = importlib.import_module('freespace_seg.training.pruning')
 card_mod = importlib.import_module('freespace_seg.training.card')
 evaluate = importlib.import_module('freespace_seg.training.evaluate')
 unet = importlib.import_module('freespace_seg.training.model')
@@ -75,7 +76,7 @@ def test_cutting_dead_channels_keeps_the_logits(scope):
     model = randomized_model((8, 8, 8, 8, 8))
     rng = np.random.default_rng(1)
     dead = {}
-    for block in prune.SCOPES[scope]:
+    for block in pruning.SCOPES[scope]:
         dead[block] = sorted(rng.choice(8, size=2, replace=False).tolist())
         kill_channels(model, block, dead[block])
     x = torch.from_numpy(rng.uniform(-1, 1, (2, 3, H, W)).astype(np.float32))
@@ -83,12 +84,12 @@ def test_cutting_dead_channels_keeps_the_logits(scope):
         want = model(x)
 
     # 25 % of 8 channels: exactly the two dead ones go, in every block of the scope.
-    pruned, keep = prune.prune_model(model, 0.25, scope=scope)
-    assert set(keep) == set(prune.SCOPES[scope])
+    pruned, keep = pruning.prune_model(model, 0.25, scope=scope)
+    assert set(keep) == set(pruning.SCOPES[scope])
     for block, idx in keep.items():
         assert idx.tolist() == [c for c in range(8) if c not in dead[block]]
         assert pruned.channels[block] == 6
-    untouched = set(unet.BLOCKS) - set(prune.SCOPES[scope])
+    untouched = set(unet.BLOCKS) - set(pruning.SCOPES[scope])
     assert all(pruned.channels[b] == 8 for b in untouched)
     with torch.no_grad():
         got = pruned.eval()(x)
@@ -100,7 +101,7 @@ def test_cutting_dead_channels_keeps_the_logits(scope):
     # Not vacuous: cutting live channels of a skip-connected block changes the logits.
     gone = dead.get('enc1', [])
     live = [c for c in range(8) if c not in gone]
-    other = prune.prune_channels(model, dict(keep, enc1=sorted(gone[:1] + live[1:6])))
+    other = pruning.prune_channels(model, dict(keep, enc1=sorted(gone[:1] + live[1:6])))
     with torch.no_grad():
         assert float((other.eval()(x) - want).abs().max()) > 1e-3
 
@@ -108,40 +109,40 @@ def test_cutting_dead_channels_keeps_the_logits(scope):
 def test_parameter_count_follows_the_ratio():
     model = unet.build_model()
     full = unet.count_parameters(model)
-    pruned, keep = prune.prune_model(model, 0.5, scope='all')
+    pruned, keep = pruning.prune_model(model, 0.5, scope='all')
     # Every block keeps half of its channels: the UNet of half the widths, ~1/4 the weights.
     half = unet.build_model(widths=tuple(c // 2 for c in unet.DEFAULT_WIDTHS))
     assert unet.count_parameters(pruned) == unet.count_parameters(half)
     assert 0.23 <= unet.count_parameters(pruned) / full <= 0.27
     assert len(keep) == len(unet.BLOCKS)
 
-    inner, _ = prune.prune_model(model, 0.5, scope='inner')
+    inner, _ = pruning.prune_model(model, 0.5, scope='inner')
     fraction = unet.count_parameters(inner) / full
     assert 0.5 <= fraction <= 0.75
     assert inner.channels['enc2.1'] == 24 and inner.channels['enc2.0'] == 12
-    assert prune.multiply_adds(pruned, 480, 272) < 0.3 * prune.multiply_adds(model, 480, 272)
+    assert pruning.multiply_adds(pruned, 480, 272) < 0.3 * pruning.multiply_adds(model, 480, 272)
 
 
 def test_kept_count_minimum_and_multiple():
-    assert prune.kept_count(16, 0.5) == 8
-    assert prune.kept_count(8, 0.25) == 6
-    assert prune.kept_count(8, 0.9, min_channels=4) == 4
-    assert prune.kept_count(3, 0.9, min_channels=4) == 3
-    assert prune.kept_count(24, 0.5, multiple=8) == 16
-    assert prune.kept_count(12, 0.99) == 1
+    assert pruning.kept_count(16, 0.5) == 8
+    assert pruning.kept_count(8, 0.25) == 6
+    assert pruning.kept_count(8, 0.9, min_channels=4) == 4
+    assert pruning.kept_count(3, 0.9, min_channels=4) == 3
+    assert pruning.kept_count(24, 0.5, multiple=8) == 16
+    assert pruning.kept_count(12, 0.99) == 1
 
 
 def test_importance_of_a_rebuilt_model_is_the_l1_norm_of_its_onnx_kernels():
     import onnx
 
     path = packaged_model_path(PACKAGED_UNET_MODEL)
-    model = finetune.rebuild_torch_model(path)
-    scores = prune.channel_importance(model)
+    model = rebuild.rebuild_torch_model(path)
+    scores = pruning.channel_importance(model)
     # A plain L1 norm of the rebuilt (unit-RMS) kernels says nothing: the scale is in the BN.
     plain = model.enc3[0][0].weight.detach().abs().sum(dim=(1, 2, 3))
     assert float(plain.std() / plain.mean()) < 0.3
-    convs = {finetune.onnx_module_path(node.name): w
-             for node, w, _ in finetune._onnx_convs(onnx.load(path))}
+    convs = {rebuild.onnx_module_path(node.name): w
+             for node, w, _ in rebuild._onnx_convs(onnx.load(path))}
     for block in ('stem', 'enc3.0', 'bottom.1', 'dec1.conv.1'):
         want = np.abs(convs[block + '.0']).sum(axis=(1, 2, 3))
         np.testing.assert_allclose(scores[block].numpy(), want, rtol=1e-4)
@@ -158,7 +159,7 @@ def tiny_source(tmp_path_factory):
     card = card_mod.build_card('tiny_unet', 'tiny_unet.onnx', W, H,
                                {'command': 'python -m freespace_seg train --widths 8,8,16,16,16'},
                                {}, {}, 0)
-    evaluate.dump_card(card, str(folder / 'tiny_unet.yaml'))
+    card_mod.dump_card(card, str(folder / 'tiny_unet.yaml'))
     cache = str(folder / 'cache')
     datasets.rendered_letterboxed(6, 0, CAM_W, CAM_H, W, H, 0, cache_dir=cache)
     datasets.rendered_letterboxed(2, 1, CAM_W, CAM_H, W, H, 0, cache_dir=cache)
@@ -224,7 +225,7 @@ def test_prune_command_end_to_end(tmp_path, capsys, tiny_source):
 
     assert os.path.getsize(out) < os.path.getsize(source)
     # Uniform pruning of every block gives a plain narrower UNet, which `finetune` rebuilds.
-    rebuilt = finetune.rebuild_torch_model(str(out))
+    rebuilt = rebuild.rebuild_torch_model(str(out))
     assert rebuilt.widths == (4, 4, 8, 8, 8)
     assert export.compare_with_torch(rebuilt, str(out), threads=1) <= 1e-4
 

@@ -37,7 +37,7 @@ export = importlib.import_module('freespace_seg.training.export')
 model_lib = importlib.import_module('freespace_seg.training.model')
 train = importlib.import_module('freespace_seg.training.train')
 tradeoff = importlib.import_module('freespace_seg.training.tradeoff')
-dump_card = importlib.import_module('freespace_seg.training.evaluate').dump_card
+dump_card = importlib.import_module('freespace_seg.training.card').dump_card
 
 BASE_W, BASE_H = 64, 48
 WIDTHS = (4, 6, 8, 8, 8)

@@ -23,6 +23,7 @@ import pytest
 torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
 augment = importlib.import_module('freespace_seg.training.augment')
 device_mod = importlib.import_module('freespace_seg.training.device')
+TrainError = importlib.import_module('freespace_seg.training.errors').TrainError
 loop = importlib.import_module('freespace_seg.training.loop')
 losses = importlib.import_module('freespace_seg.training.losses')
 tensors = importlib.import_module('freespace_seg.training.tensors')
@@ -75,10 +76,10 @@ def test_resolve_device_picks_and_refuses_with_reasons():
     expected = 'cuda' if torch.cuda.is_available() else 'cpu'
     assert device_mod.resolve_device('auto').type == expected
     assert device_mod.device_record(torch.device('cpu')) == 'cpu'
-    with pytest.raises(SystemExit, match='expected one of auto, cpu, cuda'):
+    with pytest.raises(TrainError, match='expected one of auto, cpu, cuda'):
         device_mod.resolve_device('tpu')
     if not torch.cuda.is_available():
-        with pytest.raises(SystemExit, match='sees no CUDA device .*use --device cpu'):
+        with pytest.raises(TrainError, match='sees no CUDA device .*use --device cpu'):
             device_mod.resolve_device('cuda')
 
 

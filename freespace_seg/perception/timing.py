@@ -17,9 +17,10 @@ The ONNX latency timer: one bare ONNX Runtime run of a model, timed on the CPU.
 
 :func:`timing_session` opens the model with a fixed random input of its static shape,
 :func:`timed_runs` times runs of it, and :func:`measure_latency` gives the median, mean and
-90th percentile that model cards record (``eval``, ``train``, ``prune``); ``tradeoff``
-interleaves :func:`timed_runs` of several models. Preprocessing and postprocessing are not
-included; ``bench`` times the whole path.
+90th percentile that model cards record (``eval``, ``train``); :func:`interleaved_runs`
+times several models (or thread counts) in turn, round after round, for the commands that
+compare them (``tradeoff``, ``prune``). Preprocessing and postprocessing are not included;
+``bench`` times the whole path.
 """
 
 import statistics
@@ -83,3 +84,32 @@ def timed_runs(session, feed, runs):
         session.run(None, feed)
         times.append((time.perf_counter() - t0) * 1000.0)
     return times
+
+
+def interleaved_runs(jobs, runs, warmup=10, rounds=1, desc=None):
+    """
+    Time several (model path, threads) ``jobs`` in turn; return each job's times per round.
+
+    Every job gets its session (:func:`timing_session`) and ``warmup`` untimed runs first.
+    Then ``rounds`` times, every job in turn runs two untimed runs (to refill the caches the
+    others used) and its share of ``runs`` (``ceil(runs / rounds)``). On a shared machine a
+    burst of load then touches every job alike, so the ratios between them stay fair.
+    Returns, per job, a list of ``rounds`` lists of wall times in ms. ``desc``: a progress
+    bar with that label.
+    """
+    from freespace_seg.common.progress import progress
+
+    sessions = [timing_session(path, threads) for path, threads in jobs]
+    for session, feed in sessions:
+        timed_runs(session, feed, warmup)
+    rounds = max(int(rounds), 1)
+    per_round = max(1, -(-max(int(runs), 1) // rounds))
+    samples = [[] for _ in sessions]
+    turns = [(r, i) for r in range(rounds) for i in range(len(sessions))]
+    if desc:
+        turns = progress(turns, total=len(turns), desc=desc)
+    for _, i in turns:
+        session, feed = sessions[i]
+        timed_runs(session, feed, 2)
+        samples[i].append(timed_runs(session, feed, per_round))
+    return samples

@@ -12,10 +12,18 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The model card of a trained network: what it is, how it was trained and scored."""
+"""
+The model card of a trained network: what it is, how it was trained and scored.
+
+:func:`build_card` makes the card of a ``train`` run; :func:`dump_card` writes any card
+(``train``, ``finetune``, ``prune``, ``quantize``, ``tradeoff``) and :func:`update_card`
+merges new scores into one. Importing this module needs no torch.
+"""
+
+import os
 
 from freespace_seg.training import data as datasets
-from freespace_seg.training.tensors import CLASS_NAMES, MEAN, PAD_VALUE, PALETTE, STD
+import yaml
 
 
 def pretrained_record(arch):
@@ -41,6 +49,9 @@ def describe_network(arch, context=False):
 def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed,
                photo_textures=True, arch='unet', floor_photos=True, object_floor_photos=True):
     """Return the model card dict (schema of :mod:`freespace_seg.perception.model_card`)."""
+    # tensors needs torch; writing and updating cards (eval, quantize) must not.
+    from freespace_seg.training.tensors import CLASS_NAMES, MEAN, PAD_VALUE, PALETTE, STD
+
     sources = datasets.synthetic_data_sources(data_seed, photo_textures,
                                               floor_photos=floor_photos,
                                               object_floor_photos=object_floor_photos)
@@ -80,3 +91,47 @@ def build_card(name, onnx_name, width, height, training, evaluation, latency, da
         'latency_ms': latency,
         'licence': 'Apache-2.0',
     }
+
+
+class _CardDumper(yaml.SafeDumper):
+    """Block style, but short lists of scalars in flow style (``[1, 3, 272, 480]``)."""
+
+
+def _represent_list(dumper, value):
+    flow = all(not isinstance(v, (dict, list)) or (
+        isinstance(v, list) and all(not isinstance(w, (dict, list)) for w in v))
+        for v in value) and not all(isinstance(v, str) and len(v) > 40 for v in value)
+    return dumper.represent_sequence('tag:yaml.org,2002:seq', value, flow_style=flow)
+
+
+_CardDumper.add_representer(list, _represent_list)
+_CardDumper.add_representer(tuple, _represent_list)
+
+
+def dump_card(card, path):
+    """Write a card dict as YAML in the card's key order."""
+    text = yaml.dump(card, Dumper=_CardDumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=99)
+    tmp = path + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return path
+
+
+def update_card(card_path, evaluation=None, latency=None):
+    """Merge evaluation entries and/or a latency figure into an existing card file."""
+    from freespace_seg.perception.model_card import card_from_dict
+
+    with open(card_path, 'r', encoding='utf-8') as f:
+        card = yaml.safe_load(f)
+    if evaluation:
+        ev = card.get('evaluation') or {}
+        ev.update(evaluation)
+        card['evaluation'] = ev
+    if latency:
+        lat = card.get('latency_ms') or {}
+        lat.update(latency)
+        card['latency_ms'] = lat
+    card_from_dict(card, card_path)  # still valid?
+    return dump_card(card, card_path)

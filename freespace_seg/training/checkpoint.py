@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import os
 
+from freespace_seg.training.errors import TrainError
 import numpy as np
 import torch
 
@@ -64,15 +65,15 @@ def resume_checkpoint(args, defaults):
     if os.path.isdir(path):
         path = os.path.join(path, 'last.pt')
     if not os.path.isfile(path):
-        raise SystemExit(f'train: --resume {args.resume}: no checkpoint at {path}')
+        raise TrainError(f'--resume {args.resume}: no checkpoint at {path}')
     given = sorted('--' + dest.replace('_', '-') for dest, default in defaults.items()
                    if dest not in _RESUME_MAY_CHANGE and getattr(args, dest, default) != default)
     if given:
-        raise SystemExit('train: --resume takes every option from the checkpoint; drop '
+        raise TrainError('--resume takes every option from the checkpoint; drop '
                          + ', '.join(given))
     state = torch.load(path, map_location='cpu')
     if 'resume' not in state or 'args' not in state:
-        raise SystemExit(f'train: {path} cannot be resumed: it has no resume state (it is '
+        raise TrainError(f'{path} cannot be resumed: it has no resume state (it is '
                          'a best.pt, or was written before --resume existed); start a new run '
                          f'with --init {path} instead')
     restored = argparse.Namespace(**state['args'])

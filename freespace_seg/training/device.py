@@ -14,6 +14,7 @@
 
 """The device a run trains on, and how the card records it."""
 
+from freespace_seg.training.errors import TrainError
 import torch
 
 
@@ -29,7 +30,7 @@ def resolve_device(name):
     exits with a message that says why (a CPU build of torch, or no driver or GPU).
     """
     if name not in DEVICES:
-        raise SystemExit(f'train: --device {name}: expected one of {", ".join(DEVICES)}')
+        raise TrainError(f'--device {name}: expected one of {", ".join(DEVICES)}')
     if name == 'cpu':
         return torch.device('cpu')
     if torch.cuda.is_available():
@@ -38,7 +39,7 @@ def resolve_device(name):
         build = torch.version.cuda
         why = ('this torch is a CPU build' if build is None else
                f'this torch is built for CUDA {build}, but no GPU or driver answers')
-        raise SystemExit(f'train: --device cuda: torch {torch.__version__} sees no CUDA device '
+        raise TrainError(f'--device cuda: torch {torch.__version__} sees no CUDA device '
                          f'({why}); use --device cpu')
     return torch.device('cpu')
 

@@ -45,7 +45,6 @@ feature maps of some layers of the network on the first image (``layers.png``).
 
 import datetime
 import heapq
-import json
 import math
 import os
 import re
@@ -53,18 +52,20 @@ import statistics
 import sys
 import time
 
-import cv2
-from freespace_seg.common.markdown import number, table
+from freespace_seg.common.values import round4
 from freespace_seg.perception import metrics
 from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.training import data as datasets
 from freespace_seg.training.camera_effects import EFFECTS, P_EFFECT, parse_effects, with_effects
+from freespace_seg.training.card import update_card
+from freespace_seg.training.errors import EvalError
+from freespace_seg.training.figures import (ERROR_LEGEND, resolve_layers, write_case_figures,
+                                            write_layers)
+from freespace_seg.training.report import card_scores, markdown_report, write_reports
 import numpy as np
-import yaml
 
 DEFAULT_MODEL = os.path.join('models', 'freespace_lite0.onnx')
-ROUND = 4
 
 
 def add_arguments(parser):
@@ -207,9 +208,9 @@ class CaseCollector:
         """Return mean, median, min and max of the per-image mIoU (None when empty)."""
         if not self.scores:
             return None
-        return {'mean': _r(statistics.fmean(self.scores)),
-                'median': _r(statistics.median(self.scores)),
-                'min': _r(min(self.scores)), 'max': _r(max(self.scores)),
+        return {'mean': round4(statistics.fmean(self.scores)),
+                'median': round4(statistics.median(self.scores)),
+                'min': round4(min(self.scores)), 'max': round4(max(self.scores)),
                 'images': len(self.scores)}
 
 
@@ -262,444 +263,6 @@ def latency_key(threads, shape):
 
 
 # ---------------------------------------------------------------------------------------------
-# Pictures: best and worst images, feature maps
-
-#: RGB colours of the error map
-ERROR_COLORS = {
-    'free_correct': (0, 110, 40),       # free floor, predicted free: dark green
-    'blocked_correct': (64, 64, 64),    # blocked, predicted blocked: dark grey
-    'false_free': (235, 20, 20),        # predicted free but blocked: red, the dangerous error
-    'false_blocked': (255, 180, 0),     # predicted blocked but free: orange
-    'other': (150, 60, 200),            # two blocked (or two free) classes confused: purple
-    'ignored': (0, 0, 0),               # label 255: not scored
-}
-ERROR_LEGEND = ('dark green: free, correct; dark grey: blocked, correct; red: predicted free '
-                'but blocked (the dangerous error); orange: predicted blocked but free; '
-                'black: not labelled (ignored)')
-LAYER_CHANNELS = 16
-AUTO_LAYERS = 7
-
-
-def error_map(pred, label, free_ids, ignore_index=datasets.IGNORE_INDEX):
-    """Return an (H, W, 3) uint8 RGB picture of where a prediction is right or wrong."""
-    from freespace_seg.perception.postprocess import class_lut
-
-    is_free = class_lut(free_ids, true_value=1).astype(bool)
-    pred_free = is_free[pred]
-    label_free = is_free[label]
-    valid = label != ignore_index
-    correct = pred == label
-    out = np.zeros(label.shape + (3,), np.uint8)
-    out[valid & correct & label_free] = ERROR_COLORS['free_correct']
-    out[valid & correct & ~label_free] = ERROR_COLORS['blocked_correct']
-    out[valid & ~correct & (pred_free == label_free)] = ERROR_COLORS['other']
-    out[valid & pred_free & ~label_free] = ERROR_COLORS['false_free']
-    out[valid & ~pred_free & label_free] = ERROR_COLORS['false_blocked']
-    return out
-
-
-def _caption(bgr, text, height):
-    """Return ``bgr`` with a black strip of ``height`` pixels on top holding ``text``."""
-    width = bgr.shape[1]
-    strip = np.zeros((height, width, 3), np.uint8)
-    font = cv2.FONT_HERSHEY_SIMPLEX
-    scale = height / 34.0
-    (tw, th), _ = cv2.getTextSize(text, font, scale, 1)
-    if tw > width - 6:
-        scale *= (width - 6) / tw
-        (tw, th), _ = cv2.getTextSize(text, font, scale, 1)
-    cv2.putText(strip, text, (3, (height + th) // 2), font, scale, (255, 255, 255), 1,
-                cv2.LINE_AA)
-    return np.vstack([strip, bgr])
-
-
-def case_figure(rgb, label, pred, card, title, miou, alpha=0.5):
-    """
-    Return one BGR figure: input | prediction overlay | error map, each with a caption.
-
-    The overlay paints the prediction in the model card's palette, as the node does.
-    """
-    from freespace_seg.perception.postprocess import colorize, overlay, palette_lut
-
-    colored = colorize(np.ascontiguousarray(pred, np.uint8), palette_lut(card.palette))
-    panels = [(rgb, f'{title}, mIoU {miou:.3f}'),
-              (overlay(rgb, colored, alpha), f'prediction, mIoU {miou:.3f}'),
-              (error_map(pred, label, card.free_space),
-               'errors: red = false free, orange = false blocked')]
-    height = int(max(18, round(rgb.shape[0] * 0.08)))
-    gap = np.full((rgb.shape[0] + height, 2, 3), 255, np.uint8)
-    tiles = []
-    for img, text in panels:
-        if tiles:
-            tiles.append(gap)
-        tiles.append(_caption(cv2.cvtColor(img, cv2.COLOR_RGB2BGR), text, height))
-    return np.hstack(tiles)
-
-
-def write_case_figures(cases, card, out_dir):
-    """Write ``worst_<i>.png`` and ``best_<i>.png``; return their list for the reports."""
-    os.makedirs(out_dir, exist_ok=True)
-    written = {'worst': [], 'best': []}
-    for kind, items in (('worst', cases.worst()), ('best', cases.best())):
-        for rank, (index, miou, rgb, label, pred) in enumerate(items, 1):
-            name = cases.name(index)
-            figure = case_figure(rgb, label, pred, card, f'{kind} {rank}: {name}', miou)
-            path = os.path.join(out_dir, f'{kind}_{rank}.png')
-            if not cv2.imwrite(path, figure):
-                raise OSError(f'cannot write {path}')
-            written[kind].append({'file': os.path.basename(path), 'image': name,
-                                  'index': index, 'miou': _r(miou)})
-    return written
-
-
-def _load_onnx(model_path):
-    try:
-        import onnx
-    except ImportError:
-        raise SystemExit('eval: --layers needs the onnx package (pip install onnx)')
-    return onnx.load(model_path)
-
-
-def tensor_names(model):
-    """Return the names of the tensors computed by the graph's nodes, in graph order."""
-    return [name for node in model.graph.node for name in node.output if name]
-
-
-def auto_layers(model, limit=AUTO_LAYERS):
-    """
-    Pick a few ReLU outputs worth looking at: the last one of each top-level block.
-
-    ReLU outputs are those of ``Relu`` and ``Clip`` (ReLU6) nodes and tensors named
-    ``.../Relu...`` or ``.../Clip...`` (a quantized graph fuses the ReLU into its Conv but
-    keeps the name; its float copies after ``DequantizeLinear`` are then picked). In an
-    EfficientNet-Lite model (``/encoder/_blocks.N/...``) every MBConv block counts as one.
-    Blocks are named by the first part of the tensor name (``/enc2/enc2.1/...`` is in
-    ``enc2``). Every encoder block is kept (``stem``, ``enc1`` ... ``bottom``), of the
-    decoder blocks (``dec*``, ``up*``) only the last one, at
-    most ``limit`` layers in all. The global-context branch (1x1 maps) is left out.
-    """
-    last = {}
-    for node in model.graph.node:
-        name = node.output[0] if node.output else ''
-        # A quantized graph fuses Conv + ReLU but keeps the ReLU's output name.
-        if not name or (node.op_type not in ('Relu', 'Clip')
-                        and not name.rsplit('/', 1)[-1].startswith(('Relu', 'Clip'))):
-            continue
-        parts = [p for p in name.split('/') if p]
-        block = parts[0] if len(parts) > 1 else name
-        if block == 'encoder' and len(parts) > 2:
-            block = f'encoder/{parts[1]}'   # a pretrained encoder: one block per MBConv
-        if block == 'context':
-            continue  # the global-context branch: 1x1 maps, nothing to look at
-        last.pop(block, None)  # keep the block where it last appears
-        last[block] = name
-    encoder = [n for b, n in last.items() if not b.lower().startswith(('dec', 'up'))]
-    decoder = [n for b, n in last.items() if b.lower().startswith(('dec', 'up'))]
-    picked = encoder + decoder[-1:]
-    if len(picked) > limit:
-        keep = np.unique(np.linspace(0, len(picked) - 1, limit).round().astype(int))
-        picked = [picked[i] for i in keep]
-    return picked
-
-
-def resolve_layers(model_path, spec):
-    """Return the tensor names that ``--layers`` asks for; SystemExit if one is unknown."""
-    model = _load_onnx(model_path)
-    if spec.strip() == 'auto':
-        names = auto_layers(model)
-        if not names:
-            raise SystemExit(f'eval: --layers auto found no ReLU output in {model_path}; '
-                             'name the tensors instead, e.g. '
-                             + ', '.join(tensor_names(model)[:6]))
-        return names
-    names = [n.strip() for n in spec.split(',') if n.strip()]
-    valid = tensor_names(model)
-    known = set(valid)
-    unknown = [n for n in names if n not in known]
-    if not names or unknown:
-        hints = auto_layers(model) or valid
-        raise SystemExit(f'eval: --layers: no tensor named {", ".join(unknown) or "?"} in '
-                         f'{model_path} ({len(valid)} tensors); valid names are e.g. '
-                         + ', '.join(hints[:6]) + ' (or use --layers auto)')
-    return names
-
-
-def layer_outputs(model_path, tensor, names, threads=2):
-    """
-    Run the model with ``names`` added as graph outputs; return their arrays in order.
-
-    The tensors are appended to a copy of the graph's outputs (element type from shape
-    inference, float when unknown, no shape), and an ONNX Runtime session is built from the
-    modified model's bytes.
-    """
-    import onnx
-    from onnx import helper
-    import onnxruntime as ort
-
-    model = _load_onnx(model_path)
-    types = {}
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-        for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-            types[vi.name] = vi.type.tensor_type.elem_type
-    except Exception:  # noqa: B902 -- the types are only a refinement
-        pass
-    present = {o.name for o in model.graph.output}
-    for name in names:
-        if name not in present:
-            elem = types.get(name) or onnx.TensorProto.FLOAT
-            model.graph.output.append(helper.make_tensor_value_info(name, elem, None))
-            present.add(name)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = int(threads)
-    opts.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), sess_options=opts,
-                                   providers=['CPUExecutionProvider'])
-    feed = {session.get_inputs()[0].name: tensor}
-    return session.run(list(names), feed)
-
-
-def _feature_tile(channel, tile_w, tile_h):
-    ch = np.nan_to_num(np.asarray(channel, np.float32))
-    lo, hi = float(ch.min()), float(ch.max())
-    if hi > lo:
-        u8 = ((ch - lo) * (255.0 / (hi - lo))).astype(np.uint8)
-    else:
-        u8 = np.zeros(ch.shape, np.uint8)
-    interp = cv2.INTER_NEAREST if u8.shape[1] < tile_w else cv2.INTER_AREA
-    u8 = cv2.resize(u8, (tile_w, tile_h), interpolation=interp)
-    return cv2.applyColorMap(u8, cv2.COLORMAP_VIRIDIS)
-
-
-def layers_figure(network_rgb, outputs, names, title, channels=LAYER_CHANNELS, tile_w=96):
-    """
-    Return a BGR picture of feature maps: one row per layer of its first ``channels`` maps.
-
-    Each map is min-max normalized on its own to 0..255 (viridis colours) and resized to a
-    common tile; the first row shows the network input, each row has its layer name (and
-    shape) as caption. 4-D outputs are read as (1, C, H, W).
-    """
-    in_h, in_w = network_rgb.shape[:2]
-    tile_h = max(8, int(round(tile_w * in_h / in_w)))
-    gap = 2
-    width = channels * tile_w + (channels - 1) * gap
-    cap_h = 18
-    rows = []
-    head = np.zeros((tile_h, width, 3), np.uint8)
-    head[:, :tile_w] = cv2.resize(cv2.cvtColor(network_rgb, cv2.COLOR_RGB2BGR),
-                                  (tile_w, tile_h), interpolation=cv2.INTER_AREA)
-    rows.append(_caption(head, f'network input: {title}', cap_h))
-    for name, out in zip(names, outputs):
-        arr = np.asarray(out)
-        if arr.ndim == 4:
-            maps = arr[0]
-        elif arr.ndim == 3:
-            maps = arr
-        elif arr.ndim == 2:
-            maps = arr[None]
-        else:
-            raise SystemExit(f'eval: --layers: {name} has shape {arr.shape}, not a feature map')
-        row = np.zeros((tile_h, width, 3), np.uint8)
-        for c in range(min(channels, maps.shape[0])):
-            x = c * (tile_w + gap)
-            row[:, x:x + tile_w] = _feature_tile(maps[c], tile_w, tile_h)
-        shape = 'x'.join(str(d) for d in arr.shape)
-        rows.append(_caption(row, f'{name}  ({shape}, first {min(channels, maps.shape[0])} '
-                                  'channels)', cap_h))
-    sep = np.full((gap, width, 3), 255, np.uint8)
-    stacked = []
-    for row in rows:
-        if stacked:
-            stacked.append(sep)
-        stacked.append(row)
-    return np.vstack(stacked)
-
-
-def write_layers(model_path, rgb, names, out_dir, title, threads=2):
-    """Run the model on one image, write ``layers.png``; return its entry for the reports."""
-    from freespace_seg.perception.pipeline import SegmentationPipeline
-
-    pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
-    pre = pipe.preprocessor(rgb.shape[1], rgb.shape[0])
-    tensor = np.array(pre(rgb), copy=True)
-    network_rgb = np.array(pre.padded_image, copy=True)
-    pipe.close()
-    outputs = layer_outputs(model_path, tensor, names, threads)
-    figure = layers_figure(network_rgb, outputs, names, title)
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, 'layers.png')
-    if not cv2.imwrite(path, figure):
-        raise OSError(f'cannot write {path}')
-    return {'file': 'layers.png', 'image': title,
-            'layers': [{'name': n, 'shape': list(np.asarray(o).shape)}
-                       for n, o in zip(names, outputs)]}
-
-
-# ---------------------------------------------------------------------------------------------
-# Reports and the model card
-
-
-def _r(x):
-    return None if x is None else round(float(x), ROUND)
-
-
-def card_scores(summary, split_seed, source):
-    """Return the card's ``evaluation.synthetic_<split>`` entry for a summary."""
-    names = list(summary['iou'])
-    positive = [k for k in summary if k.startswith('f1_') and k != 'f1_macro']
-    entry = {
-        'miou': _r(summary['miou']),
-        'iou': {n: _r(summary['iou'][n]) for n in names},
-    }
-    if summary.get('blocked_called_free') is not None:
-        entry['blocked_called_free'] = _r(summary['blocked_called_free'])
-    for key in positive:
-        entry[key] = _r(summary[key])
-    entry.update({
-        'f1_macro': _r(summary['f1_macro']),
-        'pixel_accuracy': _r(summary['pixel_accuracy']),
-        'images': int(summary['images']),
-        'split_seed': split_seed,
-        'source': source,
-    })
-    return entry
-
-
-def _fmt(x):
-    return number(x, 4, missing='n/a')
-
-
-#: the rule cell of the evaluation report's tables (``| --- |``)
-_RULE = ' --- '
-
-
-def markdown_report(result):
-    """Return a Markdown summary: one headline row plus a per-class table."""
-    s = result['metrics']
-    names = list(s['iou'])
-    f1_pos = [k for k in s if k.startswith('f1_') and k != 'f1_macro']
-    pos = f1_pos[0] if f1_pos else None
-    lines = [
-        f'# Evaluation of `{result["model_name"]}`',
-        '',
-        f'- model: `{result["model"]}`',
-        f'- data: {result["source"]}',
-        f'- images: {s["images"]} ({s["pixels"]} labelled pixels)',
-        f'- engine: ONNX Runtime CPU, {result["threads"]} threads, through the node\'s pipeline',
-        f'- date: {result["date"]}',
-        '',
-    ]
-    unsafe = 'blocked_called_free' in s
-    head = (['Model', 'Data', 'mIoU'] + (['Blocked called free'] if unsafe else [])
-            + [f'IoU {n}' for n in names]
-            + ([f'F1 {pos[3:]}'] if pos else []) + ['F1 macro', 'Pixel accuracy'])
-    cells = ([result['model_name'], result['source_short'], _fmt(s['miou'])]
-             + ([_fmt(s['blocked_called_free'])] if unsafe else [])
-             + [_fmt(s['iou'][n]) for n in names] + ([_fmt(s[pos])] if pos else [])
-             + [_fmt(s['f1_macro']), _fmt(s['pixel_accuracy'])])
-    lines += table(head, [cells], cell=_RULE) + ['']
-    lines += table(['Class', 'IoU', 'F1', 'Precision', 'Recall'],
-                   [[n] + [_fmt(s[k][n]) for k in ('iou', 'f1', 'precision', 'recall')]
-                    for n in names], cell=_RULE)
-    lines += ['', 'Confusion matrix (rows: label, columns: prediction):', '']
-    lines += table(['label \\ pred'] + names,
-                   [[n] + list(row) for n, row in zip(names, s['confusion'])], cell=_RULE)
-    if result.get('latency_ms'):
-        lat = result['latency_ms']
-        lines += ['', f'Bare model latency (ONNX Runtime CPU, {lat["threads"]} threads, input '
-                  f'{lat["shape"]}): median {lat["median"]} ms, p90 {lat["p90"]} ms; '
-                  f'whole pipeline {result["pipeline_ms_per_image"]} ms per image.']
-    if result.get('surfaces'):
-        from freespace_seg.training.surfaces import markdown as surfaces_markdown
-        lines += ['', surfaces_markdown(result['surfaces']).rstrip('\n')]
-    lines += _figures_markdown(result)
-    return '\n'.join(lines) + '\n'
-
-
-def _figures_markdown(result):
-    lines = []
-    figures = result.get('figures')
-    if figures and (figures['worst'] or figures['best']):
-        stats = figures.get('per_image_miou')
-        lines += ['', '## Worst and best images', '',
-                  'By the mIoU of each image alone. Each figure shows the input, the '
-                  'prediction over it and an error map (' + ERROR_LEGEND + ').', '']
-        if stats:
-            lines += [f'Per-image mIoU over {stats["images"]} images: mean '
-                      f'{_fmt(stats["mean"])}, median {_fmt(stats["median"])}, min '
-                      f'{_fmt(stats["min"])}, max {_fmt(stats["max"])}.', '']
-        lines += table(['Figure', 'Image', 'mIoU'],
-                       [[f'[{e["file"]}]({e["file"]})', e['image'], _fmt(e['miou'])]
-                        for kind in ('worst', 'best') for e in figures[kind]], cell=_RULE)
-    layers = result.get('layers')
-    if layers:
-        lines += ['', '## Feature maps', '',
-                  f'[{layers["file"]}]({layers["file"]}): the first {LAYER_CHANNELS} channels '
-                  f'of each layer on {layers["image"]}, each channel min-max normalized on its '
-                  'own.', '']
-        lines += table(['Layer', 'Shape'],
-                       [[f'`{e["name"]}`', e['shape']] for e in layers['layers']], cell=_RULE)
-    return lines
-
-
-def write_reports(result, out_dir):
-    """Write ``metrics.json`` and ``metrics.md`` into ``out_dir``; return their paths."""
-    os.makedirs(out_dir, exist_ok=True)
-    json_path = os.path.join(out_dir, 'metrics.json')
-    md_path = os.path.join(out_dir, 'metrics.md')
-    with open(json_path, 'w', encoding='utf-8') as f:
-        json.dump(result, f, indent=2)
-        f.write('\n')
-    with open(md_path, 'w', encoding='utf-8') as f:
-        f.write(markdown_report(result))
-    return json_path, md_path
-
-
-class _CardDumper(yaml.SafeDumper):
-    """Block style, but short lists of scalars in flow style (``[1, 3, 272, 480]``)."""
-
-
-def _represent_list(dumper, value):
-    flow = all(not isinstance(v, (dict, list)) or (
-        isinstance(v, list) and all(not isinstance(w, (dict, list)) for w in v))
-        for v in value) and not all(isinstance(v, str) and len(v) > 40 for v in value)
-    return dumper.represent_sequence('tag:yaml.org,2002:seq', value, flow_style=flow)
-
-
-_CardDumper.add_representer(list, _represent_list)
-_CardDumper.add_representer(tuple, _represent_list)
-
-
-def dump_card(card, path):
-    """Write a card dict as YAML in the card's key order."""
-    text = yaml.dump(card, Dumper=_CardDumper, sort_keys=False, default_flow_style=False,
-                     allow_unicode=True, width=99)
-    tmp = path + '.tmp'
-    with open(tmp, 'w', encoding='utf-8') as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return path
-
-
-def update_card(card_path, evaluation=None, latency=None):
-    """Merge evaluation entries and/or a latency figure into an existing card file."""
-    from freespace_seg.perception.model_card import card_from_dict
-
-    with open(card_path, 'r', encoding='utf-8') as f:
-        card = yaml.safe_load(f)
-    if evaluation:
-        ev = card.get('evaluation') or {}
-        ev.update(evaluation)
-        card['evaluation'] = ev
-    if latency:
-        lat = card.get('latency_ms') or {}
-        lat.update(latency)
-        card['latency_ms'] = lat
-    card_from_dict(card, card_path)  # still valid?
-    return dump_card(card, card_path)
-
-
-# ---------------------------------------------------------------------------------------------
 # Command
 
 
@@ -707,13 +270,13 @@ def image_pairs(folder):
     """
     Return sorted (image_path, mask_path) pairs of a folder of user images.
 
-    See :func:`freespace_seg.training.data.user_image_pairs` for the layout; SystemExit with
+    See :func:`freespace_seg.training.data.user_image_pairs` for the layout; EvalError with
     its message for a missing folder, a folder without images or an image without mask.
     """
     try:
         return datasets.user_image_pairs(folder)
     except datasets.UserImagesError as e:
-        raise SystemExit(f'eval: --images: {e}')
+        raise EvalError(f'--images: {e}')
 
 
 def read_user_pair(image_path, mask_path, free_id=1, blocked_id=0):
@@ -721,7 +284,7 @@ def read_user_pair(image_path, mask_path, free_id=1, blocked_id=0):
     try:
         rgb, free = datasets.read_user_image_pair(image_path, mask_path)
     except datasets.UserImagesError as e:
-        raise SystemExit(f'eval: --images: {e}')
+        raise EvalError(f'--images: {e}')
     label = np.where(free != 0, free_id, blocked_id)
     label[free == datasets.IGNORE_INDEX] = datasets.IGNORE_INDEX  # alpha 0: not labelled
     return rgb, label.astype(np.uint8)
@@ -749,10 +312,10 @@ def _source(args, card=None):
     try:
         effects = parse_effects(spec)
     except ValueError as e:
-        raise SystemExit(f'eval: --camera-effects: {e}')
+        raise EvalError(f'--camera-effects: {e}')
     if getattr(args, 'by_surface', False):
-        raise SystemExit('eval: --by-surface and --camera-effects do not go together (the lens '
-                         'moves pixels away from their surface codes)')
+        raise EvalError('--by-surface and --camera-effects do not go together (the lens moves '
+                        'pixels away from their surface codes)')
     frames, total, split_seed, desc, short, key, names = _plain_source(args, card)
     label = 'all' if effects == EFFECTS else '-'.join(effects)
     desc += (f'; camera effects ({", ".join(effects)}; each with probability {P_EFFECT:g}, '
@@ -766,16 +329,16 @@ def _plain_source(args, card=None):
     given = [args.data is not None, args.render is not None,
              getattr(args, 'images', None) is not None]
     if sum(given) != 1:
-        raise SystemExit('eval: give exactly one of --data DIR, --render N or --images DIR')
+        raise EvalError('give exactly one of --data DIR, --render N or --images DIR')
     if args.render is None and (getattr(args, 'style', None) or 'default') != 'default':
-        raise SystemExit('eval: --style only applies to --render N')
+        raise EvalError('--style only applies to --render N')
     if args.render is None and getattr(args, 'without', ''):
-        raise SystemExit('eval: --without only applies to --render N')
+        raise EvalError('--without only applies to --render N')
     if args.render is None and camera_overrides(args):
-        raise SystemExit('eval: --camera-height and --camera-pitch only apply to --render N')
+        raise EvalError('--camera-height and --camera-pitch only apply to --render N')
     if args.render is None and getattr(args, 'by_surface', False):
-        raise SystemExit('eval: --by-surface only applies to --render N (only rendered frames '
-                         'know what each pixel shows)')
+        raise EvalError('--by-surface only applies to --render N (only rendered frames '
+                        'know what each pixel shows)')
     if args.data is not None:
         meta = datasets.read_meta(args.data)
         total = datasets.count_frames(args.data, args.split, args.limit)
@@ -809,7 +372,7 @@ def _plain_source(args, card=None):
     try:
         RandomizationConfig().without(*without)   # unknown names: a clear error, now
     except ValueError as e:
-        raise SystemExit(f'eval: --without: {e}')
+        raise EvalError(f'--without: {e}')
     camera = camera_overrides(args)
     if getattr(args, 'by_surface', False):
         frames = surface_frames(datasets.rendered_samples(
@@ -846,6 +409,14 @@ def _plain_source(args, card=None):
 
 def run(args):
     """Score a model and write the reports; returns the process exit code."""
+    try:
+        return evaluate(args)
+    except EvalError as e:
+        raise SystemExit(f'eval: {e}') from None
+
+
+def evaluate(args):
+    """Run the ``eval`` described by parsed ``args``; return the exit code, raise EvalError."""
     from freespace_seg.perception.model_card import card_path_for_model, load_card
 
     if not os.path.isfile(args.model):
@@ -854,7 +425,7 @@ def run(args):
     card = load_card(card_path_for_model(args.model))
     figures_k = getattr(args, 'figures', 0) or 0
     if figures_k < 0:
-        raise SystemExit('eval: --figures must be 0 or more')
+        raise EvalError('--figures must be 0 or more')
     layers_spec = getattr(args, 'layers', None)
     # Check the layer names before the long scoring run.
     layer_names = resolve_layers(args.model, layers_spec) if layers_spec else None

@@ -27,16 +27,8 @@ blocked and any other value is free floor. A part of the images (``--val-fractio
 one when there are two or more) is held out: it is never trained on, and the command scores
 the model on it through the node's ONNX pipeline before and after fine-tuning.
 
-Rebuilding torch weights from ONNX: the exporter folds every BatchNorm into the convolution
-before it (the graph holds only Conv + ReLU, each Conv named after its torch module, e.g.
-``/enc2/enc2.0/enc2.0.0/Conv`` for ``enc2.0.0``). Each ONNX Conv is mapped by that name to
-its ``nn.Conv2d``. The BatchNorm after it is made an exact identity normalization (running
-mean 0, running variance 1 - eps) whose scale and shift hold the folded per-channel RMS of the
-kernel and the folded bias (those convolutions have no bias of their own); the kernel itself
-is stored with unit RMS, so that Adam's fixed-size steps stay small relative to it (with the
-raw folded kernels, mean |w| ~0.01 in the deep layers, a short fine-tune at lr 3e-4 wrecked
-the model). The head has no BatchNorm and takes the weight and bias directly. The BatchNorm
-layers are frozen during fine-tuning (eval mode, scale and shift not trained): their
+The torch UNet is rebuilt from the ONNX file by :mod:`freespace_seg.training.rebuild`; its
+BatchNorm layers are frozen during fine-tuning (eval mode, scale and shift not trained): their
 statistics are already folded into the weights, and re-estimating them from a few images
 would undo that.
 
@@ -52,49 +44,26 @@ import sys
 import time
 
 from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.common.values import display_path, round4
 from freespace_seg.perception import metrics
-from freespace_seg.perception.model_card import load_card, ModelCardError
 from freespace_seg.perception.pipeline import packaged_model_path
 from freespace_seg.training import augment as augment_mod
 from freespace_seg.training import data as datasets
 from freespace_seg.training import loop
 from freespace_seg.training import tensors
-from freespace_seg.training.backbone import LiteUNet, VARIANTS
+from freespace_seg.training.card import dump_card
 from freespace_seg.training.data import letterbox_pair
-from freespace_seg.training.evaluate import dump_card
-from freespace_seg.training.export import compare_with_torch, export_and_verify
-from freespace_seg.training.model import count_parameters, FreespaceUNet
+from freespace_seg.training.errors import FinetuneError, TrainingError
+from freespace_seg.training.export import export_and_verify
+from freespace_seg.training.model import count_parameters
+from freespace_seg.training.rebuild import freeze_batchnorm, rebuild_checked
 import numpy as np
 import torch
-from torch import nn
 
 DEFAULT_OUT = os.path.join('models', 'freespace_unet_finetuned.onnx')
-# Largest ONNX Runtime vs rebuilt-torch logit difference accepted before training.
-REBUILD_TOLERANCE = 1e-3
-
-
-class FinetuneError(ValueError):
-    """Unusable input (images, masks, base model); the message says what to fix."""
-
 
 # ---------------------------------------------------------------------------------------------
 # The user's images
-
-
-def find_pairs(folder):
-    """Sorted (image_path, mask_path) pairs of a folder; raise :class:`FinetuneError`."""
-    try:
-        return datasets.user_image_pairs(folder)
-    except datasets.UserImagesError as e:
-        raise FinetuneError(str(e)) from None
-
-
-def read_user_pair(image_path, mask_path):
-    """Read an RGB image and its mask as (H, W, 3) uint8 and (H, W) uint8 0 blocked / 1 free."""
-    try:
-        return datasets.read_user_image_pair(image_path, mask_path)
-    except datasets.UserImagesError as e:
-        raise FinetuneError(str(e)) from None
 
 
 def split_pairs(pairs, val_fraction, seed):
@@ -107,249 +76,6 @@ def split_pairs(pairs, val_fraction, seed):
     val = sorted(pairs[i] for i in order[:n_val])
     train = sorted(pairs[i] for i in order[n_val:])
     return train, val
-
-
-# ---------------------------------------------------------------------------------------------
-# ONNX -> torch
-
-
-class _FrozenBatchNorm:
-    """Mixin: the model's BatchNorm layers stay in eval mode in ``train()``."""
-
-    def train(self, mode=True):
-        """Set train mode except for BatchNorm (its statistics are folded into the convs)."""
-        super().train(mode)
-        for m in self.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.eval()
-        return self
-
-
-class FrozenBatchNormUNet(_FrozenBatchNorm, FreespaceUNet):
-    """:class:`FreespaceUNet` whose BatchNorm layers stay in eval mode in ``train()``."""
-
-
-class FrozenBatchNormLiteUNet(_FrozenBatchNorm, LiteUNet):
-    """:class:`~freespace_seg.training.backbone.LiteUNet` with BatchNorm kept in eval mode."""
-
-
-def freeze_batchnorm(model):
-    """Stop training every BatchNorm (statistics, scale and shift); return ``model``."""
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.eval()
-            for p in m.parameters():
-                p.requires_grad_(False)
-    return model
-
-
-def onnx_module_path(node_name):
-    """
-    Return the torch module path a node name refers to, e.g. ``enc2.0.0`` or ``dec4.conv.0.0``.
-
-    The exporter names nodes by their scopes, ``/enc2/enc2.0/enc2.0.0/Conv`` or
-    ``/dec4/conv/conv.0/conv.0.0/Conv``: a scope that extends the one before it adds its
-    suffix, any other adds itself. Returns None for a name without scopes.
-    """
-    scopes = [p for p in (node_name or '').split('/') if p][:-1]
-    if not scopes:
-        return None
-    path = prev = scopes[0]
-    for scope in scopes[1:]:
-        path += scope[len(prev):] if scope.startswith(prev + '.') else '.' + scope
-        prev = scope
-    return path
-
-
-def _onnx_convs(proto):
-    """(node, weight, bias or None) of every Conv in graph order; raise if one is odd."""
-    from onnx import numpy_helper
-
-    inits = {t.name: t for t in proto.graph.initializer}
-    convs = []
-    for node in proto.graph.node:
-        if node.op_type in ('QuantizeLinear', 'DequantizeLinear', 'QLinearConv'):
-            raise FinetuneError('the base model is quantized; fine-tune the float model it '
-                                'was made from')
-        if node.op_type != 'Conv':
-            continue
-        if node.input[1] not in inits or (len(node.input) > 2 and node.input[2]
-                                          and node.input[2] not in inits):
-            raise FinetuneError(f'ONNX Conv {node.name!r}: weights are not initializers')
-        weight = numpy_helper.to_array(inits[node.input[1]]).astype(np.float32)
-        bias = None
-        if len(node.input) > 2 and node.input[2]:
-            bias = numpy_helper.to_array(inits[node.input[2]]).astype(np.float32)
-        convs.append((node, weight, bias))
-    return convs
-
-
-def _check_attributes(node, conv, name):
-    from onnx import helper
-
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    want = {'strides': list(conv.stride), 'dilations': list(conv.dilation),
-            'group': conv.groups, 'pads': list(conv.padding) * 2}
-    for key, value in want.items():
-        if key in attrs and list(np.atleast_1d(attrs[key])) != list(np.atleast_1d(value)):
-            raise FinetuneError(f'ONNX Conv {node.name!r} has {key} {attrs[key]} but torch '
-                                f'{name} has {value}: not the UNet of this package')
-
-
-def _unet_shell(proto, convs, onnx_path):
-    """Return the :class:`FrozenBatchNormUNet` whose shape the ONNX convolutions describe."""
-    strided = []
-    for node, weight, _ in convs:
-        strides = [a for a in node.attribute if a.name == 'strides']
-        if strides and list(strides[0].ints) == [2, 2]:
-            strided.append(weight.shape[0])
-    if len(strided) != 5:
-        raise FinetuneError(f'{onnx_path}: expected the 4-level UNet of this package (5 '
-                            f'stride-2 convolutions), found {len(strided)}')
-    num_classes = convs[-1][1].shape[0]
-    context = any(n.op_type == 'GlobalAveragePool' for n in proto.graph.node)
-    hidden = [w.shape[0] for n, w, _ in convs if onnx_module_path(n.name) == 'context.fc1']
-    context = hidden[0] if context and hidden else context
-    return FrozenBatchNormUNet(num_classes=num_classes, widths=tuple(strided), context=context)
-
-
-def _lite_shell(convs, onnx_path):
-    """Return the :class:`FrozenBatchNormLiteUNet` whose convolutions match the model's."""
-    names = {onnx_module_path(n.name): w for n, w, _ in convs}
-    num_classes = convs[-1][1].shape[0]
-    decoder = tuple(int(names[f'ups.{i}.0'].shape[0]) for i in range(4) if f'ups.{i}.0' in names)
-    for variant in VARIANTS:
-        model = FrozenBatchNormLiteUNet(variant, num_classes=num_classes, decoder=decoder,
-                                        pretrained=False)
-        torch_names = {n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)}
-        if torch_names == set(names):
-            return model
-    raise FinetuneError(f'{onnx_path}: an EfficientNet-Lite encoder, but its {len(convs)} '
-                        'convolutions match none of ' + ', '.join(VARIANTS))
-
-
-def rebuild_torch_model(onnx_path):
-    """
-    Rebuild the torch UNet (BatchNorm folded, see the module docstring) from an ONNX file.
-
-    The widths are read from the weights (output channels of the five stride-2 convolutions),
-    the class count from the last one; a GlobalAveragePool means the global-context branch
-    (``train --context``). Returns a :class:`FrozenBatchNormUNet` in eval mode, or for a model
-    with an EfficientNet-Lite encoder (``train --arch efficientnet-liteN``; its node names
-    start with ``/encoder``) a :class:`FrozenBatchNormLiteUNet`.
-    """
-    import onnx
-
-    try:
-        proto = onnx.load(onnx_path)
-    except Exception as e:  # onnx raises several types for bad files
-        raise FinetuneError(f'cannot load ONNX model {onnx_path}: {e}') from e
-    convs = _onnx_convs(proto)
-    if not convs:
-        raise FinetuneError(f'{onnx_path}: no convolutions: not a model of this package')
-    if any((onnx_module_path(n.name) or '').startswith('encoder.') for n, _, _ in convs):
-        model = _lite_shell(convs, onnx_path)
-    else:
-        model = _unet_shell(proto, convs, onnx_path)
-
-    modules = list(model.named_modules())
-    torch_convs = {}
-    for i, (name, m) in enumerate(modules):
-        if isinstance(m, nn.Conv2d):
-            bn = modules[i + 1][1] if i + 1 < len(modules) else None
-            if not (isinstance(bn, nn.BatchNorm2d) and bn.num_features == m.out_channels):
-                bn = None
-            torch_convs[name] = (m, bn)
-    if len(convs) != len(torch_convs):
-        raise FinetuneError(f'{onnx_path}: {len(convs)} convolutions, the UNet has '
-                            f'{len(torch_convs)}')
-    names = [onnx_module_path(node.name) for node, _, _ in convs]
-    if sorted(n or '' for n in names) != sorted(torch_convs):
-        names = list(torch_convs)  # names stripped: fall back to the order of the graph
-
-    with torch.no_grad():
-        for name, (node, weight, bias) in zip(names, convs):
-            conv, bn = torch_convs[name]
-            if tuple(conv.weight.shape) != weight.shape:
-                raise FinetuneError(f'ONNX Conv {node.name!r} weight {weight.shape} does not fit '
-                                    f'torch {name} {tuple(conv.weight.shape)}')
-            _check_attributes(node, conv, name)
-            bias_t = torch.zeros(conv.out_channels) if bias is None else torch.from_numpy(bias)
-            if bn is not None:
-                # Unit-RMS kernels, the scale in the BatchNorm: Adam's steps stay small
-                # relative to the kernels however small the folded weights are.
-                w = torch.from_numpy(weight)
-                scale = w.pow(2).mean(dim=(1, 2, 3)).sqrt()
-                scale = torch.where(scale > 0, scale, torch.ones_like(scale))
-                conv.weight.copy_(w / scale.view(-1, 1, 1, 1))
-                bn.weight.copy_(scale)
-                bn.running_mean.zero_()
-                bn.running_var.fill_(1.0 - bn.eps)  # normalization is the identity
-                bn.bias.copy_(bias_t)
-                if conv.bias is not None:
-                    conv.bias.zero_()
-                continue
-            conv.weight.copy_(torch.from_numpy(weight))
-            if conv.bias is not None:
-                conv.bias.copy_(bias_t)
-            elif bias is not None and np.any(bias):
-                raise FinetuneError(f'ONNX Conv {node.name!r} has a bias but torch {name} '
-                                    'has neither a bias nor a BatchNorm')
-    return model.eval()
-
-
-@torch.no_grad()
-def unfold_batchnorm(model, inputs, batch_size=16):
-    """
-    Give the folded BatchNorm layers of a rebuilt model real statistics; return ``model``.
-
-    :func:`rebuild_torch_model` leaves each BatchNorm an identity normalization (running mean
-    0, variance 1 - eps) with the folded scale and shift. That is exact in eval mode, but a
-    BatchNorm that trains normalizes by the batch's statistics, which are nothing like 0 and
-    1, so plain training from such a model starts from a broken network. This measures the
-    per-channel mean and variance of every BatchNorm's input on ``inputs`` (normalized
-    (N, 3, H, W) float frames) and sets running mean mu, running variance var, scale
-    gamma * sqrt(var + eps) and shift beta + gamma * mu: the eval-mode output is unchanged
-    (up to float rounding) and a training batch drawn like ``inputs`` normalizes to about
-    what the model computed. One pass suffices, because no layer's output changes.
-    """
-    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
-    if not bns:
-        return model
-    if inputs.shape[0] == 0:
-        raise FinetuneError('unfold_batchnorm: no frames to measure BatchNorm statistics on')
-    stats = {id(m): [0.0, 0.0, 0] for m in bns}
-
-    def record(module, args):
-        z = args[0].detach().double().transpose(0, 1).reshape(module.num_features, -1)
-        entry = stats[id(module)]
-        entry[0] = entry[0] + z.sum(dim=1)
-        entry[1] = entry[1] + (z * z).sum(dim=1)
-        entry[2] += z.shape[1]
-
-    hooks = [m.register_forward_pre_hook(record) for m in bns]
-    was_training = model.training
-    model.eval()
-    try:
-        for i in range(0, inputs.shape[0], batch_size):
-            model(inputs[i:i + batch_size])
-    finally:
-        for h in hooks:
-            h.remove()
-    for m in bns:
-        s1, s2, n = stats[id(m)]
-        mean = s1 / n
-        var = (s2 / n - mean * mean).clamp(min=0.0)
-        # The current normalization divides by sqrt(running_var + eps); fold it in exactly.
-        old = (m.running_var.double() + m.eps).sqrt()
-        gamma = m.weight.double() / old
-        beta = m.bias.double() - gamma * m.running_mean.double()
-        m.running_mean.copy_(mean)
-        m.running_var.copy_(var)
-        m.weight.copy_(gamma * (var + m.eps).sqrt())
-        m.bias.copy_(beta + gamma * mean)
-    model.train(was_training)
-    return model
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,14 +98,10 @@ def score_model(model_path, frames, threads=2, desc='val'):
     return metrics.summarize(acc.matrix, names, positive_class=pipe.card.free_space[0])
 
 
-def _r4(x):
-    return None if x is None else round(float(x), 4)
-
-
 def _rounded(summary):
-    return {'miou': _r4(summary['miou']),
-            'iou': {k: _r4(v) for k, v in summary['iou'].items()},
-            'pixel_accuracy': _r4(summary['pixel_accuracy'])}
+    return {'miou': round4(summary['miou']),
+            'iou': {k: round4(v) for k, v in summary['iou'].items()},
+            'pixel_accuracy': round4(summary['pixel_accuracy'])}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,11 +150,6 @@ def reproduce_command(args):
         args, skip=lambda dest, value: dest == 'model' and value == packaged_model_path())
 
 
-def _display_path(path):
-    rel = os.path.relpath(os.path.abspath(path))
-    return os.path.abspath(path) if rel.startswith('..') else rel
-
-
 def _check_args(args):
     if args.steps < 1 or args.batch_size < 1 or args.threads < 1:
         raise FinetuneError('--steps, --batch-size and --threads must be at least 1')
@@ -448,42 +165,6 @@ def _check_args(args):
         raise FinetuneError(f'--model {args.model}: no such file')
 
 
-def card_input_size(card, model_path):
-    """Width and height of the network input; raise if the card does not match ``train``."""
-    raw = card.raw['input']
-    same = (card.layout == 'NCHW' and card.color_order == 'RGB'
-            and list(card.mean) == tensors.MEAN and list(card.std) == tensors.STD
-            and card.resize_mode == 'letterbox' and raw.get('dtype', 'float32') == 'float32')
-    if not same or card.output_kind != 'logits':
-        raise FinetuneError(f'{model_path}: its card does not describe a model made by '
-                            '`python -m freespace_seg train` (NCHW float32 RGB, mean/std 0.5, '
-                            'letterbox, logits)')
-    return card.input_width, card.input_height
-
-
-def rebuild_checked(model_path, seed=0, threads=2):
-    """
-    Load the card and rebuild the torch UNet of ``model_path``, checked against ONNX Runtime.
-
-    The rebuilt model's logits on a random input (``seed``) must match ONNX Runtime's within
-    :data:`REBUILD_TOLERANCE`. Returns ``(model, card, width, height, max |logit diff|)``;
-    raises :class:`FinetuneError` for a bad card or a model that is not this package's UNet.
-    """
-    try:
-        card = load_card(model_path)
-    except ModelCardError as e:
-        raise FinetuneError(str(e)) from e
-    width, height = card_input_size(card, model_path)
-    model = rebuild_torch_model(model_path)
-    probe = np.random.default_rng(seed).uniform(-1.0, 1.0, size=(1, 3, height, width))
-    diff = compare_with_torch(model, model_path, inputs=probe.astype(np.float32),
-                              threads=threads)
-    if not diff <= REBUILD_TOLERANCE:
-        raise FinetuneError(f'rebuilt torch model differs from {model_path} by {diff:.3g}'
-                            f' (> {REBUILD_TOLERANCE:g}): not the UNet of this package?')
-    return model, card, width, height, diff
-
-
 def finetune(args):
     """Run the fine-tuning described by parsed ``args``; return the card dict."""
     t_begin = time.perf_counter()
@@ -493,8 +174,11 @@ def finetune(args):
     command = reproduce_command(args)
     print(f'finetune: {command}', flush=True)
 
-    pairs = find_pairs(args.images)
-    frames = {pair: read_user_pair(*pair) for pair in pairs}
+    try:
+        pairs = datasets.user_image_pairs(args.images)
+        frames = {pair: datasets.read_user_image_pair(*pair) for pair in pairs}
+    except datasets.UserImagesError as e:
+        raise FinetuneError(str(e)) from None
     train_pairs, val_pairs = split_pairs(pairs, args.val_fraction, args.seed)
     print(f'finetune: {len(pairs)} images: {len(train_pairs)} for training, {len(val_pairs)} '
           'held out for validation', flush=True)
@@ -535,12 +219,12 @@ def finetune(args):
 
     base_raw = copy.deepcopy(base_card.raw)
     stem = os.path.splitext(os.path.basename(args.out))[0]
-    images_dir = _display_path(args.images)
+    images_dir = display_path(args.images)
     training = {
         'method': 'fine-tune of the base model on user images (python -m freespace_seg '
                   'finetune); BatchNorm frozen (folded into the convolutions)',
         'base_model': {
-            'path': _display_path(args.model),
+            'path': display_path(args.model),
             'name': base_card.name,
             'command': (base_raw.get('training') or {}).get('command'),
             'evaluation': base_raw.get('evaluation') or None,
@@ -596,8 +280,8 @@ def finetune(args):
             'images': len(val_frames),
             'before': _rounded(before),
             'after': _rounded(after),
-            'miou_before': _r4(before['miou']),
-            'miou_after': _r4(after['miou']),
+            'miou_before': round4(before['miou']),
+            'miou_after': round4(after['miou']),
             'source': 'held-out user images (not trained on), through the ONNX pipeline at '
                       'camera resolution',
         }}
@@ -615,7 +299,7 @@ def run(args):
         args.model = packaged_model_path()
     try:
         finetune(args)
-    except FinetuneError as e:
+    except TrainingError as e:  # FinetuneError, RebuildError
         print(f'finetune: error: {e}', file=sys.stderr, flush=True)
         return 2
     return 0

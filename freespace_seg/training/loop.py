@@ -21,10 +21,14 @@ import random
 import time
 
 from freespace_seg.perception import metrics
+from freespace_seg.perception.model_card import load_card, ModelCardError
 from freespace_seg.training.augment import augment
 from freespace_seg.training.checkpoint import _atomic_save
 from freespace_seg.training.distributed import Ranks
+from freespace_seg.training.errors import RebuildError, TrainError
+from freespace_seg.training.export import compare_with_torch
 from freespace_seg.training.losses import per_frame_loss, segmentation_loss
+from freespace_seg.training.rebuild import REBUILD_TOLERANCE, rebuild_torch_model, unfold_batchnorm
 from freespace_seg.training.sampler import FrameSampler
 from freespace_seg.training.tensors import channels_last, downscale2x, normalize
 import numpy as np
@@ -70,31 +74,26 @@ def onnx_init_state(path, train_x, train_y, threads=2, frames=ONNX_INIT_FRAMES):
     """
     Rebuild the package's ONNX UNet in torch for ``--init MODEL.onnx``; return a checkpoint dict.
 
-    The exporter folds BatchNorm into the convolutions; :func:`finetune.unfold_batchnorm`
+    The exporter folds BatchNorm into the convolutions; :func:`rebuild.unfold_batchnorm`
     gives the layers back statistics measured on ``frames`` training frames (evenly spaced),
     so that training with live BatchNorm starts from the model's function. The rebuilt model
-    is checked against ONNX Runtime (:data:`finetune.REBUILD_TOLERANCE`). ``command`` and
-    ``miou`` come from the model's card when it has one.
+    is checked against ONNX Runtime (:data:`rebuild.REBUILD_TOLERANCE`). ``command`` and
+    ``miou`` come from the model's card when it has one. Raises :class:`TrainError`.
     """
-    from freespace_seg.perception.model_card import load_card, ModelCardError
-    from freespace_seg.training.export import compare_with_torch
-    from freespace_seg.training.finetune import (FinetuneError, REBUILD_TOLERANCE,
-                                                 rebuild_torch_model, unfold_batchnorm)
-
     if not os.path.isfile(path):
-        raise SystemExit(f'train: --init {path}: no such file')
+        raise TrainError(f'--init {path}: no such file')
     try:
         rebuilt = rebuild_torch_model(path)
-    except FinetuneError as e:
-        raise SystemExit(f'train: --init {path}: {e}') from None
+    except RebuildError as e:
+        raise TrainError(f'--init {path}: {e}') from None
     n = min(int(frames), train_x.shape[0])
     idx = torch.from_numpy(np.linspace(0, train_x.shape[0] - 1, n).round().astype(np.int64))
     x = normalize(train_x[idx].float() / 255.0, train_y[idx].long())
     unfold_batchnorm(rebuilt, x)
-    # On random inputs of the ONNX input's size, as finetune.rebuild_checked does.
+    # On random inputs of the ONNX input's size, as rebuild.rebuild_checked does.
     diff = compare_with_torch(rebuilt, path, threads=threads)
     if not diff <= REBUILD_TOLERANCE:
-        raise SystemExit(f'train: --init {path}: the rebuilt torch model differs from ONNX '
+        raise TrainError(f'--init {path}: the rebuilt torch model differs from ONNX '
                          f'Runtime by {diff:.3g} (> {REBUILD_TOLERANCE:g})')
     print(f'train: rebuilt the torch UNet of {path} (widths {list(rebuilt.widths)}), BatchNorm '
           f'statistics from {n} training frames; max |logit diff| vs ONNX Runtime {diff:.2e}',

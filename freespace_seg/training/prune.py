@@ -24,7 +24,7 @@ measured beside those of the model it came from. ``--int8`` also quantizes the r
 Method:
 
 * The source ONNX model is rebuilt as a torch UNet by
-  :func:`freespace_seg.training.finetune.rebuild_torch_model`: the exporter folded each
+  :func:`freespace_seg.training.rebuild.rebuild_torch_model`: the exporter folded each
   BatchNorm into its convolution, so the rebuilt kernels are stored with unit RMS and the
   BatchNorm after each one holds the folded per-channel scale and bias, with an identity
   normalization. A plain L1 norm of the rebuilt kernels would be the same for every channel.
@@ -77,28 +77,28 @@ import time
 import zipfile
 
 from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.common.values import display_path
 from freespace_seg.perception import metrics
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.pipeline import packaged_model_path, PACKAGED_UNET_MODEL
-from freespace_seg.perception.timing import measure_latency
+from freespace_seg.perception.timing import interleaved_runs
 from freespace_seg.sim.randomization import RandomizationConfig
 from freespace_seg.training import augment as augment_mod
 from freespace_seg.training import data as datasets
 from freespace_seg.training import loop
 from freespace_seg.training import tensors as tensors_mod
 from freespace_seg.training import train as base_train
-from freespace_seg.training.evaluate import (card_scores, dump_card, evaluate_frames, latency_key,
-                                             update_card)
+from freespace_seg.training.card import dump_card, update_card
+from freespace_seg.training.errors import PruneError, TrainingError
+from freespace_seg.training.evaluate import evaluate_frames, latency_key
 from freespace_seg.training.export import export_and_verify
-from freespace_seg.training.finetune import FinetuneError, freeze_batchnorm, rebuild_checked
-from freespace_seg.training.model import BLOCKS, count_parameters, INPUTS
+from freespace_seg.training.model import count_parameters
+from freespace_seg.training.pruning import multiply_adds, prune_model, SCOPES
+from freespace_seg.training.rebuild import freeze_batchnorm, rebuild_checked
+from freespace_seg.training.report import card_scores
 import numpy as np
 import torch
 
-#: blocks whose output feeds only the next convolution of the same block
-INNER = ('stem', 'enc2.0', 'enc3.0', 'enc4.0', 'bottom.0', 'dec4.conv.0', 'dec3.conv.0',
-         'dec2.conv.0', 'dec1.conv.0')
-SCOPES = {'inner': INNER, 'all': BLOCKS}
 DEFAULT_EVAL_SEED = 1000
 _NUM = r'-?[0-9.]+(?:e[-+]?\d+)?'
 CACHE_NAME = re.compile(r'render-n(?P<n>\d+)-s(?P<seed>-?\d+)-(?P<w>\d+)x(?P<h>\d+)-'
@@ -106,165 +106,6 @@ CACHE_NAME = re.compile(r'render-n(?P<n>\d+)-s(?P<seed>-?\d+)-(?P<w>\d+)x(?P<h>\
                         rf'(?:-h(?P<h_lo>{_NUM})_(?P<h_hi>{_NUM}))?'
                         rf'(?:-pt(?P<p_lo>{_NUM})_(?P<p_hi>{_NUM}))?'
                         r'-(?P<hash>[0-9a-f]+)\.npz$')
-
-
-class PruneError(ValueError):
-    """Unusable input (model, options, data); the message says what to fix."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Pruning
-
-
-def _block(model, name):
-    """Return (conv, batchnorm) of a block, e.g. ``enc2.0`` -> modules enc2.0.0, enc2.0.1."""
-    seq = model.get_submodule(name)
-    return seq[0], seq[1]
-
-
-def channel_importance(model):
-    """
-    Return {block: float tensor (out channels,)}, the L1 norm of each BatchNorm-folded kernel.
-
-    ``sum(|W_c|) * |gamma_c| / sqrt(running_var_c + eps)`` per output channel ``c``; for a
-    model rebuilt from ONNX (identity normalization, scale in ``gamma``) it is the L1 norm
-    of the kernel in the ONNX file.
-    """
-    scores = {}
-    with torch.no_grad():
-        for name in BLOCKS:
-            conv, bn = _block(model, name)
-            scale = bn.weight.abs() / torch.sqrt(bn.running_var + bn.eps)
-            scores[name] = conv.weight.abs().sum(dim=(1, 2, 3)) * scale
-    return scores
-
-
-def kept_count(channels, ratio, min_channels=1, multiple=1):
-    """Channels kept of ``channels`` when ``ratio`` of them go (see the module docstring)."""
-    keep = int(round(channels * (1.0 - float(ratio))))
-    keep = max(keep, int(min_channels), 1)
-    multiple = max(int(multiple), 1)
-    keep = -(-keep // multiple) * multiple
-    return min(keep, channels)
-
-
-def select_channels(model, ratio, scope='all', min_channels=1, multiple=1):
-    """
-    Return {block: sorted LongTensor of kept output channels} for the blocks of ``scope``.
-
-    In each block the channels of lowest :func:`channel_importance` go (ties: the later
-    channel goes first); blocks outside ``scope`` are not in the result (all kept).
-    """
-    if scope not in SCOPES:
-        raise PruneError(f'scope {scope!r}: expected one of {", ".join(SCOPES)}')
-    scores = channel_importance(model)
-    keep = {}
-    for name in SCOPES[scope]:
-        score = scores[name]
-        n = kept_count(score.numel(), ratio, min_channels, multiple)
-        # Stable sort, highest first: among equal scores the lower index is kept.
-        order = torch.sort(score, descending=True, stable=True).indices
-        keep[name] = torch.sort(order[:n]).values
-    return keep
-
-
-def _input_index(name, keep, channels):
-    """Old input channel indices a block's (or the head's) kept input channels come from."""
-    parts = []
-    offset = 0
-    for src in INPUTS[name]:
-        idx = keep.get(src)
-        if idx is None:
-            idx = torch.arange(channels[src])
-        parts.append(idx + offset)
-        offset += channels[src]
-    return torch.cat(parts) if parts else None
-
-
-def prune_channels(model, keep):
-    """
-    Return a new, smaller UNet of ``model``'s class with only the ``keep`` channels.
-
-    ``keep`` maps block names to the output channels to keep (blocks not in it keep all).
-    Kernels, BatchNorm parameters and statistics are copied; every consumer of a pruned
-    block loses the matching input channels. ``model`` is not changed.
-    """
-    old = dict(model.channels)
-    keep = {k: torch.as_tensor(v, dtype=torch.long).flatten() for k, v in keep.items()}
-    new_channels = dict(old)
-    for name, idx in keep.items():
-        if name not in old:
-            raise PruneError(f'unknown block {name!r}; expected one of {", ".join(BLOCKS)}')
-        if idx.numel() == 0 or len(set(idx.tolist())) != idx.numel() or \
-                int(idx.min()) < 0 or int(idx.max()) >= old[name]:
-            raise PruneError(f'{name}: kept channels must be distinct indices in '
-                             f'[0, {old[name]}), got {idx.tolist()}')
-        keep[name] = torch.sort(idx).values
-        new_channels[name] = idx.numel()
-    context = getattr(model, 'context', None)
-    pruned = type(model)(num_classes=model.num_classes, widths=model.widths,
-                         channels=new_channels,
-                         context=False if context is None else context.fc1.out_channels)
-    with torch.no_grad():
-        for name in BLOCKS:
-            conv, bn = _block(model, name)
-            new_conv, new_bn = _block(pruned, name)
-            out_idx = keep.get(name, torch.arange(old[name]))
-            weight = conv.weight[out_idx]
-            in_idx = _input_index(name, keep, old)
-            if in_idx is not None:
-                weight = weight[:, in_idx]
-            new_conv.weight.copy_(weight)
-            if conv.bias is not None:
-                new_conv.bias.copy_(conv.bias[out_idx])
-            for attr in ('weight', 'bias', 'running_mean', 'running_var'):
-                getattr(new_bn, attr).copy_(getattr(bn, attr)[out_idx])
-            new_bn.num_batches_tracked.copy_(bn.num_batches_tracked)
-        in_idx = _input_index('head', keep, old)
-        pruned.head.weight.copy_(model.head.weight[:, in_idx])
-        pruned.head.bias.copy_(model.head.bias)
-        if context is not None:
-            # The branch reads and writes the bottom block's channels: it follows their cut.
-            idx = keep.get('bottom.1', torch.arange(old['bottom.1']))
-            pruned.context.fc1.weight.copy_(context.fc1.weight[:, idx])
-            pruned.context.fc1.bias.copy_(context.fc1.bias)
-            pruned.context.fc2.weight.copy_(context.fc2.weight[idx])
-            pruned.context.fc2.bias.copy_(context.fc2.bias[idx])
-    for m_old, m_new in zip(model.modules(), pruned.modules()):
-        for p_old, p_new in zip(m_old.parameters(recurse=False),
-                                m_new.parameters(recurse=False)):
-            p_new.requires_grad_(p_old.requires_grad)
-    return pruned.train(model.training)
-
-
-def prune_model(model, ratio, scope='all', min_channels=1, multiple=1):
-    """Select (:func:`select_channels`) and cut (:func:`prune_channels`); return both."""
-    keep = select_channels(model, ratio, scope, min_channels, multiple)
-    return prune_channels(model, keep), keep
-
-
-def multiply_adds(model, width, height):
-    """Multiply-adds of one forward pass at ``width`` x ``height`` (convolutions only)."""
-    total = 0
-    hooks = []
-
-    def count(module, inputs, output):
-        nonlocal total
-        k = module.weight[0].numel()  # cin / groups * kh * kw
-        total += int(output.numel() // output.shape[0]) * k
-
-    for m in model.modules():
-        if isinstance(m, torch.nn.Conv2d):
-            hooks.append(m.register_forward_hook(count))
-    was_training = model.training
-    try:
-        with torch.no_grad():
-            model.eval()(torch.zeros(1, 3, int(height), int(width)))
-    finally:
-        for h in hooks:
-            h.remove()
-        model.train(was_training)
-    return total
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +120,7 @@ def _merge_sources(base, extra):
 
 def _cache_record(path):
     """Return what a cache file's name says about its frames (seed, sizes, renderer)."""
-    record = {'frames_npz': _display_path(path)}
+    record = {'frames_npz': display_path(path)}
     m = CACHE_NAME.search(os.path.basename(path))
     if m:
         record.update({'seed': int(m.group('seed')),
@@ -480,11 +321,6 @@ def default_out(model_path, ratio):
     return os.path.join('data', 'prune', f'{stem}_p{int(round(100 * ratio))}.onnx')
 
 
-def _display_path(path):
-    rel = os.path.relpath(os.path.abspath(path))
-    return os.path.abspath(path) if rel.startswith('..') else rel
-
-
 def _check_args(args):
     if not 0.0 < args.ratio < 1.0:
         raise PruneError(f'--ratio must be in (0, 1), got {args.ratio:g}')
@@ -519,20 +355,19 @@ def compare_latency(paths, runs, rounds, threads=(1, 2), log=None):
     """
     Time several ONNX models in alternation; return {path: {threads: median of medians}}.
 
-    Each round times every model once per thread count (``measure_latency``), so a change
-    of machine load during the measurement hits all models alike.
+    Each round times every model once per thread count, ``runs`` runs each
+    (:func:`~freespace_seg.perception.timing.interleaved_runs`), so a change of machine load
+    during the measurement hits all models alike.
     """
-    from freespace_seg.common.progress import progress
-
-    medians = {p: {t: [] for t in threads} for p in paths}
-    jobs = [(r, t, p) for r in range(rounds) for t in threads for p in paths]
-    for _, t, p in progress(jobs, total=len(jobs), desc='latency'):
-        medians[p][t].append(measure_latency(p, threads=t, runs=runs)['median'])
-    result = {p: {t: round(float(np.median(v)), 2) for t, v in per.items()}
-              for p, per in medians.items()}
+    jobs = [(p, t) for p in paths for t in threads]
+    samples = interleaved_runs(jobs, int(runs) * int(rounds), rounds=rounds, desc='latency')
+    result = {p: {} for p in paths}
+    for (p, t), per_round in zip(jobs, samples):
+        medians = [round(float(np.median(times)), 2) for times in per_round]
+        result[p][t] = round(float(np.median(medians)), 2)
     if log:
         for p, per in result.items():
-            log(f'prune: latency {_display_path(p)}: ' + ', '.join(
+            log(f'prune: latency {display_path(p)}: ' + ', '.join(
                 f'{t} thread{"s" if t > 1 else ""} {v} ms' for t, v in per.items()))
     return result
 
@@ -557,8 +392,14 @@ def _quantize(fp32_path, args):
 
 
 def prune(args):
-    """Run the pruning described by parsed ``args``; return the card dict."""
-    from freespace_seg.common.progress import progress
+    """
+    Run the pruning described by parsed ``args``; return the card dict.
+
+    The steps: rebuild and cut the source model (:func:`prune_model`), check the cut
+    (:func:`_before_finetuning`), fine-tune (:func:`_finetune`), export, write the card
+    (:func:`_pruned_card`), quantize (``--int8``), then score and time the new model beside
+    the source in one session (:func:`_same_session`).
+    """
     from freespace_seg.training.quantize import int8_path_for
 
     t_begin = time.perf_counter()
@@ -568,25 +409,61 @@ def prune(args):
     command = reproduce_command(args)
     print(f'prune: {command}', flush=True)
 
-    # A FinetuneError (bad card, not this package's UNet) exits 2 like a PruneError (run()).
+    # A RebuildError (bad card, not this package's UNet) exits 2 like a PruneError (run()).
     source, source_card, width, height, rebuild_diff = rebuild_checked(
         args.model, seed=args.seed, threads=args.threads)
-
     model, keep = prune_model(source, args.ratio, args.scope, args.min_channels,
                               args.channel_multiple)
-    source_channels = dict(source.channels)
-    params_before, params_after = count_parameters(source), count_parameters(model)
-    macs_before = multiply_adds(source, width, height)
-    macs_after = multiply_adds(model, width, height)
-    print(f'prune: {args.model}: {params_before} -> {params_after} parameters '
-          f'({100.0 * params_after / params_before:.1f} %), {macs_before / 1e9:.3f} -> '
-          f'{macs_after / 1e9:.3f} GMAC per frame; channels kept: ' + ', '.join(
+    counts = {'source_channels': dict(source.channels),
+              'params_before': count_parameters(source), 'params_after': count_parameters(model),
+              'macs_before': multiply_adds(source, width, height),
+              'macs_after': multiply_adds(model, width, height)}
+    print(f'prune: {args.model}: {counts["params_before"]} -> {counts["params_after"]} '
+          f'parameters ({100.0 * counts["params_after"] / counts["params_before"]:.1f} %), '
+          f'{counts["macs_before"] / 1e9:.3f} -> {counts["macs_after"] / 1e9:.3f} GMAC per '
+          'frame; channels kept: ' + ', '.join(
               f'{k} {model.channels[k]}/{source.channels[k]}' for k in keep), flush=True)
 
-    train_x, train_y, val_x, val_y, data_record = _load_data(args, width, height)
+    data = _load_data(args, width, height)
+    train_x, train_y, val_x, val_y, data_record = data
     print(f'prune: {train_x.shape[0]} training and {val_x.shape[0]} validation frames at '
           f'{width}x{height}', flush=True)
+    sample, before = _before_finetuning(source, model, data, width, height)
+    del source
 
+    history, train_time = _finetune(model, args, data)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    diff = export_and_verify(model, args.out, width, height, inputs=sample.numpy())
+    size_mb = os.path.getsize(args.out) / 1e6
+    print(f'prune: wrote {args.out} ({size_mb:.2f} MB); ONNX Runtime vs torch max |diff| '
+          f'{diff:.2e}', flush=True)
+
+    training, pruning, card = _pruned_card(
+        args, command, source_card, model, keep, counts, data_record, history, before,
+        {'width': width, 'height': height, 'train_time': train_time, 'diff': diff,
+         'rebuild_diff': rebuild_diff, 'size_mb': size_mb})
+    card_path = os.path.splitext(args.out)[0] + '.yaml'
+    dump_card(card, card_path)  # the pipeline needs the card to score the new model
+
+    int8 = _quantize(args.out, args) if args.int8 else None
+    models = {'pruned': args.out, 'source': args.model}
+    if int8:
+        models['pruned_int8'] = int8
+        source_int8 = int8_path_for(args.model)
+        if os.path.isfile(source_int8) and os.path.isfile(
+                os.path.splitext(source_int8)[0] + '.yaml'):
+            models['source_int8'] = source_int8
+    _same_session(args, card, pruning, models, int8, width, height)
+    training['wall_time_s'] = round(time.perf_counter() - t_begin, 1)
+    dump_card(card, card_path)
+    print(f'prune: wrote {card_path}' + (f', {int8} and its card' if int8 else '')
+          + f'; wall time {training["wall_time_s"]:.0f} s', flush=True)
+    return card
+
+
+def _before_finetuning(source, model, data, width, height):
+    """Check that the cut model runs; return (a normalized sample, its before-tuning scores)."""
+    train_x, train_y, val_x, val_y, _ = data
     # The pruned model before fine-tuning: it runs, and how much the cut cost.
     sample_y = (val_y if val_y.shape[0] else train_y)[:1].long()
     sample_x = (val_x if val_x.shape[0] else train_x)[:1].float() / 255.0
@@ -607,8 +484,12 @@ def prune(args):
         print(f'prune: before fine-tuning on {val_x.shape[0]} validation frames (torch): '
               f'source mIoU {before["source_val_miou"]:.4f}, pruned mIoU '
               f'{before["pruned_val_miou"]:.4f}', flush=True)
-    del source
+    return sample, before
 
+
+def _finetune(model, args, data):
+    """Fine-tune the pruned model in place (BatchNorm frozen); return (history, seconds)."""
+    train_x, train_y, val_x, val_y, _ = data
     freeze_batchnorm(model)
     t_train = time.perf_counter()
     history = {'steps': 0, 'best_step': None, 'best_miou': None}
@@ -621,13 +502,18 @@ def prune(args):
             log=lambda m: print(m, flush=True), low_res_steps=args.low_res_steps)
     train_time = time.perf_counter() - t_train
     model.eval()
+    return history, train_time
 
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    diff = export_and_verify(model, args.out, width, height, inputs=sample.numpy())
-    size_mb = os.path.getsize(args.out) / 1e6
-    print(f'prune: wrote {args.out} ({size_mb:.2f} MB); ONNX Runtime vs torch max |diff| '
-          f'{diff:.2e}', flush=True)
 
+def _pruned_card(args, command, source_card, model, keep, counts, data_record, history, before,
+                 measured):
+    """Return the ``training`` and ``pruning`` sections and the card dict of the new model."""
+    width, height = measured['width'], measured['height']
+    params_before, params_after = counts['params_before'], counts['params_after']
+    macs_before, macs_after = counts['macs_before'], counts['macs_after']
+    source_channels = counts['source_channels']
+    train_time, diff = measured['train_time'], measured['diff']
+    rebuild_diff, size_mb = measured['rebuild_diff'], measured['size_mb']
     source_raw = copy.deepcopy(source_card.raw)
     stem = os.path.splitext(os.path.basename(args.out))[0]
     source_name = source_card.name
@@ -636,7 +522,7 @@ def prune(args):
                   'prune), then fine-tuning on synthetic frames; BatchNorm frozen (folded into '
                   'the convolutions)',
         'source_model': {
-            'path': _display_path(args.model),
+            'path': display_path(args.model),
             'name': source_name,
             'sha256': file_sha256(args.model),
             'params': params_before,
@@ -703,18 +589,14 @@ def prune(args):
         'latency_ms': {},
         'licence': source_raw.get('licence', 'Apache-2.0'),
     }
-    card_path = os.path.splitext(args.out)[0] + '.yaml'
-    dump_card(card, card_path)  # the pipeline needs the card to score the new model
+    return training, pruning, card
 
-    int8 = _quantize(args.out, args) if args.int8 else None
-    models = {'pruned': args.out, 'source': args.model}
-    if int8:
-        models['pruned_int8'] = int8
-        source_int8 = int8_path_for(args.model)
-        if os.path.isfile(source_int8) and os.path.isfile(
-                os.path.splitext(source_int8)[0] + '.yaml'):
-            models['source_int8'] = source_int8
-    same = {key: {'path': _display_path(path), 'file_mb': round(os.path.getsize(path) / 1e6, 3)}
+
+def _same_session(args, card, pruning, models, int8, width, height):
+    """Score (``--eval-frames``) and time (``--latency-runs``) the models of one session."""
+    from freespace_seg.common.progress import progress
+
+    same = {key: {'path': display_path(path), 'file_mb': round(os.path.getsize(path) / 1e6, 3)}
             for key, path in models.items()}
     pruning['same_session'] = same
     shape = [1, 3, int(height), int(width)]
@@ -751,11 +633,6 @@ def prune(args):
             'ONNX Runtime CPU, bare model; median of the medians of '
             f'{args.latency_rounds} rounds of {args.latency_runs} runs, the models of '
             'same_session timed in alternation')
-    training['wall_time_s'] = round(time.perf_counter() - t_begin, 1)
-    dump_card(card, card_path)
-    print(f'prune: wrote {card_path}' + (f', {int8} and its card' if int8 else '')
-          + f'; wall time {training["wall_time_s"]:.0f} s', flush=True)
-    return card
 
 
 def run(args):
@@ -766,7 +643,7 @@ def run(args):
         args.out = default_out(args.model, args.ratio if 0.0 < args.ratio < 1.0 else 0.5)
     try:
         prune(args)
-    except (PruneError, FinetuneError) as e:
+    except TrainingError as e:  # PruneError, RebuildError
         print(f'prune: error: {e}', file=sys.stderr, flush=True)
         return 2
     return 0

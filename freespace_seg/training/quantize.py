@@ -213,7 +213,7 @@ def mask_agreement(fp32_path, int8_path, frames, threads=2):
 def write_card(fp32_card_path, out_path, quantization):
     """Write the INT8 model's card: the fp32 card, renamed, with a ``quantization`` section."""
     from freespace_seg.perception.model_card import card_from_dict
-    from freespace_seg.training.evaluate import dump_card
+    from freespace_seg.training.card import dump_card
 
     with open(fp32_card_path, 'r', encoding='utf-8') as f:
         card = yaml.safe_load(f)

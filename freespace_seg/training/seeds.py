@@ -43,6 +43,7 @@ import sys
 import time
 
 from freespace_seg.common.markdown import number, table
+from freespace_seg.common.values import split_size
 from freespace_seg.perception.model_card import load_card
 from freespace_seg.training import data as datasets
 from freespace_seg.training.evaluate import evaluate_frames
@@ -60,7 +61,7 @@ class SeedsError(ValueError):
 
 def _size(text):
     try:
-        w, h = (int(v) for v in text.lower().split('x'))
+        w, h = split_size(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f'expected WxH, e.g. 480x270, not {text!r}')
     if w < 8 or h < 8:

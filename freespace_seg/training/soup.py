@@ -33,8 +33,7 @@ a card that names every checkpoint, the weights and the statistics.
 import os
 
 from freespace_seg.training import data as datasets
-from freespace_seg.training.card import build_card
-from freespace_seg.training.evaluate import dump_card
+from freespace_seg.training.card import build_card, dump_card
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.model import build_model
 from freespace_seg.training.tensors import channels_last, normalize, PAD_VALUE, to_tensors

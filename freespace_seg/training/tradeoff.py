@@ -18,7 +18,7 @@
 The UNet is fully convolutional, so one set of weights runs at any input size. The command
 rebuilds the torch UNet from an ONNX model (by default the shipped fp32 UNet,
 models/freespace_unet.onnx; see
-:func:`freespace_seg.training.finetune.rebuild_torch_model`), re-exports it at each of
+:func:`freespace_seg.training.rebuild.rebuild_torch_model`), re-exports it at each of
 ``--sizes`` (width and height multiples of ``--size-multiple``, 16 by default), each with
 its own model card (the card's input size drives the node's letterbox), and for each size
 measures
@@ -52,7 +52,8 @@ compared here with ``--extra-model``.
 
 Writes ``tradeoff.md`` (the table), ``tradeoff.json`` (every number, the machine and the
 settings) and ``tradeoff.png`` (mIoU against p50 latency, points labelled by size, drawn
-with OpenCV) into ``--out``; the re-exported models and their cards go to ``--work-dir``.
+with matplotlib; see :mod:`.tradeoff_report`) into ``--out``; the re-exported models and
+their cards go to ``--work-dir``.
 
 Examples::
 
@@ -65,18 +66,17 @@ Examples::
 
 import copy
 import datetime
-import json
 import os
-import re
 import sys
 
-import cv2
-from freespace_seg.common.markdown import number, table
 from freespace_seg.common.progress import progress
 from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.common.values import display_path, round4, split_size
 from freespace_seg.perception.engines.engine_cache import file_sha256
 from freespace_seg.perception.model_card import card_from_dict, load_card, ModelCardError
-from freespace_seg.perception.timing import timed_runs, timing_session
+from freespace_seg.perception.timing import interleaved_runs
+from freespace_seg.training.errors import RebuildError, TradeoffError
+from freespace_seg.training.tradeoff_report import table_lines, write_reports
 import numpy as np
 
 DEFAULT_SIZES = '256x144,320x176,384x224,480x272,512x288,640x368,960x544'
@@ -88,10 +88,6 @@ SIZE_MULTIPLE = 16
 #: seed of the evaluation frames: the held-out test seed of the card (training: 0 and 1)
 EVAL_SEED = 1000
 WEIGHT_OPS = ('Conv', 'ConvTranspose', 'Gemm', 'MatMul')
-
-
-class TradeoffError(ValueError):
-    """Unusable options or models; the message says what to fix."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,10 +102,10 @@ def parse_size(text, multiple=SIZE_MULTIPLE, what='size'):
     the four stride-2 levels down to 1/16 exact halvings, as at the training size 480x272
     (272 = 17 * 16), so the levels line up as they did in training.
     """
-    match = re.fullmatch(r'\s*(\d+)\s*[xX]\s*(\d+)\s*', str(text))
-    if not match:
-        raise TradeoffError(f'{what} {text!r}: expected WIDTHxHEIGHT, e.g. 480x272')
-    width, height = int(match.group(1)), int(match.group(2))
+    try:
+        width, height = split_size(text)
+    except ValueError:
+        raise TradeoffError(f'{what} {text!r}: expected WIDTHxHEIGHT, e.g. 480x272') from None
     if width < 1 or height < 1:
         raise TradeoffError(f'{what} {text!r}: width and height must be positive')
     if multiple and (width % multiple or height % multiple):
@@ -308,11 +304,11 @@ def load_base_model(model_path, threads=1):
     Returns (model, card, rebuild max |logit diff|); raises :class:`TradeoffError` for a
     model that is not the float UNet of this package or whose card does not fit.
     """
-    from freespace_seg.training.finetune import FinetuneError, rebuild_checked
+    from freespace_seg.training.rebuild import rebuild_checked
 
     try:
         model, card, _, _, diff = rebuild_checked(model_path, seed=0, threads=threads)
-    except FinetuneError as e:
+    except RebuildError as e:
         raise TradeoffError(str(e)) from e
     return model, card, diff
 
@@ -364,7 +360,7 @@ def export_size(model, base_card, source_path, width, height, work_dir):
 
     Returns (onnx path, card path, ONNX Runtime vs torch max |logit diff|).
     """
-    from freespace_seg.training.evaluate import dump_card
+    from freespace_seg.training.card import dump_card
     from freespace_seg.training.export import export_and_verify
 
     stem = os.path.splitext(os.path.basename(source_path))[0]
@@ -412,38 +408,23 @@ def latency_stats(samples_ms, threads, rounds=1):
             'runs': int(len(times)), 'rounds': int(rounds), 'threads': int(threads)}
 
 
-def time_models(model_paths, threads=1, runs=100, warmup=10, rounds=1, labels=None):
+def time_models(model_paths, threads=1, runs=100, warmup=10, rounds=1):
     """
     Time one bare ONNX Runtime run of each model (fixed random input of its static shape).
 
-    The runs are interleaved: ``rounds`` times, every model in turn runs its share of
-    ``runs`` (after two untimed runs, to refill the caches the others used). On a shared
-    machine a burst of load then touches every model alike, instead of the few timed during
-    it, so the ratios between rows stay fair. Returns one :func:`latency_stats` per model.
+    The runs are interleaved in ``rounds`` rounds
+    (:func:`~freespace_seg.perception.timing.interleaved_runs`), so that a burst of load on a
+    shared machine touches every model alike. Returns one :func:`latency_stats` per model.
     """
-    sessions = [timing_session(path, threads) for path in model_paths]
-    for session, feed in sessions:
-        timed_runs(session, feed, warmup)
-    rounds = max(int(rounds), 1)
-    per_round = max(1, -(-max(int(runs), 1) // rounds))
-    samples = [[] for _ in sessions]
-    labels = labels or [os.path.basename(p) for p in model_paths]
-    turns = [(r, i) for r in range(rounds) for i in range(len(sessions))]
-    bar = progress(turns, total=len(turns), desc='tradeoff: timing')
-    for _, i in bar:
-        session, feed = sessions[i]
-        timed_runs(session, feed, 2)
-        samples[i] += timed_runs(session, feed, per_round)
-    return [latency_stats(s, threads, rounds) for s in samples]
+    samples = interleaved_runs([(path, threads) for path in model_paths], runs, warmup,
+                               rounds, desc='tradeoff: timing')
+    return [latency_stats([t for times in per_job for t in times], threads, rounds)
+            for per_job in samples]
 
 
 def time_model(model_path, threads=1, runs=100, warmup=10):
     """Time one model alone; see :func:`time_models`."""
     return time_models([model_path], threads, runs, warmup)[0]
-
-
-def _r4(value):
-    return None if value is None else round(float(value), 4)
 
 
 def letterbox_padding(card, frame_width, frame_height):
@@ -454,17 +435,6 @@ def letterbox_padding(card, frame_width, frame_height):
                             card.input_height, card.resize_mode)
     return [box.pad_left, box.pad_top, box.dst_w - box.content_w - box.pad_left,
             box.dst_h - box.content_h - box.pad_top]
-
-
-def padding_text(pad):
-    """Describe a padding [left, top, right, bottom]: ``1+1 rows``, ``3+4 cols`` or ``none``."""
-    left, top, right, bottom = pad
-    parts = []
-    if top or bottom:
-        parts.append(f'{top}+{bottom} rows')
-    if left or right:
-        parts.append(f'{left}+{right} cols')
-    return ', '.join(parts) or 'none'
 
 
 def measure(model_path, frames, threads, label):
@@ -487,10 +457,10 @@ def measure(model_path, frames, threads, label):
         'precision': precision,
         'params': int(params),
         'model_mb': round(os.path.getsize(model_path) / 1e6, 3),
-        'miou': _r4(summary['miou']),
-        'iou': {k: _r4(v) for k, v in summary['iou'].items()},
-        'f1_free': _r4(summary.get(f'f1_{free}')),
-        'pixel_accuracy': _r4(summary['pixel_accuracy']),
+        'miou': round4(summary['miou']),
+        'iou': {k: round4(v) for k, v in summary['iou'].items()},
+        'f1_free': round4(summary.get(f'f1_{free}')),
+        'pixel_accuracy': round4(summary['pixel_accuracy']),
         'images': summary['images'],
         'pipeline_ms_per_image': round(sec * 1000.0, 2),
         'latency': None,
@@ -510,229 +480,7 @@ def add_ratios(rows, reference):
 
 
 # ---------------------------------------------------------------------------------------------
-# Reports
-
-
-def _f(value, digits):
-    return number(value, digits, missing='–')
-
-
-def _delta(value):
-    return number(value, 4, missing='–', sign=True)
-
-
-def table_lines(result):
-    """Return the Markdown table of a result as a list of lines."""
-    names = result['class_names']
-    head = (['model', 'input', 'pad', 'precision', 'params', 'MB', 'mIoU']
-            + [f'IoU {n}' for n in names]
-            + ['F1 free', 'p50 ms', 'p95 ms', 'fps', 'threads', 'p50 vs ref', 'mIoU vs ref'])
-    rows = []
-    ref = result['reference']
-    for row in result['rows']:
-        lat = row['latency']
-        name = row['card_name'] if row['kind'] == 'extra' else result['base_model']['name']
-        if row['kind'] == 'extra':
-            name += ' (extra)'
-        size = f'{row["input"][0]}x{row["input"][1]}'
-        if row['label'] == ref:
-            size = f'**{size}** (ref)'
-        cells = ([name, size, padding_text(row['letterbox_pad']), row['precision'],
-                  f'{row["params"]:,}',
-                  _f(row['model_mb'], 2), _f(row['miou'], 4)]
-                 + [_f(row['iou'].get(n), 4) for n in names]
-                 + [_f(row['f1_free'], 4), _f(lat['p50_ms'], 1), _f(lat['p95_ms'], 1),
-                    _f(lat['fps'], 1), str(lat['threads']),
-                    number(row['p50_vs_ref'], 2, missing='–', unit='x'),
-                    _delta(row['miou_vs_ref'])])
-        rows.append(cells)
-    return table(head, rows, align=['---'] * 4 + ['---:'] * (len(head) - 4))
-
-
-def markdown_report(result):
-    """Return ``tradeoff.md``: what was measured, the table and the caveat."""
-    s = result['settings']
-    m = result['machine']
-    base = result['base_model']
-    load = m.get('loadavg_1_5_15')
-    lines = [
-        '# Input size against mIoU against latency',
-        '',
-        f'`{result["command"]}` ({result["date"]})',
-        '',
-        f'Scores: {s["frames"]} frames rendered at {s["frame_size"][0]}x{s["frame_size"][1]} '
-        f'(seed {s["seed"]}, style {s["style"]}, renderer source hash '
-        f'{s.get("renderer_source_hash")}), through the node\'s pipeline (letterbox to '
-        "the row's input size, mask mapped back to camera pixels). Latency: the bare model in "
-        f'ONNX Runtime {m.get("onnxruntime", "")} on the CPU, {s["threads"]} intra-op '
-        f'thread(s), {s["runs"]} timed runs in {s.get("rounds", 1)} rounds interleaved with '
-        f'the other rows, after {s["warmup"]} warm-up runs; fps = 1000 / mean. Machine: '
-        f'{m.get("cpu", "?")}, {m.get("cores", "?")} cores'
-        + (f', load average {load[0]:.2f} at the start' if load else '')
-        + (f' and {s["load_end"]:.2f} at the end' if s.get('load_end') is not None else '')
-        + '.',
-        '',
-        *table_lines(result),
-        '',
-        f'Reference row: {result["reference"]} (fp32 at the size {base["name"]} was trained '
-        'at); "p50 vs ref" is the p50 latency divided by the reference\'s, "mIoU vs ref" the '
-        'mIoU difference. "pad": letterbox padding of the frames in the network input, in '
-        'network pixels (top+bottom rows, left+right columns). Params are the weights after '
-        'BatchNorm folding.',
-        '',
-        f'Caveat: every {base["name"]} row is the same weights, trained at '
-        f'{base["input"][0]}x{base["input"][1]}, re-exported at another input size: the scene '
-        'at another scale, not what a model trained for that size would score.',
-    ]
-    if s.get('int8_sizes'):
-        lines += ['', 'INT8: static QDQ (weights int8 per channel, activations uint8), '
-                  f'calibrated on {s["calib_frames"]} frames of seed {s["calib_seed"]} per '
-                  'size.']
-    return '\n'.join(lines) + '\n'
-
-
-MARKERS = {'fp32': (180, 119, 31), 'int8': (14, 127, 255), 'extra': (44, 160, 44)}  # BGR
-
-
-def draw_plot(result, path, width=960, height=600):
-    """
-    Draw mIoU against p50 latency (log scale) as a PNG with OpenCV; return ``path``.
-
-    fp32 re-exports are blue circles, their INT8 copies orange squares, extra models green
-    triangles; each point is labelled with its input size, the reference row is ringed.
-    """
-    rows = [r for r in result['rows'] if r['miou'] is not None and r['latency']['p50_ms']]
-    img = np.full((height, width, 3), 255, np.uint8)
-    font = cv2.FONT_HERSHEY_SIMPLEX
-    left, right, top, bottom = 80, 30, 50, 70
-    x0, x1, y0, y1 = left, width - right, height - bottom, top
-    lat = [r['latency']['p50_ms'] for r in rows] or [1.0, 10.0]
-    mious = [r['miou'] for r in rows] or [0.0, 1.0]
-    lo_x, hi_x = np.log10(min(lat) / 1.25), np.log10(max(lat) * 1.25)
-    lo_y, hi_y = min(mious), max(mious)
-    pad = max(0.01, 0.12 * (hi_y - lo_y))
-    lo_y, hi_y = max(0.0, lo_y - pad), min(1.0, hi_y + pad)
-    if hi_y <= lo_y:
-        lo_y, hi_y = max(0.0, lo_y - 0.05), min(1.0, hi_y + 0.05)
-
-    def xy(ms, miou):
-        fx = (np.log10(ms) - lo_x) / max(hi_x - lo_x, 1e-9)
-        fy = (miou - lo_y) / max(hi_y - lo_y, 1e-9)
-        return int(round(x0 + fx * (x1 - x0))), int(round(y0 + fy * (y1 - y0)))
-
-    # Grid: 1-2-5 ticks on the latency axis, 5-6 ticks on the mIoU axis.
-    decade = 10 ** np.floor(lo_x)
-    while np.log10(decade) <= hi_x:
-        for mult in (1, 2, 5):
-            v = decade * mult
-            if lo_x <= np.log10(v) <= hi_x:
-                x, _ = xy(v, lo_y)
-                cv2.line(img, (x, y1), (x, y0), (230, 230, 230), 1)
-                cv2.putText(img, f'{v:g}', (x - 10, y0 + 20), font, 0.45, (80, 80, 80), 1,
-                            cv2.LINE_AA)
-        decade *= 10
-    step = next(s for s in (0.005, 0.01, 0.02, 0.05, 0.1, 0.2) if (hi_y - lo_y) / s <= 8)
-    v = np.ceil(lo_y / step) * step
-    while v <= hi_y + 1e-9:
-        _, y = xy(10 ** lo_x, v)
-        cv2.line(img, (x0, y), (x1, y), (230, 230, 230), 1)
-        cv2.putText(img, f'{v:.3f}', (8, y + 5), font, 0.45, (80, 80, 80), 1, cv2.LINE_AA)
-        v += step
-    cv2.rectangle(img, (x0, y1), (x1, y0), (0, 0, 0), 1)
-    s = result['settings']
-    cv2.putText(img, f'{result["base_model"]["name"]}: mIoU ({s["frames"]} frames, seed '
-                f'{s["seed"]}) vs bare-model p50 latency, ONNX Runtime CPU, {s["threads"]} '
-                'thread(s)', (10, 25), font, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
-    cv2.putText(img, 'p50 latency, ms (log scale)', (x0 + (x1 - x0) // 2 - 110, height - 25),
-                font, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
-    kinds = {'extra' if r['kind'] == 'extra' else r['precision'] for r in rows}
-    legend = [(text, kind) for text, kind in (
-        ('fp32 (same weights, re-exported)', 'fp32'), ('INT8 of it', 'int8'),
-        ('extra model', 'extra'), ('reference row', 'ref')) if kind in kinds or kind == 'ref']
-    ly = height - 8
-    lx = 10
-    for text, kind in legend:
-        if kind == 'ref':
-            cv2.circle(img, (lx + 6, ly - 4), 9, (0, 0, 0), 1, cv2.LINE_AA)
-        else:
-            _marker(img, (lx + 6, ly - 4), kind)
-        cv2.putText(img, text, (lx + 18, ly), font, 0.42, (0, 0, 0), 1, cv2.LINE_AA)
-        lx += 22 + cv2.getTextSize(text, font, 0.42, 1)[0][0] + 20
-    points = []
-    for r in rows:
-        kind = 'extra' if r['kind'] == 'extra' else r['precision']
-        point = xy(r['latency']['p50_ms'], r['miou'])
-        _marker(img, point, kind)
-        if r['label'] == result['reference']:
-            cv2.circle(img, point, 11, (0, 0, 0), 1, cv2.LINE_AA)
-        points.append((r, point))
-    # Labels: the first of a few places around the point that overlaps no marker, no other
-    # label and stays in the plot.
-    taken = [(x - 7, y - 7, x + 7, y + 7) for _, (x, y) in points]
-    for r, (x, y) in points:
-        text = f'{r["input"][0]}x{r["input"][1]}'
-        if r['kind'] == 'extra':
-            text = f'{r["card_name"]} {text}'
-        elif r['precision'] == 'int8':
-            text += ' int8'
-        (tw, th), _ = cv2.getTextSize(text, font, 0.42, 1)
-        places = [(x + 9, y - 8), (x + 9, y + 8 + th), (x - 9 - tw, y - 8),
-                  (x - 9 - tw, y + 8 + th), (x - tw // 2, y - 12), (x - tw // 2, y + 14 + th),
-                  (x + 9, y + th // 2), (x - 9 - tw, y + th // 2)]
-        for tx, ty in places + [places[0]]:
-            box = (tx - 1, ty - th - 1, tx + tw + 1, ty + 3)
-            inside = box[0] >= x0 + 2 and box[2] <= x1 - 2 and box[1] >= y1 + 2 and \
-                box[3] <= y0 - 2
-            if inside and not any(_overlap(box, other) for other in taken):
-                break
-        tx = min(max(tx, x0 + 2), x1 - tw - 2)
-        box = (tx - 1, ty - th - 1, tx + tw + 1, ty + 3)
-        taken.append(box)
-        near = (min(max(x, box[0]), box[2]), min(max(y, box[1]), box[3]))
-        if abs(near[0] - x) + abs(near[1] - y) > 12:  # a label away from its point: a leader
-            cv2.line(img, (x, y), near, (150, 150, 150), 1, cv2.LINE_AA)
-        cv2.putText(img, text, (tx, ty), font, 0.42, (0, 0, 0), 1, cv2.LINE_AA)
-    if not cv2.imwrite(path, img):
-        raise OSError(f'cannot write {path}')
-    return path
-
-
-def _overlap(a, b):
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def _marker(img, center, kind):
-    color = MARKERS[kind]
-    x, y = center
-    if kind == 'fp32':
-        cv2.circle(img, (x, y), 6, color, -1, cv2.LINE_AA)
-    elif kind == 'int8':
-        cv2.rectangle(img, (x - 5, y - 5), (x + 5, y + 5), color, -1)
-    else:
-        pts = np.array([[x, y - 7], [x - 6, y + 5], [x + 6, y + 5]], np.int32)
-        cv2.fillPoly(img, [pts], color, cv2.LINE_AA)
-
-
-def write_reports(result, out_dir):
-    """Write ``tradeoff.json``, ``tradeoff.md`` and ``tradeoff.png``; return their paths."""
-    os.makedirs(out_dir, exist_ok=True)
-    paths = [os.path.join(out_dir, f'tradeoff.{ext}') for ext in ('json', 'md', 'png')]
-    with open(paths[0], 'w', encoding='utf-8') as f:
-        json.dump(result, f, indent=2)
-        f.write('\n')
-    with open(paths[1], 'w', encoding='utf-8') as f:
-        f.write(markdown_report(result))
-    draw_plot(result, paths[2])
-    return paths
-
-
-# ---------------------------------------------------------------------------------------------
 # Command
-
-
-def _display(path):
-    rel = os.path.relpath(os.path.abspath(path))
-    return os.path.abspath(path) if rel.startswith('..') else rel
 
 
 def tradeoff(args):
@@ -817,7 +565,7 @@ def tradeoff(args):
     return {
         'command': command,
         'date': datetime.datetime.now().isoformat(timespec='seconds'),
-        'base_model': {'path': _display(args.model), 'name': base_card.name,
+        'base_model': {'path': display_path(args.model), 'name': base_card.name,
                        'input': list(base_size), 'sha256': file_sha256(args.model),
                        'rebuild_max_abs_diff_vs_onnx': float(f'{rebuild_diff:.3g}')},
         'reference': reference,
@@ -830,7 +578,7 @@ def tradeoff(args):
                      'int8_sizes': [f'{w}x{h}' for w, h in int8_sizes],
                      'calib_frames': args.calib_frames if int8_sizes else None,
                      'calib_seed': CALIBRATION_SEED if int8_sizes else None,
-                     'work_dir': _display(args.work_dir), 'load_end': _load()},
+                     'work_dir': display_path(args.work_dir), 'load_end': _load()},
         'caveat': f'the {base_card.name} rows are its weights, trained at {base_size[0]}x'
                   f'{base_size[1]}, re-exported at other input sizes: the scene at another '
                   'scale, not a model trained for that size',

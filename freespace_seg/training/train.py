@@ -57,21 +57,24 @@ import os
 import time
 
 from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.common.values import split_size
 from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
 from freespace_seg.sim.randomization import RandomizationConfig
 from freespace_seg.training import data as datasets
 from freespace_seg.training.augment import AUGMENT_MODES, augmentation_summary
 from freespace_seg.training.backbone import DECODER_WIDTHS as LITE_DECODER_WIDTHS
-from freespace_seg.training.card import build_card, pretrained_record
+from freespace_seg.training.card import build_card, dump_card, pretrained_record
 from freespace_seg.training.checkpoint import _saved_args, data_fingerprint, resume_checkpoint
 from freespace_seg.training.device import device_record, DEVICES, resolve_device
 from freespace_seg.training.distributed import DistributedError, from_environment
-from freespace_seg.training.evaluate import card_scores, dump_card, evaluate_frames, latency_key
+from freespace_seg.training.errors import TrainError, TrainingError
+from freespace_seg.training.evaluate import evaluate_frames, latency_key
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.loop import onnx_init_state, seed_everything, train_model
 from freespace_seg.training.model import (ARCHS, build_model, count_parameters, DEFAULT_WIDTHS,
                                           load_weights, widen_weights)
+from freespace_seg.training.report import card_scores
 from freespace_seg.training.tensors import CLASS_NAMES, normalize, PAD_VALUE, to_tensors
 import torch
 
@@ -85,10 +88,7 @@ EXIT_INTERRUPTED = 3
 
 
 def _size(text):
-    try:
-        w, h = (int(v) for v in text.lower().split('x'))
-    except ValueError:
-        raise ValueError(f'expected WIDTHxHEIGHT, got {text!r}') from None
+    w, h = split_size(text)  # ValueError: expected WIDTHxHEIGHT
     if w <= 0 or h <= 0:
         raise ValueError(f'size must be positive, got {text!r}')
     return w, h
@@ -315,13 +315,13 @@ def reproduce_command(args):
 def _load_data(args, width, height):
     """Return (train_x, train_y, val_x, val_y, data_record, val_frames_factory)."""
     if (args.data is None) == (args.render is None):
-        raise SystemExit('train: give exactly one of --data DIR or --render N')
+        raise TrainError('give exactly one of --data DIR or --render N')
     camera = camera_overrides(args)
     if args.data is not None and args.render_without:
-        raise SystemExit('train: --render-without applies to --render only; a --data set keeps '
+        raise TrainError('--render-without applies to --render only; a --data set keeps '
                          'the factors it was generated with (generate --no-<factor>)')
     if args.data is not None and camera:
-        raise SystemExit('train: --camera-height and --camera-pitch apply to --render only; a '
+        raise TrainError('--camera-height and --camera-pitch apply to --render only; a '
                          '--data set keeps the ranges it was generated with (generate takes '
                          'the same options)')
     if args.data is not None:
@@ -387,8 +387,16 @@ def _load_data(args, width, height):
 
 
 def run(args):
+    """Train, export, verify, time and document a model; returns the exit code."""
+    try:
+        return train(args)
+    except TrainingError as e:
+        raise SystemExit(f'train: {e}') from None
+
+
+def train(args):
     """
-    Train, export, verify, time and document a model; returns the exit code.
+    Run the training described by parsed ``args``; return the exit code, raise TrainError.
 
     Under ``torchrun`` every rank runs this; rank 0 alone prints, writes checkpoints and
     exports (:mod:`freespace_seg.training.distributed`).
@@ -397,7 +405,7 @@ def run(args):
     try:
         ranks = from_environment(device)
     except DistributedError as e:
-        raise SystemExit(f'train: {e}')
+        raise TrainError(str(e)) from None
     if ranks.is_main:
         return _run(args, ranks)
     with open(os.devnull, 'w') as quiet, contextlib.redirect_stdout(quiet):
@@ -411,13 +419,13 @@ def _run(args, ranks):
         args, checkpoint = resume_checkpoint(args, OPTIONS.defaults)
     if args.init and checkpoint is None and not os.path.isfile(args.init):
         # Before minutes of rendering, not after.
-        raise SystemExit(f'train: --init {args.init}: no such file')
+        raise TrainError(f'--init {args.init}: no such file')
     arch = getattr(args, 'arch', 'unet')
     if arch != 'unet' and (args.widen or args.context or tuple(args.widths) != DEFAULT_WIDTHS):
-        raise SystemExit(f'train: --widths, --context and --widen are options of --arch unet, '
+        raise TrainError(f'--widths, --context and --widen are options of --arch unet, '
                          f'not of {arch}')
     if arch != 'unet' and args.init and args.init.lower().endswith('.onnx'):
-        raise SystemExit(f'train: --init MODEL.onnx rebuilds the UNet only; continue an {arch} '
+        raise TrainError(f'--init MODEL.onnx rebuilds the UNet only; continue an {arch} '
                          'run from its best.pt or last.pt')
     device = ranks.device
     if device.type == 'cuda':
@@ -454,20 +462,20 @@ def _run(args, ranks):
                                          ('--encoder-frozen-steps', 'encoder_frozen_steps'))
                  if getattr(args, dest, QUIET_DEFAULTS[dest]) != QUIET_DEFAULTS[dest]]
     if arch == 'unet' and lite_only:
-        raise SystemExit(f'train: {", ".join(lite_only)} need an EfficientNet-Lite --arch')
+        raise TrainError(f'{", ".join(lite_only)} need an EfficientNet-Lite --arch')
     model = build_model(num_classes=len(CLASS_NAMES), widths=args.widths, context=args.context,
                         arch=arch, pretrained=checkpoint is None and not args.init,
                         decoder=getattr(args, 'decoder_widths', None))
     if getattr(args, 'freeze_encoder_bn', False):
         if arch == 'unet':
-            raise SystemExit('train: --freeze-encoder-bn needs an EfficientNet-Lite --arch')
+            raise TrainError('--freeze-encoder-bn needs an EfficientNet-Lite --arch')
         model.freeze_encoder_bn = True
     params = count_parameters(model)
     fingerprint = data_fingerprint(train_x, train_y, val_x, val_y)
     init = None
     if checkpoint is not None:
         if checkpoint.get('data_fingerprint') != fingerprint:
-            raise SystemExit(f'train: --resume {args.resume}: these training and validation '
+            raise TrainError(f'--resume {args.resume}: these training and validation '
                              'frames differ from the ones the run started on (was the '
                              'renderer, the dataset or the render cache changed?)')
         init = checkpoint.get('init_record')
@@ -485,7 +493,7 @@ def _run(args, ranks):
             else:
                 fresh = load_weights(model, weights)
         except (ValueError, RuntimeError) as e:
-            raise SystemExit(f'train: --init {args.init} does not fit this model: {e}')
+            raise TrainError(f'--init {args.init} does not fit this model: {e}')
         init = {'checkpoint': args.init, 'step': state.get('step'),
                 'val_miou': state.get('miou'), 'command': state.get('command')}
         if 'rebuild_max_abs_diff_vs_onnx' in state:
@@ -512,9 +520,9 @@ def _run(args, ranks):
         history = _train(args, ranks, model, train_x, train_y, val_x, val_y, steps, work_dir,
                          full_command, fingerprint, init, checkpoint, device)
     except DistributedError as e:
-        raise SystemExit(f'train: rank {ranks.rank} of {ranks.world}: {e}')
+        raise TrainError(f'rank {ranks.rank} of {ranks.world}: {e}') from None
     except ValueError as e:   # options the loop refuses, or a checkpoint that does not fit
-        raise SystemExit(f'train: {e}')
+        raise TrainError(str(e)) from None
     finally:
         if not ranks.is_main:
             ranks.close()

@@ -54,6 +54,7 @@ import time
 
 from freespace_seg.common.markdown import number, table
 from freespace_seg.common.reproduce import OptionRecorder
+from freespace_seg.common.values import split_size
 from freespace_seg.tools.bench.engine import Frames, measure_engine
 from freespace_seg.tools.bench.procstat import (machine_info, proc_cpu_seconds, stats_ms,
                                                 system_busy_seconds, tree_cpu_seconds)
@@ -123,7 +124,7 @@ def _csv(text, cast, what):
 def parse_size(text):
     """Return ``(width, height)`` of a ``WxH`` text."""
     try:
-        w, h = (int(v) for v in str(text).lower().split('x'))
+        w, h = split_size(text)
     except ValueError:
         raise FleetError(f'--size must be WxH, e.g. 640x360; got {text!r}') from None
     if w < 16 or h < 16:
