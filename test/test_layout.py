@@ -68,6 +68,43 @@ def imported_roots(source):
     return roots
 
 
+def package_imports(module, source):
+    """
+    Return the freespace_seg modules (dotted, relative to the package) ``source`` imports.
+
+    Absolute (``freespace_seg.x.y``), relative (``from ..x import y``) and
+    ``importlib.import_module('freespace_seg.x')`` imports count, anywhere in the file. A
+    ``from freespace_seg.x import y`` names ``x.y``, which may be a module or a name in ``x``;
+    the direction rules look at the first part only.
+    """
+    here = module.split('.')
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[:len(here) - node.level]
+                prefix = '.'.join(['freespace_seg'] + base + ([node.module] if node.module
+                                                               else []))
+            else:
+                prefix = node.module or ''
+            names = [prefix + '.' + alias.name for alias in node.names]
+        elif isinstance(node, ast.Call) and getattr(node.func, 'attr', '') == 'import_module' \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            names = [str(node.args[0].value)]
+        for name in names:
+            if name.startswith('freespace_seg.'):
+                out.add(name[len('freespace_seg.'):])
+    return out
+
+
+#: which rooms may not import which: the data path runs one way, and tools sit on top
+FORBIDDEN_IMPORTS = {room: ('nodes', 'tools') for room in CORE}
+FORBIDDEN_IMPORTS['nodes'] = ('tools',)
+
+
 def is_ros(root):
     return root in ROS_ROOTS or root.endswith('_msgs') or root.endswith('_srvs')
 
@@ -109,6 +146,10 @@ def problems(module, source):
             out.append(f'{module} imports {root}, but it is {where}')
         if root == 'torch' and top != 'training':
             out.append(f'{module} imports torch; only training/ may')
+    for target in sorted(package_imports(module, source)):
+        if target.split('.')[0] in FORBIDDEN_IMPORTS.get(top, ()):
+            out.append(f'{module} imports {target}: {top}/ never imports '
+                       f'{target.split(".")[0]}/')
     if has_main_block(source) and top != 'nodes' and module != '__main__':
         out.append(f'{module} has a __main__ block; make it a cli command instead')
     return out + node_style_problems(module, source)
@@ -154,6 +195,15 @@ def test_every_package_is_one_of_the_known_rooms():
     ('tools.demo', 'import torch\n', 'imports torch'),
     ('cli', 'import rclpy\n', 'imports rclpy'),
     ('tools.bench.projection', "if __name__ == '__main__':\n    pass\n", '__main__ block'),
+    ('perception.pipeline', 'from freespace_seg.nodes import msgs\n', 'never imports nodes/'),
+    ('ground.projection', 'from freespace_seg.tools.bag import x\n', 'never imports tools/'),
+    ('training.train', 'def f():\n    from freespace_seg.tools import serve\n',
+     'never imports tools/'),
+    ('nodes.segmentation_node', 'from ..tools import profiling\n', 'never imports tools/'),
+    ('nodes.segmentation_node', 'from freespace_seg import tools\n', 'never imports tools/'),
+    ('common.progress', 'import freespace_seg.nodes.msgs\n', 'never imports nodes/'),
+    ('sim.scene', "import importlib\nimportlib.import_module('freespace_seg.tools.x')\n",
+     'never imports tools/'),
     ('nodes.segmentation_node',
      'class N:\n    def __init__(self):\n        self.trigger_configure()\n', 'inside __init__'),
     ('nodes.segmentation_node', 'def f(node):\n    return node._state_machine.current_state\n',
@@ -172,6 +222,8 @@ def test_the_checker_catches_a_break(module, source, expected):
     ('tools.bench.naive', 'from rclpy.node import Node\n'),
     ('training.train', 'import torch\n'),
     ('perception.pipeline', 'import numpy\nimport onnxruntime\n'),
+    ('tools.bag', 'from freespace_seg.nodes import msgs\nfrom ..ground import scan\n'),
+    ('nodes.segmentation_node', 'from freespace_seg.perception import pipeline\n'),
     ('nodes.segmentation_node', 'def main():\n    node = N()\n    node.trigger_configure()\n'),
 ])
 def test_the_checker_allows_what_the_rules_allow(module, source):

@@ -487,7 +487,7 @@ def tradeoff(args):
     """Measure every size (and extra model) described by parsed ``args``; return the result."""
     import torch
 
-    from freespace_seg.tools.bench.procstat import machine_info
+    from freespace_seg.common.machine import machine_info
     from freespace_seg.training.data import renderer_fingerprint, rendered_frames
     from freespace_seg.training.quantize import CALIBRATION_SEED
 

@@ -52,12 +52,13 @@ import sys
 import threading
 import time
 
+from freespace_seg.common.machine import machine_info
 from freespace_seg.common.markdown import number, table
 from freespace_seg.common.reproduce import OptionRecorder
 from freespace_seg.common.values import split_size
 from freespace_seg.tools.bench.engine import Frames, measure_engine
-from freespace_seg.tools.bench.procstat import (machine_info, proc_cpu_seconds, stats_ms,
-                                                system_busy_seconds, tree_cpu_seconds)
+from freespace_seg.tools.bench.procstat import (proc_cpu_seconds, stats_ms, system_busy_seconds,
+                                                tree_cpu_seconds)
 from freespace_seg.tools.bench.topics import Condition, TopicBench
 from freespace_seg.tools.child import node_environment, NodeProcess
 from freespace_seg.tools.serve import free_ports

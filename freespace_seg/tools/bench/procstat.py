@@ -12,12 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""What a process costs, read from /proc: CPU seconds, faults, RSS, the machine."""
+"""What a process costs, read from /proc: CPU seconds, faults, RSS."""
 
 import os
-import platform
 
-import cv2
 import numpy as np
 
 
@@ -101,29 +99,6 @@ def proc_rss_mb(pid):
     except OSError:
         pass
     return None
-
-
-def machine_info():
-    """CPU model, core count, load average and library versions, for the report."""
-    import onnxruntime
-
-    model = platform.processor() or ''
-    try:
-        with open('/proc/cpuinfo') as f:
-            for line in f:
-                if line.startswith('model name'):
-                    model = line.split(':', 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        load = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        load = None
-    return {'cpu': model, 'cores': os.cpu_count(), 'loadavg_1_5_15': load,
-            'python': platform.python_version(), 'numpy': np.__version__,
-            'opencv': cv2.__version__, 'onnxruntime': onnxruntime.__version__,
-            'platform': platform.platform()}
 
 
 def _other_cpu_percent(busy0, own_cpu, wall):

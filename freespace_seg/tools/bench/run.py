@@ -61,8 +61,8 @@ import json
 import os
 import sys
 
+from freespace_seg.common.machine import machine_info
 from freespace_seg.tools.bench.engine import Frames, measure_engine, measure_pipeline
-from freespace_seg.tools.bench.procstat import machine_info
 from freespace_seg.tools.bench.report import _f, memory_summary, write_report
 from freespace_seg.tools.bench.topics import Condition, TopicBench
 
