@@ -14,10 +14,12 @@
 
 
 """
-Furniture and clutter: tables and desks (thin legs, raised tops at 0.4-1.0 m), chairs,
-office chairs, shelves, cabinets, sofas, beds, boxes, bins, plants, pillars, balls, low
-objects (books, shoes, cables), open door leaves and rugs. Objects are placed on the
-walkable grid without overlapping; some stand against a wall.
+Furniture and clutter.
+
+Tables and desks (thin legs, raised tops at 0.4-1.0 m), chairs, office chairs, shelves,
+cabinets, sofas, boxes, bins, plants, pillars, balls, low objects (books, shoes, cables),
+open door leaves and rugs. Objects are placed on the walkable grid without overlapping; some
+stand against a wall.
 """
 
 import math
@@ -38,7 +40,7 @@ class Placer:
         self.grid, self.occupied, self.x0, self.y0 = grid, occupied, x0, y0
 
     def fits(self, x, y, yaw, hx, hy, margin=0.05, force=False):
-        """Mark and return True where the rectangle fits (``force``: mark it anyway)."""
+        """Mark the rectangle and return True if it has room (``force``: mark it anyway)."""
         c, s = math.cos(yaw), math.sin(yaw)
         pts = []
         for ax, ay in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
@@ -194,7 +196,7 @@ KINDS = {
 
 
 def _against_wall(rng, walls, hx):
-    """A spot with its back (local -x) on a random outer wall run: (x, y, yaw)."""
+    """Return a spot (x, y, yaw) with its back (local -x) on a random outer wall run."""
     (cx, cy), (wx, wy), (nx, ny) = walls[int(rng.integers(len(walls)))]
     along = rng.uniform(-1, 1) * max(wx, wy)
     fx, fy = cx + nx * wx, cy + ny * wy
@@ -204,11 +206,12 @@ def _against_wall(rng, walls, hx):
 
 
 def furnish(rng, scene, grid, occupied, x0, y0, walls, parts, door_height):
-    """Add 0-25 objects, open door leaves and 0-2 rugs to ``scene``."""
+    """Add 1-40 objects (0.15-0.9 a square metre), open door leaves and 0-2 rugs to ``scene``."""
     placer = Placer(grid, occupied, x0, y0)
     placer.free = np.argwhere(grid)
     area = grid.sum() * GRID * GRID
-    count = int(rng.integers(0, int(min(25, 2 + area * rng.uniform(0.2, 0.8))) + 1))
+    density = rng.uniform(0.15, 0.9)
+    count = int(min(40, rng.integers(1, 3 + int(area * density))))
     names = list(KINDS)
     weights = np.array([KINDS[k][3] for k in names])
     for _ in range(count):
