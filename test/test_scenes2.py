@@ -42,7 +42,7 @@ def plain(kind='plain', grey=0.5, reflect=0.0):
 
 
 def room(size=8.0, ceiling=2.5, floor=None, wall_grey=0.8):
-    """A square room [0, size]^2 with four walls, not yet frozen."""
+    """Return a square room [0, size]^2 with four walls, not yet frozen."""
     scene = Scene(ceiling, [(0.0, 0.0, size, size)])
     scene.floor_mat = scene.add_material(floor or plain('tile'))
     scene.ceil_mat = scene.add_material(plain(grey=0.9))

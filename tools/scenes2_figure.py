@@ -47,7 +47,7 @@ def main():
         bgr = cv2.imread(os.path.join(args.data, 'test', f'{k:06d}_image.png'))
         mask = cv2.imread(os.path.join(args.data, 'test', f'{k:06d}_mask.png'), -1)
         tile = np.concatenate([bgr, overlay(bgr, mask)], axis=0)
-        tiles.append(cv2.resize(tile, (240, 270), interpolation=cv2.INTER_AREA))
+        tiles.append(cv2.resize(tile, (176, 198), interpolation=cv2.INTER_AREA))
     rows = [np.concatenate(tiles[i:i + 4], axis=1) for i in range(0, len(tiles), 4)]
     grid = np.concatenate(rows, axis=0)
     cv2.imwrite(args.out, grid, [cv2.IMWRITE_PNG_COMPRESSION, 9])

@@ -14,17 +14,17 @@
 
 
 """
-A second scene generator, written apart from :mod:`freespace_seg.sim`, as an out-of-renderer
-proxy for choosing models.
+A second scene generator, written apart from :mod:`freespace_seg.sim`.
 
-It ray casts analytic geometry (numpy): the floor plane, a ceiling, boxes turned about the
-vertical (walls, partitions with door openings and lintels, cabinets, tabletops and shelf
-boards), vertical cylinders (legs, bins, pillars), spheres (balls, plants) and rugs lying on
-the floor. Layouts are one room, L-shaped rooms, two rooms with doorways, corridors with side
-rooms. The camera is a pinhole or an equidistant fisheye lens (60-150 degrees wide), 0.1-1.5 m
-high, pitched 0-0.7 rad down, slightly rolled. Light comes from point and area lamps with
-inverse-square falloff, soft shadows, ambient occlusion, highlights and mirror reflections on
-glossy floors; then exposure, white balance, vignetting, noise and JPEG.
+It is an out-of-renderer proxy for choosing models. It ray casts analytic geometry (numpy): the
+floor plane, a ceiling, boxes turned about the vertical (walls, partitions with door openings
+and lintels, cabinets, tabletops and shelf boards), vertical cylinders (legs, bins, pillars),
+spheres (balls, plants) and rugs lying on the floor. Layouts are one room, L-shaped rooms, two
+rooms with doorways, corridors with side rooms. The camera is a pinhole or an equidistant
+fisheye lens (60-150 degrees wide), 0.1-1.5 m high, pitched 0-0.7 rad down, slightly rolled.
+Light comes from point and area lamps with inverse-square falloff, soft shadows, ambient
+occlusion, highlights and mirror reflections on glossy floors; then exposure, white balance,
+vignetting, noise and JPEG.
 
 Label rule (the mask, computed at the output size from the geometry, never from the image):
 

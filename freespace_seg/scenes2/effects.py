@@ -14,9 +14,10 @@
 
 
 """
-Camera effects on a linear radiance image: auto exposure with a random bias, a soft
-highlight shoulder, white balance error, vignetting, defocus blur, sensor noise (shot and
-read), sRGB gamma and JPEG compression.
+Camera effects on a linear radiance image.
+
+Auto exposure with a random bias, a soft highlight shoulder, white balance error, vignetting,
+defocus blur, sensor noise (shot and read), sRGB gamma and JPEG compression.
 """
 
 import cv2

@@ -103,7 +103,7 @@ def _task(args):
 
 
 def options(args):
-    """The options that shape the frames, as recorded in ``meta.json``."""
+    """Return the options that shape the frames, as ``meta.json`` records them."""
     return {'width': args.width, 'height': args.height,
             'camera_height': list(args.camera_height), 'camera_pitch': list(args.camera_pitch),
             'splits': list(args.splits)}

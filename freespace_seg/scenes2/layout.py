@@ -14,8 +14,10 @@
 
 
 """
-Random room layouts: one room, an L-shaped room, two rooms with a doorway, a corridor with
-side rooms, a room with a corridor. Walls are boxes around the union of the room
+Random room layouts.
+
+One room, an L-shaped room, two rooms with a doorway, a corridor with side rooms, a room
+with a corridor. Walls are boxes around the union of the room
 rectangles, found on a 5 cm grid; partitions between rooms have door openings under lintels.
 """
 
@@ -162,7 +164,7 @@ def partition_boxes(scene, part, thickness, mat, door_height):
 
 
 def closed_door(rng, scene, wall, mat, height):
-    """A closed door leaf on the inner face of an outer wall run, if the run is long enough."""
+    """Add a closed door leaf on the inner face of an outer wall run long enough for it."""
     (cx, cy), (hx, hy), (nx, ny) = wall
     length = 2 * max(hx, hy)
     if length < 1.4:
@@ -177,7 +179,7 @@ def closed_door(rng, scene, wall, mat, height):
 
 
 def add_lights(rng, scene, rects):
-    """One to four ceiling lamps in the rooms: points or small area lights."""
+    """Add one to four ceiling lamps to the rooms: points or small area lights."""
     area = np.array([(r[2] - r[0]) * (r[3] - r[1]) for r in rects])
     count = int(rng.integers(1, 5))
     for _ in range(count):

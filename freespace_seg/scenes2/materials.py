@@ -14,8 +14,10 @@
 
 
 """
-Procedural surface materials: marble, wood planks, tiles with grout, carpet, concrete, paint,
-wallpaper, glossy white, fabric, metal, rugs.
+Procedural surface materials.
+
+Marble, wood planks, tiles with grout, carpet, concrete, paint, wallpaper, glossy white,
+fabric, metal and rugs.
 
 A material is a dict: ``kind``, colours ``c1`` and ``c2`` (linear RGB), ``scale`` (metres per
 pattern repeat), ``angle`` (pattern turn on the floor), ``gloss`` (specular strength),
@@ -64,7 +66,7 @@ def hash01(i, j, salt=0):
 
 
 def lines(frac, width, fw):
-    """Coverage in [0, 1] of lines ``width`` wide at the cell borders of ``frac`` (in metres)."""
+    """Return the coverage in [0, 1] of lines ``width`` wide at the cell borders of ``frac``."""
     w = np.maximum(width, fw)
     dist = np.minimum(frac, 1.0 - frac)
     return np.clip(1.0 - dist / w, 0.0, 1.0) * np.minimum(1.0, width / w)
@@ -86,7 +88,7 @@ def surface_uv(p, n, angle=0.0):
 
 
 def albedo(m, p, n, fw, lattices):
-    """Return linear RGB albedo (N, 3) of material ``m`` at points ``p`` with normals ``n``."""
+    """Return the linear RGB colour (N, 3) of material ``m`` at points ``p``, normals ``n``."""
     lat = lattices[m.get('noise', 0) % len(lattices)]
     u, v = surface_uv(p, n, m.get('angle', 0.0))
     s = m.get('scale', 1.0)
@@ -126,9 +128,11 @@ def albedo(m, p, n, fw, lattices):
             col = mix(c1, np.asarray(c1) * 0.55 + 0.05, np.mod(iu + iv, 2.0))
         else:
             col = np.tile(np.asarray(c1, np.float32), (u.shape[0], 1))
-        col = col * tone[:, None] * (0.95 + 0.1 * fbm(lat, u * 4, v * 4, 1.0, 2, fw * 4))[:, None]
+        grain = 0.95 + 0.1 * fbm(lat, u * 4, v * 4, 1.0, 2, fw * 4)
+        col = col * tone[:, None] * grain[:, None]
         gw = m.get('grout', 0.004) / t
-        g = np.maximum(lines(np.mod(u / t, 1.0), gw, fw / t), lines(np.mod(v / t, 1.0), gw, fw / t))
+        g = np.maximum(lines(np.mod(u / t, 1.0), gw, fw / t),
+                       lines(np.mod(v / t, 1.0), gw, fw / t))
         return mix(col, c2, g)
     if kind == 'carpet':
         big = fbm(lat, u / s, v / s, 1.0, 3, fw / s)
@@ -158,8 +162,8 @@ def albedo(m, p, n, fw, lattices):
         col = np.asarray(c1, np.float32) * (0.85 + 0.2 * weave)[:, None]
     else:  # paint, glossy, plain, metal, ceiling
         k = m.get('texture', 0.04)
-        col = np.asarray(c1, np.float32) * (1.0 + k * (fbm(lat, u * 2, v * 2, 1.0, 4, fw * 2)
-                                                        - 0.5) * 2.0)[:, None]
+        grain = fbm(lat, u * 2, v * 2, 1.0, 4, fw * 2)
+        col = np.asarray(c1, np.float32) * (1.0 + k * (grain - 0.5) * 2.0)[:, None]
     base = m.get('baseboard', 0.0)
     if base > 0.0 and kind in ('paint', 'wallpaper', 'glossy'):
         col = np.where(((p[:, 2] < base) & (np.abs(n[:, 2]) < 0.5))[:, None],

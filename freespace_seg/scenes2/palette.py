@@ -35,7 +35,7 @@ def jitter(rng, rgb, amount=0.06):
 
 
 def floor_material(rng, light=False):
-    """A floor: marble, wood planks, tiles, carpet, concrete or vinyl; some of them glossy."""
+    """Return a floor: marble, wood planks, tiles, carpet, concrete or vinyl; some glossy."""
     kind = rng.choice(['marble', 'wood', 'tile', 'carpet', 'concrete', 'plain'],
                       p=[0.18, 0.26, 0.2, 0.12, 0.14, 0.1])
     if light and kind == 'carpet':
@@ -93,7 +93,7 @@ def floor_material(rng, light=False):
 
 
 def wall_material(rng, white=False):
-    """A wall: paint, wallpaper or glossy white, with a baseboard band at the bottom."""
+    """Return a wall: paint, wallpaper or glossy white, with a baseboard band at the bottom."""
     kind = 'glossy' if white and rng.random() < 0.4 else str(
         rng.choice(['paint', 'wallpaper', 'glossy'], p=[0.65, 0.2, 0.15]))
     if white:
@@ -123,7 +123,7 @@ def ceiling_material(rng):
 
 
 def object_material(rng, kind=None):
-    """An object's surface: plain colour, wood, fabric, metal or glossy plastic."""
+    """Return an object's surface: plain colour, wood, fabric, metal or glossy plastic."""
     kind = kind or str(rng.choice(['plain', 'wood', 'fabric', 'metal', 'glossy'],
                                   p=[0.35, 0.2, 0.2, 0.12, 0.13]))
     m = {'kind': kind, 'noise': int(rng.integers(4)), 'gloss': 0.1, 'shine': 20.0,

@@ -14,8 +14,10 @@
 
 
 """
-One frame of the second generator: the exact label at the output size and an image shaded at
-an internal size (half to full) and scaled up.
+One frame of the second generator.
+
+The exact label at the output size, and an image shaded at an internal size (half to full)
+and scaled up.
 """
 
 import cv2
@@ -28,7 +30,7 @@ from .shading import reflection, shade
 
 def label(scene, origin, dirs, valid, hits):
     """
-    Return the free-space label (H, W) uint8 of rays ``dirs`` (H, W, 3) from ``origin``.
+    Return the free-space mask, (H, W) uint8, of the rays ``dirs`` from ``origin``.
 
     1 (free) where the first hit is the floor plane, inside the rooms and not under or inside
     an obstacle's footprint; 0 (blocked) everywhere else. Rugs lie on the floor, so they are

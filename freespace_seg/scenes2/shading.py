@@ -29,7 +29,7 @@ Light transport of the second generator.
 import cv2
 import numpy as np
 
-from .geometry import BOX, CEILING, CYLINDER, EMITTER, FLOOR, SPHERE, cast, surface
+from .geometry import BOX, cast, CEILING, CYLINDER, EMITTER, FLOOR, SPHERE, surface
 from .materials import albedo
 
 GRID = 0.05
