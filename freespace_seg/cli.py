@@ -28,6 +28,8 @@ import sys
 COMMANDS = {
     'demo': ('freespace_seg.tools.demo', 'run the node on a synthetic camera and write pictures'),
     'generate': ('freespace_seg.sim.generate', 'render a synthetic dataset to disk'),
+    'generate2': ('freespace_seg.scenes2.generate',
+                  'render a test set with the second scene generator (not sim)'),
     'train': ('freespace_seg.training.train', 'train the UNet on synthetic data (torch, CPU)'),
     'seeds': ('freespace_seg.training.seeds',
               'train one recipe with several seeds and report the spread (torch, CPU)'),

@@ -15,8 +15,9 @@
 """
 The package's layout rules, checked by walking every module's imports (ast, nothing runs).
 
-* The core (perception, ground, driving, sim, training, common) imports no ROS: no rclpy, no
-  launch, no message packages (``*_msgs``). Only nodes/ and the tools that start nodes may.
+* The core (perception, ground, driving, sim, scenes2, training, common) imports no ROS: no
+  rclpy, no launch, no message packages (``*_msgs``). Only nodes/ and the tools that start
+  nodes may. scenes2 is a second scene generator kept apart from sim (an out-of-renderer proxy).
 * Only training/ imports torch.
 * Every tool is a ``python -m freespace_seg`` subcommand: no module outside nodes/ has a
   ``__main__`` block of its own.
@@ -46,7 +47,7 @@ import pytest
 
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.join(os.path.dirname(TEST_DIR), 'freespace_seg')
-CORE = ('perception', 'ground', 'driving', 'sim', 'training', 'common')
+CORE = ('perception', 'ground', 'driving', 'sim', 'scenes2', 'training', 'common')
 #: the tools that start or are nodes, and so talk to rclpy
 ROS_TOOLS = ('tools.demo', 'tools.closed_loop', 'tools.bench.topics', 'tools.bench.naive',
              'tools.bench.soak', 'tools.bench.fleet')
