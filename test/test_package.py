@@ -34,7 +34,7 @@ import yaml
 
 
 #: System keys of rosdep (base.yaml, python.yaml), the same on every distro.
-ROSDEP_SYSTEM_KEYS = {'python3-numpy', 'python3-opencv', 'python3-yaml',
+ROSDEP_SYSTEM_KEYS = {'python3-numpy', 'python3-opencv', 'python3-yaml', 'python3-tqdm',
                       'python3-onnxruntime-pip', 'python3-pytest', 'python3-hypothesis'}
 _ROS_EVERYWHERE = {'rclpy', 'sensor_msgs', 'std_msgs', 'nav_msgs', 'geometry_msgs',
                    'diagnostic_msgs', 'lifecycle_msgs', 'rosgraph_msgs', 'ament_index_python',
