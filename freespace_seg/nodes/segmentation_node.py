@@ -50,7 +50,7 @@ from freespace_seg.perception.image_codec import ImageCodecError
 from freespace_seg.perception.model_card import ModelCardError, mount_outside_training
 from freespace_seg.perception.pipeline import packaged_model_path, SegmentationPipeline
 from freespace_seg.perception.postprocess import colorize, palette_lut
-from freespace_seg.tools.profiling import profile_from_environment
+from freespace_seg.common.profiling import profile_from_environment
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
