@@ -313,7 +313,7 @@ def test_bag_never_imports_rclpy(tmp_path, model):
 
 def _node_rule():
     """Return the node's GridRule (from its grid_* parameters' defaults) and the defaults."""
-    from freespace_seg.ground.projection import GridRule
+    from freespace_seg.ground.grid import GridRule
     from freespace_seg.nodes.params import SEGMENTATION_PARAMS
     d = {spec.name: spec.default for spec in SEGMENTATION_PARAMS}
     return GridRule(d['grid_min_obstacle_run'], d['grid_cut_confidence'],

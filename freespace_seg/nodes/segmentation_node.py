@@ -35,7 +35,10 @@ import time
 
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from freespace_seg.ground.projection import GridRule, mount_and_grid, projector_for_camera_info
+from freespace_seg.common.profiling import profile_from_environment
+from freespace_seg.ground.drawing import render_grid
+from freespace_seg.ground.grid import GridRule
+from freespace_seg.ground.projection import mount_and_grid, projector_for_camera_info
 from freespace_seg.ground.scan import scan_layout
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.msgs import (array_to_image, grid_to_msg, make_decoder,
@@ -50,7 +53,6 @@ from freespace_seg.perception.image_codec import ImageCodecError
 from freespace_seg.perception.model_card import ModelCardError, mount_outside_training
 from freespace_seg.perception.pipeline import packaged_model_path, SegmentationPipeline
 from freespace_seg.perception.postprocess import colorize, palette_lut
-from freespace_seg.common.profiling import profile_from_environment
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
@@ -644,7 +646,7 @@ class SegmentationNode(LifecycleNode):
         if want_points:
             self._pub_points.publish(points_to_cloud(points, header.stamp, frame))
         if want_grid_image:
-            img = projector.render_grid(grid, self.params['footprint_radius'])
+            img = render_grid(grid, self.params['footprint_radius'], grid_spec=projector.grid_spec)
             msg = array_to_image(img, 'rgb8', header)
             msg.header.frame_id = frame
             self._pub_grid_image.publish(msg)

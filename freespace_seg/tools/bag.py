@@ -57,7 +57,8 @@ import threading
 import time
 
 from freespace_seg.common.progress import Progress
-from freespace_seg.ground.projection import GridRule, mount_and_grid, projector_for_camera_info
+from freespace_seg.ground.grid import GridRule
+from freespace_seg.ground.projection import mount_and_grid, projector_for_camera_info
 from freespace_seg.ground.scan import scan_layout
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.perception.engines import BACKENDS

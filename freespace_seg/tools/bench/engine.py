@@ -104,7 +104,8 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
     messages.
     """
     from freespace_seg.ground.geometry import CameraMount
-    from freespace_seg.ground.projection import GridRule, GridSpec, GroundProjector
+    from freespace_seg.ground.grid import GridRule, GridSpec
+    from freespace_seg.ground.projection import GroundProjector
     from freespace_seg.nodes.msgs import array_to_image
     from freespace_seg.nodes.msgs import grid_to_msg
     from freespace_seg.perception.image_codec import msg_to_rgb
