@@ -28,7 +28,7 @@ import array
 import math
 
 import cv2
-from freespace_seg.driving.driver_logic import GridLayout
+from freespace_seg.ground.grid import GridSpec
 from freespace_seg.perception.image_codec import (checked_compressed, checked_raw, copy_header,
                                                   DECODERS, encode_compressed, fill_image,
                                                   ImageCodecError, msg_to_rgb)
@@ -221,7 +221,7 @@ def make_decoder(name='builtin'):
 
 
 def grid_from_msg(msg):
-    """Return (int8 (height, width) array, :class:`GridLayout`) of an OccupancyGrid."""
+    """Return (int8 (height, width) array, its :class:`GridSpec`) of an OccupancyGrid."""
     info = msg.info
     w, h = int(info.width), int(info.height)
     if w <= 0 or h <= 0:
@@ -236,8 +236,8 @@ def grid_from_msg(msg):
     if abs(q.x) > 1e-6 or abs(q.y) > 1e-6:
         raise ValueError('grid origin is tilted out of the floor plane')
     yaw = 2.0 * math.atan2(q.z, q.w) if (q.z or q.w) else 0.0
-    layout = GridLayout(float(info.resolution), float(info.origin.position.x),
-                        float(info.origin.position.y), yaw)
+    layout = GridSpec.of_cells(info.resolution, w, h, (info.origin.position.x,
+                                                       info.origin.position.y), yaw)
     return data.reshape(h, w), layout
 
 
