@@ -79,9 +79,7 @@ intrinsics are rescaled with :meth:`CameraIntrinsics.scaled`.
 import math
 
 import cv2
-from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
-from freespace_seg.ground.geometry import (as_pose, CameraIntrinsics, CameraMount,
-                                           pixel_rays_in_base)
+from freespace_seg.ground.geometry import as_pose, CameraIntrinsics, pixel_rays_in_base
 from freespace_seg.ground.grid import FREE, GridSpec, OCCUPIED, PLAIN_RULE, UNKNOWN
 import numpy as np
 
@@ -581,33 +579,3 @@ class GroundProjector:
         v = np.asarray(v, dtype=np.float64)
         gx, gy, _ = self._ground_hits(self._mask_intr, u, v)
         return gx, gy
-
-
-def mount_and_grid(p):
-    """Build the CameraMount and GridSpec described by a parameter dict (node parameters)."""
-    mount = CameraMount(x=p['camera_x'], y=p['camera_y'], z=p['camera_height'],
-                        roll=p['camera_roll'], pitch=p['camera_pitch'], yaw=p['camera_yaw'])
-    grid = GridSpec(resolution=p['grid_resolution'], width=p['grid_width'],
-                    height=p['grid_height'], origin=tuple(p['grid_origin']),
-                    max_range=p['max_range'])
-    return mount, grid
-
-
-def projector_for_camera_info(projector, info, shape, mount, grid_spec):
-    """
-    Return a :class:`GroundProjector` for a mask of ``shape`` (H, W) seen by ``info``.
-
-    ``info`` is a CameraInfo message (any object with its fields); when its size differs from
-    the mask's (a resized stream of the same camera) the intrinsics are scaled. ``projector``
-    (or None) is updated in place and returned, so its lookup table is rebuilt only when the
-    intrinsics, mount or grid change. What ``segmentation_node`` and ``bag`` both run.
-
-    :raises ValueError: unusable CameraInfo.
-    """
-    intrinsics = intrinsics_from_camera_info_msg(info)
-    if (intrinsics.height, intrinsics.width) != tuple(shape):
-        intrinsics = intrinsics.scaled(shape[1], shape[0])
-    if projector is None:
-        return GroundProjector(intrinsics, mount, grid_spec)
-    projector.update(intrinsics=intrinsics, mount=mount, grid_spec=grid_spec)
-    return projector
