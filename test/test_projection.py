@@ -437,7 +437,7 @@ def test_far_floor_has_no_holes_and_stops_at_the_obstacle():
 
 
 def reference_project(proj, mask):
-    """Slow, obvious version of GroundProjector.project for the same table."""
+    """Slow, obvious version of the plain rule's GroundProjector.ground grid, same table."""
     rows, cols, cells = proj.samples
     lowest = np.full(mask.shape[1], -1)
     for c in range(mask.shape[1]):

@@ -196,6 +196,37 @@ def scan_to_msg(ranges, layout, header_stamp, frame_id):
     return msg
 
 
+def frame_output_msg(name, out, header, base_frame, reuse, colored_encoding='rgb8'):
+    """
+    Return the message of output ``name`` of a :class:`~freespace_seg.ground.frame.FrameOutputs`.
+
+    As ``segmentation_node`` publishes it: images with the input's ``header``, the ground
+    outputs (and the grid image) in ``base_frame`` with its stamp. ``reuse`` (a dict kept by
+    the caller) holds the Image messages and the BGR buffer used again from frame to frame:
+    publish each message before the next frame. ``colored_encoding``: rgb8 or bgr8.
+    """
+    image = reuse.setdefault('msg_' + name, Image())
+    if name in ('mask', 'confidence', 'free'):
+        return array_to_image(getattr(out, name), 'mono8', header, out=image)
+    if name == 'scan':
+        return scan_to_msg(out.scan, out.scan_layout, header.stamp, base_frame)
+    if name == 'grid':
+        return grid_to_msg(out.grid, out.grid_spec, header.stamp, base_frame)
+    if name == 'points':
+        return points_to_cloud(out.points, header.stamp, base_frame)
+    if name == 'grid_image':
+        msg = array_to_image(out.grid_image, 'rgb8', header)
+        msg.header.frame_id = base_frame
+        return msg
+    if name == 'colored' and colored_encoding == 'bgr8':
+        bgr = reuse.get('colored_bgr')
+        if bgr is None or bgr.shape != out.colored.shape:
+            bgr = reuse['colored_bgr'] = np.empty(out.colored.shape, np.uint8)
+        cv2.cvtColor(out.colored, cv2.COLOR_RGB2BGR, dst=bgr)
+        return array_to_image(bgr, 'bgr8', header, out=image)
+    return array_to_image(getattr(out, name), 'rgb8', header, out=image)
+
+
 def make_decoder(name='builtin'):
     """
     Return a function ``msg -> (H, W, 3) uint8 RGB`` for the decoder ``name``.
