@@ -584,10 +584,11 @@ class SegmentationNode(LifecycleNode):
                               hardware_id=pipeline.engine.describe() if pipeline else 'none')
         stale_after = self.params['input_stale_timeout']
         since = now - (self._last_input_time or self._start_time)
+        grid = self._output_pubs.get('grid')
         st.level, st.message = status_level(
             state, self.failure, self.received, since, stale_after, self.image_topic,
             idle=not any(self._wanted(pub) for pub in self._output_pubs.values()),
-            grid_error=self._info_error if self._wanted(self._output_pubs['grid']) else '',
+            grid_error=self._info_error if grid is not None and self._wanted(grid) else '',
             server_error=getattr(pipeline.engine if pipeline else None, 'server_error', ''),
             bad=bad, processed=processed, last_error=err)
 
