@@ -313,7 +313,7 @@ def test_bag_never_imports_rclpy(tmp_path, model):
 
 def _node_rule():
     """Return the node's GridRule (from its grid_* parameters' defaults) and the defaults."""
-    from freespace_seg.ground.projection import GridRule
+    from freespace_seg.ground.grid import GridRule
     from freespace_seg.nodes.params import SEGMENTATION_PARAMS
     d = {spec.name: spec.default for spec in SEGMENTATION_PARAMS}
     return GridRule(d['grid_min_obstacle_run'], d['grid_cut_confidence'],
@@ -334,8 +334,8 @@ def test_scan_and_grid_follow_the_node(tmp_path, model):
     Both equal one GroundProjector.ground under the node's default GridRule (not the plain
     rule, whose grid differs for these frames), the scan from ground.scan's ScanLayout.
     """
-    from freespace_seg.ground.projection import (mount_and_grid, PLAIN_RULE,
-                                                 projector_for_camera_info)
+    from freespace_seg.ground.frame import GroundParams, projector_for_camera_info
+    from freespace_seg.ground.grid import PLAIN_RULE
     from freespace_seg.ground.scan import ScanLayout
 
     n = 4
@@ -347,7 +347,8 @@ def test_scan_and_grid_follow_the_node(tmp_path, model):
     info = got['/cam/camera_info'][0][1]
     rule, d = _node_rule()
     assert not rule.plain
-    mount, spec = mount_and_grid(d)
+    ground_params = GroundParams.from_params(d)
+    mount, spec = ground_params.mount, ground_params.grid_spec
     pipe = _pipeline(model)
     plain_differs = False
     for i in range(n):
@@ -382,8 +383,8 @@ def test_scan_and_grid_follow_the_node(tmp_path, model):
 
 def test_grid_rule_options_reach_the_grid(tmp_path, model):
     """--grid-min-obstacle-run 0 --grid-cut-confidence 0: the plain rule's grid; --no-scan."""
-    from freespace_seg.ground.projection import (mount_and_grid, PLAIN_RULE,
-                                                 projector_for_camera_info)
+    from freespace_seg.ground.frame import GroundParams, projector_for_camera_info
+    from freespace_seg.ground.grid import PLAIN_RULE
 
     src = write_bag(tmp_path / 'in', n=2, make_frame=speckled_frame)
     proc = run_bag(src, tmp_path / 'out', '--model', model, '--grid-min-obstacle-run', '0',
@@ -392,7 +393,8 @@ def test_grid_rule_options_reach_the_grid(tmp_path, model):
     got = read_bag(tmp_path / 'out')
     assert '/cam/free_space/scan' not in got and '/cam/segmentation/confidence' not in got
     _, d = _node_rule()
-    mount, spec = mount_and_grid(d)
+    ground_params = GroundParams.from_params(d)
+    mount, spec = ground_params.mount, ground_params.grid_spec
     pipe = _pipeline(model)
     for i in range(2):
         free = pipe.free_mask(pipe.segment(speckled_frame(i)))

@@ -17,14 +17,13 @@
 import math
 
 from freespace_seg.driving.driver_logic import (arc_points, ClearanceMap, DriverConfig,
-                                                DriverLogic, FREE, GridLayout, OCCUPIED,
-                                                pose_after, UNKNOWN)
-from freespace_seg.ground.projection import GridSpec
+                                                DriverLogic, pose_after)
+from freespace_seg.ground.grid import FREE, GridSpec, OCCUPIED, UNKNOWN
 import numpy as np
 import pytest
 
 SPEC = GridSpec()                      # 4 m x 4 m at 0.05 m, origin (0, -2): ahead of the robot
-LAYOUT = GridLayout.from_spec(SPEC)
+LAYOUT = SPEC
 CFG = DriverConfig()
 
 
@@ -225,13 +224,13 @@ def test_grid_layout_is_respected():
     g = grid(spec=spec)
     paint(g, -3, 0.0, -3, 3, UNKNOWN, spec)
     paint(g, 0.7, 1.1, -0.05, 0.6, OCCUPIED, spec)
-    a = planned(g, layout=GridLayout.from_spec(spec), teach=False)
+    a = planned(g, layout=spec, teach=False)
     b = planned(paint(grid(), 0.7, 1.1, -0.05, 0.6, OCCUPIED), teach=False)
     assert a.curvature == pytest.approx(b.curvature)
     assert a.linear == pytest.approx(b.linear)
     # A grid rotated by 90 degrees (its x axis along base +y) with the wall on its -y side,
     # i.e. ahead of the robot.
-    rot = GridLayout(0.05, 2.0, -2.0, math.pi / 2)
+    rot = GridSpec.of_cells(0.05, SPEC.nx, SPEC.ny, (2.0, -2.0), math.pi / 2)
     g = grid()
     xs, ys = SPEC.cell_centers()
     gy = ys - SPEC.origin[1]                        # grid-frame y from the corner

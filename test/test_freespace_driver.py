@@ -30,8 +30,7 @@ import sys
 import time
 
 from builtin_interfaces.msg import Time as BuiltinTime
-from freespace_seg.driving.driver_logic import OCCUPIED
-from freespace_seg.ground.projection import GridSpec
+from freespace_seg.ground.grid import GridSpec, OCCUPIED
 from freespace_seg.nodes.freespace_driver import FreespaceDriver
 from freespace_seg.nodes.msgs import grid_from_msg, grid_to_msg
 from freespace_seg.nodes.ros_util import StartupError

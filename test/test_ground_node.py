@@ -18,8 +18,9 @@ import array
 import dataclasses
 import math
 
-from freespace_seg.ground.projection import (GridRule, GridSpec, GroundProjector, PLAIN_RULE,
-                                             render_grid)
+from freespace_seg.ground.drawing import render_grid
+from freespace_seg.ground.grid import GridRule, GridSpec, PLAIN_RULE
+from freespace_seg.ground.projection import GroundProjector
 from freespace_seg.ground.scan import ScanLayout
 from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
 from freespace_seg.nodes.segmentation_node import start_segmentation_node

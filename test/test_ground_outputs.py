@@ -18,7 +18,8 @@ import math
 import os
 
 from freespace_seg.ground.geometry import CameraMount
-from freespace_seg.ground.projection import GridRule, GridSpec, GroundProjector, PLAIN_RULE
+from freespace_seg.ground.grid import GridRule, GridSpec, PLAIN_RULE
+from freespace_seg.ground.projection import GroundProjector
 from freespace_seg.ground.scan import scan_layout, ScanLayout
 from freespace_seg.perception.pipeline import SegmentationPipeline
 from freespace_seg.perception.postprocess import decode_classes, free_probability
@@ -248,7 +249,8 @@ def test_tied_pixels_neither_cut_nor_mark(clean_room):
 def test_rules_without_a_run_or_confidence_are_the_plain_rule(clean_room):
     proj, free = clean_room
     noisy, _ = _speckled(free, proj)
-    grid, points = proj.project_with_points(noisy)
+    plain = proj.ground(noisy)
+    grid, points = plain.grid, plain.points
     for rule, conf in ((PLAIN_RULE, None), (GridRule(0.0, 0.97), None),
                        (GridRule(0.0, 0.0, 0.0), np.zeros_like(noisy))):
         g = proj.ground(noisy, conf, rule)

@@ -19,6 +19,9 @@ The package's layout rules, checked by walking every module's imports (ast, noth
   rclpy, no launch, no message packages (``*_msgs``). Only nodes/ and the tools that start
   nodes may. scenes2 is a second scene generator kept apart from sim (an out-of-renderer proxy).
 * Only training/ imports torch.
+* The rooms import one way, along the data path: the core (but training/) never imports
+  nodes/ or tools/, nodes/ never imports tools/, perception/ imports neither ground/ nor
+  driving/, and ground/ does not import driving/ (:data:`BELOW`).
 * Every tool is a ``python -m freespace_seg`` subcommand: no module outside nodes/ has a
   ``__main__`` block of its own.
 * Nodes as the ROS anchors write them: no lifecycle transition (``trigger_*``) inside an
@@ -231,6 +234,59 @@ def test_the_checker_allows_what_the_rules_allow(module, source):
     assert problems(module, source) == []
 
 
+#: room -> the rooms it must not import (they come after it on the data path); training/ is
+#: left out (its tradeoff report reads tools.bench.procstat's machine_info)
+BELOW = {**{room: ('nodes', 'tools') for room in CORE if room != 'training'},
+         'nodes': ('tools',),
+         'perception': ('ground', 'driving', 'nodes', 'tools'),
+         'ground': ('driving', 'nodes', 'tools')}
+
+
+def imported_rooms(source):
+    """Return the package's rooms (``freespace_seg.<room>``) that ``source`` imports, anywhere."""
+    rooms = set()
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f'{node.module}.{alias.name}' for alias in node.names]
+        for name in names:
+            parts = name.split('.')
+            if parts[0] == 'freespace_seg' and len(parts) > 1:
+                rooms.add(parts[1])
+    return rooms
+
+
+def room_problems(module, source):
+    """Return the imports of ``module`` that go against the data path (:data:`BELOW`)."""
+    room = module.split('.')[0]
+    return [f'{module} imports freespace_seg.{other}, which comes after {room}'
+            for other in sorted(imported_rooms(source) & set(BELOW.get(room, ())))]
+
+
+def test_the_rooms_import_one_way():
+    found = []
+    for module, path in package_modules():
+        with open(path, encoding='utf-8') as f:
+            found += room_problems(module, f.read())
+    assert found == []
+
+
+@pytest.mark.parametrize('module, source, bad', [
+    ('nodes.segmentation_node', 'from freespace_seg.tools.profiling import f\n', True),
+    ('nodes.segmentation_node', 'from freespace_seg.common.profiling import f\n', False),
+    ('perception.pipeline', 'def f():\n    from freespace_seg.ground import grid\n', True),
+    ('ground.frame', 'from freespace_seg.perception.pipeline import P\n', False),
+    ('ground.scan', 'import freespace_seg.driving.driver_logic\n', True),
+    ('driving.driver_logic', 'from freespace_seg.ground.grid import UNKNOWN\n', False),
+    ('sim.robot', 'from freespace_seg import nodes\n', True),
+    ('tools.bag', 'from freespace_seg.nodes.params import P\n', False),
+])
+def test_the_room_checker(module, source, bad):
+    assert bool(room_problems(module, source)) is bad
+
+
 # -- the tests' own rules --------------------------------------------------------------------
 
 def suite_files():
@@ -311,7 +367,7 @@ def test_every_test_file_keeps_the_test_rules():
     files = list(suite_files())
     assert len(files) > 50 and ('conftest.py', os.path.join(TEST_DIR, 'conftest.py')) in files
     privates = node_private_names()
-    assert {'_wanted', '_pub_mask', '_pub_odom', '_e_stop', '_tick'} <= privates, privates
+    assert {'_wanted', '_output_pubs', '_pub_odom', '_e_stop', '_tick'} <= privates, privates
     for name, path in files:
         with open(path, encoding='utf-8') as f:
             found += suite_problems(name, f.read(), privates)
@@ -329,7 +385,7 @@ def test_every_test_file_keeps_the_test_rules():
     ('def f(driver2):\n    return driver2._e_stop\n', 'driver2._e_stop'),
     ('def f(sim):\n    sim._on_cmd(None)\n', 'sim._on_cmd'),
     ('def f(cam):\n    return cam._timer\n', 'cam._timer'),
-    ('def f(n):\n    return n._pub_mask\n', 'n._pub_mask'),
+    ('def f(n):\n    return n._output_pubs\n', 'n._output_pubs'),
     ('def f(h):\n    return h.nodes[0]._worker\n', '_worker'),
     ('def f(node):\n    return node._state_machine\n', 'node._state_machine'),
 ])

@@ -12,12 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""tools.profiling: the stack sampler sees worker threads and tells busy from idle."""
+"""common.profiling: the stack sampler sees worker threads and tells busy from idle."""
 
 import threading
 import time
 
-from freespace_seg.tools.profiling import profile_from_environment, StackSampler
+from freespace_seg.common.profiling import profile_from_environment, StackSampler
 import pytest
 
 

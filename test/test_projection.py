@@ -18,8 +18,11 @@ import math
 
 from freespace_seg.ground.camera_info import (intrinsics_from_camera_info,
                                               intrinsics_from_camera_info_msg)
+from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount, pixel_rays_in_base
-from freespace_seg.ground.projection import grid_iou, GridSpec, GroundProjector, render_grid
+from freespace_seg.ground.grid import GridSpec
+from freespace_seg.ground.metrics import grid_iou
+from freespace_seg.ground.projection import GroundProjector
 import numpy as np
 import pytest
 
@@ -165,7 +168,7 @@ def test_rays_above_the_horizon_do_not_land_behind_the_camera(name):
     xs, ys = spec.cell_centers()
     forward = np.cos(mount.yaw) * (xs - mount.x) + np.sin(mount.yaw) * (ys - mount.y)
     assert np.all(forward.ravel()[proj.lut[proj.lut >= 0]] > 0.0)
-    grid = proj.project(np.ones(proj.mask_shape, np.uint8))
+    grid = proj.ground(np.ones(proj.mask_shape, np.uint8)).grid
     assert np.count_nonzero(grid == 0) > 100 and np.all(forward[grid == 0] > 0.0)
 
 
@@ -180,9 +183,9 @@ def test_camera_looking_up_sees_no_floor():
     narrow = CameraIntrinsics.from_fov(64, 48, math.radians(40.0))
     proj = GroundProjector(narrow, CameraMount(z=0.3, pitch=-0.6))
     assert np.all(proj.lut == -1)
-    grid = proj.project(np.ones((48, 64), np.uint8))
+    grid = proj.ground(np.ones((48, 64), np.uint8)).grid
     assert np.all(grid == -1)
-    assert proj.obstacle_points(np.zeros((48, 64), np.uint8)).shape == (0, 3)
+    assert proj.ground(np.zeros((48, 64), np.uint8)).points.shape == (0, 3)
 
 
 @pytest.mark.parametrize('max_range', [1.0, 2.2, 3.0])
@@ -202,7 +205,7 @@ def test_max_range_is_respected(max_range):
     inside = spec.flat_index(gx, gy) >= 0
     assert np.all(proj.lut[near & inside] >= 0)
     # With everything free, no cell lies beyond the range.
-    grid = proj.project(np.ones((intr.height, intr.width), np.uint8))
+    grid = proj.ground(np.ones((intr.height, intr.width), np.uint8)).grid
     xs, ys = spec.cell_centers()
     far = camera_range(xs, ys, mount) > max_range + spec.resolution * 0.75
     assert np.all(grid[far] == -1)
@@ -347,7 +350,7 @@ SCENE_MOUNT = CameraMount(z=0.25, pitch=0.35)
 def box_scene():
     proj = GroundProjector(PLAIN, SCENE_MOUNT)
     mask = box_mask(PLAIN, SCENE_MOUNT, [LOW_BOX])
-    return proj, mask, proj.project(mask)
+    return proj, mask, proj.ground(mask).grid
 
 
 def test_obstacle_foot_is_occupied(box_scene):
@@ -412,7 +415,7 @@ def test_far_floor_has_no_holes_and_stops_at_the_obstacle():
     proj = GroundProjector(intr, mount)
     spec = proj.grid_spec
     xs, ys = spec.cell_centers()
-    grid = proj.project(np.ones((360, 640), np.uint8))
+    grid = proj.ground(np.ones((360, 640), np.uint8)).grid
     opt = to_optical(np.stack([xs.ravel(), ys.ravel(), np.zeros(xs.size)], axis=1), mount)
     uv = intr.project(opt)
     inside = (opt[:, 2] > 0) & (uv[:, 0] > 2) & (uv[:, 0] < 637) & (uv[:, 1] > 2) & \
@@ -424,7 +427,7 @@ def test_far_floor_has_no_holes_and_stops_at_the_obstacle():
     # A far box, at several distances: free space ends at its front face, never inside it.
     for x0 in np.linspace(2.2, 2.6, 9):
         box = (x0, x0 + 0.4, -0.4, 0.3, 0.3)
-        grid = proj.project(box_mask(intr, mount, [box]))
+        grid = proj.ground(box_mask(intr, mount, [box])).grid
         # Cells mostly inside the box (centre at least a fifth of a cell inside).
         inside_box = (xs > box[0] + 0.01) & (xs < box[1]) & (ys > box[2]) & (ys < box[3])
         assert np.all(grid[inside_box] != 0)
@@ -434,7 +437,7 @@ def test_far_floor_has_no_holes_and_stops_at_the_obstacle():
 
 
 def reference_project(proj, mask):
-    """Slow, obvious version of GroundProjector.project for the same table."""
+    """Slow, obvious version of the plain rule's GroundProjector.ground grid, same table."""
     rows, cols, cells = proj.samples
     lowest = np.full(mask.shape[1], -1)
     for c in range(mask.shape[1]):
@@ -445,7 +448,8 @@ def reference_project(proj, mask):
     out[cells[rows > lowest[cols]]] = 0
     # Feet: only lowest non-floor pixels of their columns, and all of them when they are
     # mapped unless another column's foot hides them (checked in test_hidden_feet_...).
-    foot_rows, foot_cols = proj.foot_pixels(mask)
+    ground = proj.ground(mask)
+    foot_rows, foot_cols = ground.rows, ground.cols
     np.testing.assert_array_equal(foot_rows, lowest[foot_cols])
     out[proj.lut[foot_rows, foot_cols]] = 100
     return out.reshape(proj.grid_spec.shape), lowest
@@ -468,15 +472,14 @@ def test_project_matches_a_plain_reference(projectors, dtype):
             mask[rng.random(mask.shape) < 0.0005] = 0
             value = mask.astype(dtype) * (255 if dtype is np.uint8 else 1)
             expected, _ = reference_project(proj, mask)
-            np.testing.assert_array_equal(proj.project(value), expected)
-            grid, points = proj.project_with_points(value)
-            np.testing.assert_array_equal(grid, expected)
-            np.testing.assert_array_equal(points, proj.obstacle_points(value))
+            ground = proj.ground(value)
+            np.testing.assert_array_equal(ground.grid, expected)
+            np.testing.assert_array_equal(ground.points, proj.ground(mask).points)
 
 
 def test_obstacle_points_are_the_occupied_feet(box_scene):
     proj, mask, grid = box_scene
-    points = proj.obstacle_points(mask)
+    points = proj.ground(mask).points
     assert points.dtype == np.float32 and points.ndim == 2 and points.shape[1] == 3
     assert np.all(points[:, 2] == 0.0)
     cells = proj.grid_spec.flat_index(points[:, 0], points[:, 1])
@@ -496,7 +499,7 @@ def test_obstacle_points_are_the_occupied_feet(box_scene):
 def test_mask_errors():
     proj = GroundProjector(CameraIntrinsics.from_fov(64, 48, 1.5), CameraMount())
     with pytest.raises(ValueError):
-        proj.project(np.ones((48, 64, 3), np.uint8))
+        proj.ground(np.ones((48, 64, 3), np.uint8)).grid
 
 
 # -- resolution changes and caching -------------------------------------------------------
@@ -524,8 +527,7 @@ def test_lut_is_rebuilt_only_when_inputs_change():
     assert proj.rebuild_count == 1
     mask = np.ones((120, 160), np.uint8)
     for _ in range(5):
-        proj.project(mask)
-        proj.obstacle_points(mask)
+        assert proj.ground(mask).points.shape[1] == 3
     assert proj.rebuild_count == 1
     assert proj.update(intrinsics=CameraIntrinsics.from_fov(160, 120, 1.4),
                        mount=CameraMount(z=0.2, pitch=0.3), grid_spec=GridSpec(),
@@ -536,19 +538,19 @@ def test_lut_is_rebuilt_only_when_inputs_change():
     assert proj.update(mount=CameraMount(z=0.2, pitch=0.35)) is True
     assert proj.rebuild_count == 2
     assert not np.array_equal(before, proj.lut)
-    proj.project(np.ones((60, 80), np.uint8))
+    proj.ground(np.ones((60, 80), np.uint8)).grid
     assert proj.rebuild_count == 3 and proj.mask_shape == (60, 80)
-    proj.project(np.ones((60, 80), bool))
+    proj.ground(np.ones((60, 80), bool)).grid
     assert proj.rebuild_count == 3
     proj.update(grid_spec=GridSpec(resolution=0.1))
-    assert proj.rebuild_count == 4 and proj.project(np.ones((60, 80))).shape == (40, 40)
+    assert proj.rebuild_count == 4 and proj.ground(np.ones((60, 80))).grid.shape == (40, 40)
     proj.update(intrinsics=CameraIntrinsics.from_fov(160, 120, 1.2))
     assert proj.rebuild_count == 5 and proj.mask_shape == (60, 80)
     # Without a mask shape, masks follow the camera resolution.
     other = GroundProjector(cam, mount)
     other.update(intrinsics=CameraIntrinsics.from_fov(320, 240, 1.4))
     assert other.rebuild_count == 2 and other.mask_shape == (240, 320)
-    other.project(np.ones((240, 320), np.uint8))
+    other.ground(np.ones((240, 320), np.uint8)).grid
     assert other.rebuild_count == 2
 
 
@@ -687,7 +689,7 @@ def test_free_space_matches_exact_truth_on_synthetic_rooms(camera):
         if truth.sum() < 300:
             continue  # looking at a wall from close by: too little floor to score
         frame = synthetic.render(scene, intr, mount, robot_pose=pose)
-        grid = proj.project(frame.free)
+        grid = proj.ground(frame.free).grid
         assert grid_iou(grid, truth, valid) >= 0.95
         # Nowhere free where no part of the cell is visible free floor.
         assert np.count_nonzero((grid == 0) & valid & ~truth) <= 0.005 * truth.sum()
@@ -716,7 +718,7 @@ def test_hand_built_scene_obstacles_and_shadows():
     pose = (0.0, 0.0, 0.0)
     frame = synthetic.render(scene, intr, mount, robot_pose=pose)
     proj = GroundProjector(intr, mount)
-    grid = proj.project(frame.free)
+    grid = proj.ground(frame.free).grid
     spec = proj.grid_spec
     xs, ys = spec.cell_centers()
     occupied = grid == 100

@@ -86,11 +86,9 @@ from dataclasses import dataclass, fields, replace
 import math
 
 import cv2
+# The cell values and the grid description (GridSpec) are the ground's, one for the package.
+from freespace_seg.ground.grid import UNKNOWN
 import numpy as np
-
-FREE = 0
-OCCUPIED = 100
-UNKNOWN = -1
 
 #: largest clearance bonus counted, metres
 _CLEARANCE_BONUS_CAP = 0.5
@@ -174,26 +172,6 @@ class DriverConfig:
 
 
 @dataclass(frozen=True)
-class GridLayout:
-    """
-    Where a grid array lies in the base frame: OccupancyGrid ``info`` without the size.
-
-    ``origin_x``/``origin_y`` is the base-frame position of the outer corner of cell (0, 0);
-    ``origin_yaw`` the rotation of the grid's axes (0 for the segmentation node's grids).
-    """
-
-    resolution: float
-    origin_x: float
-    origin_y: float
-    origin_yaw: float = 0.0
-
-    @classmethod
-    def from_spec(cls, spec):
-        """Build from a :class:`freespace_seg.ground.projection.GridSpec` (or anything alike)."""
-        return cls(float(spec.resolution), float(spec.origin[0]), float(spec.origin[1]))
-
-
-@dataclass(frozen=True)
 class Plan:
     """
     One decision before acceleration limits.
@@ -214,7 +192,8 @@ class ClearanceMap:
     """
     The blocked cells of one grid and a lower bound of each point's distance to them.
 
-    ``grid`` is an int8-like (rows, cols) array laid out by ``layout`` (a :class:`GridLayout`).
+    ``grid`` is an int8-like (rows, cols) array laid out by ``layout`` (a
+    :class:`freespace_seg.ground.grid.GridSpec`).
     ``observed`` (bool, same shape) marks the cells some grid has shown; unknown cells never
     shown within ``blind_distance`` of the robot are the blind zone, not blocked (default: the
     known cells of ``grid`` itself). ``extra_occupied`` ((N, 2) base-frame points, e.g.
@@ -376,7 +355,7 @@ class DriverLogic:
 
     def set_grid(self, grid, layout, pose=None, stamp=None):
         """
-        Use this grid (array + :class:`GridLayout`) from now on.
+        Use this grid (array + its :class:`~freespace_seg.ground.grid.GridSpec`) from now on.
 
         Also adds its known cells to the cells ever observed (reset when the grid's shape or
         layout changes), which decides the blind zone. ``pose`` is the robot's odometry pose

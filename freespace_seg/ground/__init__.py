@@ -12,4 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""From a class mask to a ground grid: the camera model and the ground projection."""
+"""
+From a class mask to a ground grid, and one frame's outputs.
+
+geometry (camera model, mount, pose) and camera_info; grid (GridSpec, GridRule), projection
+(the projector: a mask -> :class:`~freespace_seg.ground.projection.Ground`), scan, drawing,
+metrics; frame (the frame path: the perception pipeline, then the ground, for the node, bag,
+infer and the benchmarks).
+"""

@@ -166,6 +166,51 @@ def pixel_rays_in_base(intrinsics, mount, u=None, v=None):
     return rays_opt @ mount.rotation_base_from_optical().T
 
 
+class _Pose:
+    """Rigid pose of the optical frame in the base frame, duck-typed like CameraMount."""
+
+    def __init__(self, rotation, position):
+        self._rotation = np.array(rotation, dtype=np.float64)
+        self.position = np.array(position, dtype=np.float64)
+
+    def rotation_base_from_optical(self):
+        """3x3 rotation taking optical-frame vectors to the base frame."""
+        return self._rotation.copy()
+
+    def same_as(self, other):
+        """Whether the two poses are exactly the same."""
+        return np.array_equal(self._rotation, other._rotation) and \
+            np.array_equal(self.position, other.position)
+
+
+def as_pose(mount_or_transform):
+    """
+    Return a camera pose usable with :func:`pixel_rays_in_base`.
+
+    Accepts a CameraMount (or anything with ``rotation_base_from_optical()`` and
+    ``position``) or a 4x4 homogeneous base_from_optical transform: the pose of the optical
+    frame in base_link, as TF's lookup_transform('base_link', optical_frame) gives it.
+    """
+    if hasattr(mount_or_transform, 'rotation_base_from_optical'):
+        rot = np.asarray(mount_or_transform.rotation_base_from_optical(), dtype=np.float64)
+        pos = np.asarray(mount_or_transform.position, dtype=np.float64).reshape(-1)
+    else:
+        t = np.asarray(mount_or_transform, dtype=np.float64)
+        if t.shape != (4, 4):
+            raise ValueError(f'expected a CameraMount or a 4x4 transform, got shape {t.shape}')
+        if not np.allclose(t[3], (0.0, 0.0, 0.0, 1.0)):
+            raise ValueError("the transform's last row must be (0, 0, 0, 1)")
+        rot, pos = t[:3, :3], t[:3, 3]
+    if rot.shape != (3, 3) or pos.shape != (3,) or not np.all(np.isfinite(rot)) or \
+            not np.all(np.isfinite(pos)):
+        raise ValueError('the camera pose must be a finite 3x3 rotation and 3-vector')
+    if not np.allclose(rot.T @ rot, np.eye(3), atol=1e-6) or np.linalg.det(rot) < 0:
+        raise ValueError("the camera pose's rotation is not a proper rotation matrix")
+    if pos[2] <= 0.0:
+        raise ValueError(f'the camera must be above the floor (z > 0), got z = {pos[2]}')
+    return _Pose(rot, pos)
+
+
 def quaternion_matrix(x, y, z, w):
     """Return the 3x3 rotation matrix of a unit quaternion (x, y, z, w), as in ROS messages."""
     n = math.sqrt(x * x + y * y + z * z + w * w)

@@ -18,7 +18,7 @@ Project a free-floor mask onto the ground plane (inverse perspective mapping), R
 The :class:`GroundProjector` turns a per-pixel free/blocked mask into a top-down occupancy
 grid in the robot's base frame (REP 103/105: x forward, y left, z up, origin on the floor),
 assuming a flat floor at z = 0. Everything expensive (undistortion, ray/plane intersection,
-cell lookup) happens once in a lookup table; :meth:`GroundProjector.project` only reads the
+cell lookup) happens once in a lookup table; :meth:`GroundProjector.ground` only reads the
 mask and scatters into the grid.
 
 Cell values follow nav_msgs/OccupancyGrid: ``0`` free, ``100`` occupied, ``-1`` unknown.
@@ -76,23 +76,12 @@ must then be a plain resize of the whole camera image (no crop or letterbox), an
 intrinsics are rescaled with :meth:`CameraIntrinsics.scaled`.
 """
 
-from dataclasses import dataclass
 import math
 
 import cv2
-from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
-from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount, pixel_rays_in_base
+from freespace_seg.ground.geometry import as_pose, CameraIntrinsics, pixel_rays_in_base
+from freespace_seg.ground.grid import FREE, GridSpec, OCCUPIED, PLAIN_RULE, UNKNOWN
 import numpy as np
-
-FREE = 0
-OCCUPIED = 100
-UNKNOWN = -1
-
-# RGB colours of render_grid.
-FREE_RGB = (90, 200, 110)
-OCCUPIED_RGB = (220, 40, 40)
-UNKNOWN_RGB = (70, 70, 70)
-FOOTPRINT_RGB = (80, 170, 255)
 
 # cv2.reduce and friends are slow here; a weight image per band of <= 255 rows lets one
 # uint8 bitwise_and + max find the lowest blocked row of every column.
@@ -104,193 +93,62 @@ _FOOT_TOL_CELLS = 0.5
 _FOOT_TOL_REL = 0.02
 
 
-@dataclass(frozen=True)
-class GridSpec:
-    """
-    A ground grid in the base frame, laid out like nav_msgs/OccupancyGrid.
-
-    All lengths in metres. ``origin`` is the base-frame (x, y) of the outer corner of cell
-    (0, 0) (OccupancyGrid ``info.origin``, no rotation). Rows run along +y, columns along +x,
-    and the flat index of (row, col) is ``col + row * nx`` (row-major, as
-    OccupancyGrid.data). ``width`` (along x) and ``height`` (along y) are rounded to whole
-    cells. ``max_range`` limits how far from the camera floor points are used.
-    """
-
-    resolution: float = 0.05
-    width: float = 4.0
-    height: float = 4.0
-    origin: tuple = (0.0, -2.0)
-    max_range: float = 3.0
-
-    def __post_init__(self):
-        for name in ('resolution', 'width', 'height', 'max_range'):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float, np.integer, np.floating)) or \
-                    not math.isfinite(value) or value <= 0:
-                raise ValueError(f'GridSpec.{name} must be a positive number of metres, '
-                                 f'got {value!r}')
-        try:
-            origin = tuple(float(o) for o in self.origin)
-        except (TypeError, ValueError):
-            raise ValueError(f'GridSpec.origin must be (x, y) in metres, got {self.origin!r}')
-        if len(origin) != 2 or not all(math.isfinite(o) for o in origin):
-            raise ValueError(f'GridSpec.origin must be (x, y) in metres, got {self.origin!r}')
-        object.__setattr__(self, 'origin', origin)
-        for name, size in (('width', self.width), ('height', self.height)):
-            if round(size / self.resolution) < 1:
-                raise ValueError(f'GridSpec.{name} ({size} m) is smaller than one cell of '
-                                 f'{self.resolution} m')
-
-    @property
-    def nx(self):
-        """Return the number of cells along x (OccupancyGrid info.width)."""
-        return int(round(self.width / self.resolution))
-
-    @property
-    def ny(self):
-        """Return the number of cells along y (OccupancyGrid info.height)."""
-        return int(round(self.height / self.resolution))
-
-    @property
-    def shape(self):
-        """Return the array shape of a grid, (ny, nx)."""
-        return (self.ny, self.nx)
-
-    @property
-    def size(self):
-        """Return the number of cells."""
-        return self.nx * self.ny
-
-    def cell_of(self, x, y):
-        """Return (row, col) int arrays of the cells holding base-frame points, -1 outside."""
-        x = np.asarray(x, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
-        with np.errstate(invalid='ignore'):
-            col = np.floor((x - self.origin[0]) / self.resolution)
-            row = np.floor((y - self.origin[1]) / self.resolution)
-            inside = (col >= 0) & (col < self.nx) & (row >= 0) & (row < self.ny)
-        return (np.where(inside, row, -1).astype(np.intp),
-                np.where(inside, col, -1).astype(np.intp))
-
-    def flat_index(self, x, y):
-        """Return the flat cell index (col + row * nx) of base-frame points, -1 outside."""
-        row, col = self.cell_of(x, y)
-        return np.where(row >= 0, col + row * self.nx, -1)
-
-    def cell_centers(self):
-        """Return (x, y) float64 arrays of shape (ny, nx) with the cell centres."""
-        xs = self.origin[0] + (np.arange(self.nx) + 0.5) * self.resolution
-        ys = self.origin[1] + (np.arange(self.ny) + 0.5) * self.resolution
-        return np.meshgrid(xs, ys)
-
-
-class _Pose:
-    """Rigid pose of the optical frame in the base frame, duck-typed like CameraMount."""
-
-    def __init__(self, rotation, position):
-        self._rotation = np.array(rotation, dtype=np.float64)
-        self.position = np.array(position, dtype=np.float64)
-
-    def rotation_base_from_optical(self):
-        """3x3 rotation taking optical-frame vectors to the base frame."""
-        return self._rotation.copy()
-
-    def same_as(self, other):
-        """Whether the two poses are exactly the same."""
-        return np.array_equal(self._rotation, other._rotation) and \
-            np.array_equal(self.position, other.position)
-
-
-def as_pose(mount_or_transform):
-    """
-    Return a camera pose usable with :func:`pixel_rays_in_base`.
-
-    Accepts a CameraMount (or anything with ``rotation_base_from_optical()`` and
-    ``position``) or a 4x4 homogeneous base_from_optical transform: the pose of the optical
-    frame in base_link, as TF's lookup_transform('base_link', optical_frame) gives it.
-    """
-    if hasattr(mount_or_transform, 'rotation_base_from_optical'):
-        rot = np.asarray(mount_or_transform.rotation_base_from_optical(), dtype=np.float64)
-        pos = np.asarray(mount_or_transform.position, dtype=np.float64).reshape(-1)
-    else:
-        t = np.asarray(mount_or_transform, dtype=np.float64)
-        if t.shape != (4, 4):
-            raise ValueError(f'expected a CameraMount or a 4x4 transform, got shape {t.shape}')
-        if not np.allclose(t[3], (0.0, 0.0, 0.0, 1.0)):
-            raise ValueError("the transform's last row must be (0, 0, 0, 1)")
-        rot, pos = t[:3, :3], t[:3, 3]
-    if rot.shape != (3, 3) or pos.shape != (3,) or not np.all(np.isfinite(rot)) or \
-            not np.all(np.isfinite(pos)):
-        raise ValueError('the camera pose must be a finite 3x3 rotation and 3-vector')
-    if not np.allclose(rot.T @ rot, np.eye(3), atol=1e-6) or np.linalg.det(rot) < 0:
-        raise ValueError("the camera pose's rotation is not a proper rotation matrix")
-    if pos[2] <= 0.0:
-        raise ValueError(f'the camera must be above the floor (z > 0), got z = {pos[2]}')
-    return _Pose(rot, pos)
-
-
-@dataclass(frozen=True)
-class GridRule:
-    """
-    Which blocked pixels cut their column (see the module docstring).
-
-    ``min_run``: a blocked pixel cuts only when it lies in a vertical run of blocked pixels at
-    least this fraction of the mask height tall (0: any run). ``cut_confidence``: with a
-    confidence image (P(free) x 255, rounded), a blocked pixel cuts only when P(blocked) is
-    more than this (0: ignore the confidence). Blocked runs below the cut that do not cut mark
-    the cell under their bottom pixel occupied; with a confidence image and
-    ``mark_confidence`` > 0 only where that pixel's P(blocked) is more than
-    ``mark_confidence``: 0.5 leaves out the pixels whose two logits tie (P exactly 0.5, which
-    the class mask calls blocked; frequent with INT8 models). ``GridRule(0.0, 0.0)`` is the
-    plain rule; the defaults are the node's (chosen in docs/ground_outputs.md).
-    """
-
-    min_run: float = 0.10
-    cut_confidence: float = 0.97
-    mark_confidence: float = 0.5
-
-    def __post_init__(self):
-        for name in ('min_run', 'cut_confidence', 'mark_confidence'):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float, np.integer, np.floating)) or \
-                    not 0.0 <= value <= 1.0:
-                raise ValueError(f'GridRule.{name} must be in [0, 1], got {value!r}')
-
-    @property
-    def plain(self):
-        """Whether this is the plain rule: every blocked pixel cuts its column."""
-        return self.min_run <= 0.0 and self.cut_confidence <= 0.0
-
-    def run_rows(self, mask_rows):
-        """Return the run length in mask rows, made odd (1: any run)."""
-        return max(1, int(round(self.min_run * mask_rows))) | 1
-
-    def confidence_limit(self, p_blocked=None):
-        """Return the largest P(free) x 255 of a pixel with P(blocked) > ``p_blocked``."""
-        p = self.cut_confidence if p_blocked is None else p_blocked
-        return int(math.ceil(255.0 * (1.0 - p) - 1e-9)) - 1
-
-
-#: the plain rule: the lowest blocked pixel of a column cuts it
-PLAIN_RULE = GridRule(0.0, 0.0)
-
-
-@dataclass
 class Ground:
     """
     What one mask gives on the ground under one :class:`GridRule`.
 
-    ``grid``: int8 (ny, nx), 0 free / 100 occupied / -1 unknown. ``points``: (N, 3) float32
-    obstacle points (one per occupied cell, the mean of the floor points of its marking
-    pixels), ``point_cells``: their flat cell indices (sorted, the occupied cells of
-    ``grid``). ``rows``/``cols``: mask pixels (full mask rows) that mark cells occupied.
+    ``grid``: int8 (ny, nx), 0 free / 100 occupied / -1 unknown. ``rows``/``cols``: the mask
+    pixels (full mask rows) that mark cells occupied. ``points``: (N, 3) float32 obstacle
+    points (one per occupied cell, the mean of the floor points of its marking pixels, z = 0),
+    ``point_cells``: their flat cell indices (sorted, the occupied cells of ``grid``). The
+    points are computed on first use, so a caller that wants the grid alone does not pay for
+    them; they come from the lookup table of the mask's frame either way.
     """
 
-    grid: np.ndarray
-    points: np.ndarray
-    point_cells: np.ndarray
-    rows: np.ndarray
-    cols: np.ndarray
+    def __init__(self, grid, rows, cols, marks):
+        self.grid = grid
+        self.rows = rows
+        self.cols = cols
+        # (floor points of the band, band rows, columns, cells) of the marking pixels.
+        self._marks = marks
+        self._points = self._point_cells = None
+
+    @property
+    def points(self):
+        """Return the (N, 3) float32 obstacle points, one per occupied cell."""
+        if self._points is None:
+            self._compute_points()
+        return self._points
+
+    @property
+    def point_cells(self):
+        """Return the sorted flat cell indices of :attr:`points`."""
+        if self._point_cells is None:
+            self._compute_points()
+        return self._point_cells
+
+    def _compute_points(self):
+        band_xy, rows, cols, cells = self._marks
+        if cells.size == 0:
+            self._points = np.zeros((0, 3), dtype=np.float32)
+            self._point_cells = np.zeros(0, dtype=np.intp)
+            return
+        xy = band_xy[rows, cols].astype(np.float64)
+        uniq, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
+        out = np.zeros((uniq.size, 3), dtype=np.float32)
+        out[:, 0] = np.bincount(inverse, weights=xy[:, 0]) / counts
+        out[:, 1] = np.bincount(inverse, weights=xy[:, 1]) / counts
+        self._points, self._point_cells = out, uniq
+
+
+def _checked_grid(spec):
+    """Return ``spec`` if the projector can fill it: axis-aligned, with a ``max_range``."""
+    if not isinstance(spec, GridSpec):
+        raise TypeError('grid_spec must be a GridSpec')
+    if spec.origin_yaw != 0.0 or spec.max_range is None:
+        raise ValueError('the projector fills grids along the base axes (origin_yaw 0) '
+                         f'within a max_range; got {spec!r}')
+    return spec
 
 
 class GroundProjector:
@@ -301,7 +159,7 @@ class GroundProjector:
     :class:`CameraMount` or a 4x4 base_from_optical transform; ``grid_spec`` a
     :class:`GridSpec` (default: the default GridSpec). ``mask_shape`` (rows, cols) is the
     shape of the masks to come when they differ from the camera resolution; a mask of another
-    shape passed to :meth:`project` rebuilds the table for that shape.
+    shape passed to :meth:`ground` rebuilds the table for that shape.
 
     The table is built once and only rebuilt when the intrinsics, the pose, the grid or the
     mask shape really change; ``rebuild_count`` counts the builds (1 after construction).
@@ -312,9 +170,7 @@ class GroundProjector:
             raise TypeError('intrinsics must be a CameraIntrinsics')
         self._intrinsics = intrinsics
         self._pose = as_pose(mount_or_transform)
-        self._grid = grid_spec if grid_spec is not None else GridSpec()
-        if not isinstance(self._grid, GridSpec):
-            raise TypeError('grid_spec must be a GridSpec')
+        self._grid = _checked_grid(grid_spec if grid_spec is not None else GridSpec())
         # Without a mask shape the masks follow the camera resolution, also after an update.
         self._mask_shape = self._checked_shape(mask_shape)
         self._follow_camera = self._mask_shape is None
@@ -375,7 +231,7 @@ class GroundProjector:
 
     @property
     def table_size(self):
-        """Return the number of (column, cell) entries that :meth:`project` reads per frame."""
+        """Return the number of (column, cell) entries that :meth:`ground` reads per frame."""
         return int(self._rep_row.size)
 
     def update(self, intrinsics=None, mount=None, grid_spec=None, mask_shape=None):
@@ -397,9 +253,7 @@ class GroundProjector:
                 self._pose = pose
                 changed = True
         if grid_spec is not None and grid_spec != self._grid:
-            if not isinstance(grid_spec, GridSpec):
-                raise TypeError('grid_spec must be a GridSpec')
-            self._grid = grid_spec
+            self._grid = _checked_grid(grid_spec)
             changed = True
         if mask_shape is not None:
             shape = self._checked_shape(mask_shape)
@@ -627,48 +481,6 @@ class GroundProjector:
         flat[foot_cells] = OCCUPIED
         return flat.reshape(self._grid.shape)
 
-    def _points_from(self, rows, cols, cells):
-        if cells.size == 0:
-            return np.zeros((0, 3), dtype=np.float32)
-        xy = self._band_xy[rows, cols].astype(np.float64)
-        uniq, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
-        out = np.zeros((uniq.size, 3), dtype=np.float32)
-        out[:, 0] = np.bincount(inverse, weights=xy[:, 0]) / counts
-        out[:, 1] = np.bincount(inverse, weights=xy[:, 1]) / counts
-        return out
-
-    def project(self, free_mask):
-        """Project a mask (nonzero = floor) to an int8 (ny, nx) grid of 0 / 100 / -1."""
-        lowest = self._lowest_blocked(free_mask)
-        return self._grid_from(lowest, self._feet(lowest)[2])
-
-    def obstacle_points(self, free_mask):
-        """
-        Obstacle foot points on the floor, (N, 3) float32 in the base frame, z = 0.
-
-        One point per occupied cell: the mean of the foot points of the image columns whose
-        lowest non-floor pixel lands in that cell (ready for a PointCloud2 marking source of
-        Nav2's obstacle layer).
-        """
-        lowest = self._lowest_blocked(free_mask)
-        return self._points_from(*self._feet(lowest))
-
-    def foot_pixels(self, free_mask):
-        """
-        Return (rows, cols) of the mask pixels whose floor points are marked occupied.
-
-        Each is the lowest non-floor pixel of its column (see :meth:`_feet` for which are
-        kept); handy to draw the floor contact line over the camera image.
-        """
-        rows, cols, _ = self._feet(self._lowest_blocked(free_mask))
-        return rows + self._row0, cols
-
-    def project_with_points(self, free_mask):
-        """Return ``(project(mask), obstacle_points(mask))`` scanning the mask once."""
-        lowest = self._lowest_blocked(free_mask)
-        rows, cols, cells = self._feet(lowest)
-        return self._grid_from(lowest, cells), self._points_from(rows, cols, cells)
-
     def _cut_free(self, free_mask, confidence, rule):
         """
         Band mask (uint8, nonzero = does not cut) under ``rule``, and the blocked band.
@@ -725,10 +537,15 @@ class GroundProjector:
 
     def ground(self, free_mask, confidence=None, rule=PLAIN_RULE):
         """
-        Return the :class:`Ground` outputs (grid, obstacle points) of a mask under ``rule``.
+        Project a mask (nonzero = floor): the :class:`Ground` outputs under ``rule``.
 
-        ``confidence``: uint8 P(free) x 255 of the mask's pixels, or None (then only
-        ``rule.min_run`` applies). With :data:`PLAIN_RULE` this is :meth:`project_with_points`.
+        The projector's one entry point. ``confidence``: uint8 P(free) x 255 of the mask's
+        pixels, or None (then only ``rule.min_run`` applies). With :data:`PLAIN_RULE` (the
+        default) the marking pixels (``rows``, ``cols``) are the obstacle feet, each the
+        lowest non-floor pixel of its column (see :meth:`_feet` for which are kept), handy to
+        draw the floor contact line over the camera image; the obstacle points are the mean
+        foot point per occupied cell (ready for a PointCloud2 marking source of Nav2's
+        obstacle layer).
         """
         if rule.plain:
             lowest = self._lowest_blocked(free_mask)
@@ -748,13 +565,7 @@ class GroundProjector:
             cols = np.concatenate([cols, bc[seen]])
             cells = np.concatenate([cells, bcells[seen].astype(np.intp)])
         grid = self._grid_from(lowest, cells)
-        points, point_cells = self._points_and_cells(rows, cols, cells)
-        return Ground(grid, points, point_cells, rows + self._row0, cols)
-
-    def _points_and_cells(self, rows, cols, cells):
-        if cells.size == 0:
-            return np.zeros((0, 3), dtype=np.float32), np.zeros(0, dtype=np.intp)
-        return self._points_from(rows, cols, cells), np.unique(cells)
+        return Ground(grid, rows + self._row0, cols, (self._band_xy, rows, cols, cells))
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -768,107 +579,3 @@ class GroundProjector:
         v = np.asarray(v, dtype=np.float64)
         gx, gy, _ = self._ground_hits(self._mask_intr, u, v)
         return gx, gy
-
-    def render_grid(self, grid, footprint_radius=0.17, scale=4):
-        """:func:`render_grid` with this projector's GridSpec."""
-        return render_grid(grid, footprint_radius, scale, grid_spec=self._grid)
-
-
-def render_grid(grid, footprint_radius=0.17, scale=4, grid_spec=None):
-    """
-    Draw a grid as an (H, W, 3) uint8 RGB top-down image for rqt_image_view.
-
-    Orientation: as seen from above with the robot heading up. Base +x (forward) points UP in
-    the image and base +y (left) points LEFT, so image rows run along -x and image columns
-    along -y; the image is ``scale * nx`` rows by ``scale * ny`` columns. Colours: free
-    (0 .. 49) green, occupied (>= 50) red, unknown (< 0) dark grey. The robot footprint is a
-    circle of ``footprint_radius`` metres around the base origin with a tick towards +x
-    (skipped when the origin is far off the image). ``grid_spec`` gives resolution and origin
-    (default: the default GridSpec, whose shape must match).
-    """
-    spec = grid_spec if grid_spec is not None else GridSpec()
-    grid = np.asarray(grid)
-    if grid.ndim == 1 and grid.size == spec.size:
-        grid = grid.reshape(spec.shape)
-    if grid.shape != spec.shape:
-        raise ValueError(f'grid shape {grid.shape} does not match GridSpec {spec.shape}')
-    scale = int(scale)
-    if scale < 1:
-        raise ValueError(f'scale must be >= 1, got {scale}')
-    palette = np.array([UNKNOWN_RGB, FREE_RGB, OCCUPIED_RGB], dtype=np.uint8)
-    klass = np.where(grid < 0, 0, np.where(grid >= 50, 2, 1))
-    top_down = klass.T[::-1, ::-1]
-    image = palette[np.repeat(np.repeat(top_down, scale, axis=0), scale, axis=1)]
-    image = np.ascontiguousarray(image)
-
-    # Continuous image coordinates (pixel centres at integers) of the base origin.
-    gx = (0.0 - spec.origin[0]) / spec.resolution
-    gy = (0.0 - spec.origin[1]) / spec.resolution
-    row = (spec.nx - gx) * scale - 0.5
-    col = (spec.ny - gy) * scale - 0.5
-    radius = footprint_radius / spec.resolution * scale
-    h, w = image.shape[:2]
-    if footprint_radius > 0 and -radius < row < h + radius and -radius < col < w + radius:
-        shift = 4
-        f = 1 << shift
-        centre = (int(round(col * f)), int(round(row * f)))
-        thickness = max(1, scale // 2)
-        cv2.circle(image, centre, int(round(radius * f)), FOOTPRINT_RGB, thickness,
-                   cv2.LINE_AA, shift)
-        tip = (centre[0], int(round((row - radius) * f)))
-        cv2.line(image, centre, tip, FOOTPRINT_RGB, thickness, cv2.LINE_AA, shift)
-    return image
-
-
-def grid_iou(pred_grid, true_free, valid=None):
-    """
-    Return the intersection over union of the free cells of two grids, within ``valid``.
-
-    That is ``|pred free & true free| / |pred free or true free|``. ``pred_grid`` is an
-    OccupancyGrid-like array (free = 0); ``true_free`` and ``valid`` are boolean arrays of the
-    same shape (``valid`` defaults to everywhere). Returns 1.0 when neither has a free cell.
-    """
-    pred = np.asarray(pred_grid) == FREE
-    truth = np.asarray(true_free, dtype=bool)
-    if pred.shape != truth.shape:
-        raise ValueError(f'grid shapes differ: {pred.shape} vs {truth.shape}')
-    if valid is not None:
-        valid = np.asarray(valid, dtype=bool)
-        if valid.shape != pred.shape:
-            raise ValueError(f'valid has shape {valid.shape}, expected {pred.shape}')
-        pred = pred & valid
-        truth = truth & valid
-    union = np.count_nonzero(pred | truth)
-    if union == 0:
-        return 1.0
-    return np.count_nonzero(pred & truth) / union
-
-
-def mount_and_grid(p):
-    """Build the CameraMount and GridSpec described by a parameter dict (node parameters)."""
-    mount = CameraMount(x=p['camera_x'], y=p['camera_y'], z=p['camera_height'],
-                        roll=p['camera_roll'], pitch=p['camera_pitch'], yaw=p['camera_yaw'])
-    grid = GridSpec(resolution=p['grid_resolution'], width=p['grid_width'],
-                    height=p['grid_height'], origin=tuple(p['grid_origin']),
-                    max_range=p['max_range'])
-    return mount, grid
-
-
-def projector_for_camera_info(projector, info, shape, mount, grid_spec):
-    """
-    Return a :class:`GroundProjector` for a mask of ``shape`` (H, W) seen by ``info``.
-
-    ``info`` is a CameraInfo message (any object with its fields); when its size differs from
-    the mask's (a resized stream of the same camera) the intrinsics are scaled. ``projector``
-    (or None) is updated in place and returned, so its lookup table is rebuilt only when the
-    intrinsics, mount or grid change. What ``segmentation_node`` and ``bag`` both run.
-
-    :raises ValueError: unusable CameraInfo.
-    """
-    intrinsics = intrinsics_from_camera_info_msg(info)
-    if (intrinsics.height, intrinsics.width) != tuple(shape):
-        intrinsics = intrinsics.scaled(shape[1], shape[0])
-    if projector is None:
-        return GroundProjector(intrinsics, mount, grid_spec)
-    projector.update(intrinsics=intrinsics, mount=mount, grid_spec=grid_spec)
-    return projector

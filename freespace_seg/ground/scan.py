@@ -46,7 +46,7 @@ nearest floor the camera sees: nearer, an obstacle cannot be seen at all.
 
 import math
 
-from freespace_seg.ground.projection import FREE, OCCUPIED
+from freespace_seg.ground.grid import FREE, OCCUPIED
 import numpy as np
 
 #: samples per cell along a ray

@@ -28,7 +28,7 @@ import array
 import math
 
 import cv2
-from freespace_seg.driving.driver_logic import GridLayout
+from freespace_seg.ground.grid import GridSpec
 from freespace_seg.perception.image_codec import (checked_compressed, checked_raw, copy_header,
                                                   DECODERS, encode_compressed, fill_image,
                                                   ImageCodecError, msg_to_rgb)
@@ -196,6 +196,37 @@ def scan_to_msg(ranges, layout, header_stamp, frame_id):
     return msg
 
 
+def frame_output_msg(name, out, header, base_frame, reuse, colored_encoding='rgb8'):
+    """
+    Return the message of output ``name`` of a :class:`~freespace_seg.ground.frame.FrameOutputs`.
+
+    As ``segmentation_node`` publishes it: images with the input's ``header``, the ground
+    outputs (and the grid image) in ``base_frame`` with its stamp. ``reuse`` (a dict kept by
+    the caller) holds the Image messages and the BGR buffer used again from frame to frame:
+    publish each message before the next frame. ``colored_encoding``: rgb8 or bgr8.
+    """
+    image = reuse.setdefault('msg_' + name, Image())
+    if name in ('mask', 'confidence', 'free'):
+        return array_to_image(getattr(out, name), 'mono8', header, out=image)
+    if name == 'scan':
+        return scan_to_msg(out.scan, out.scan_layout, header.stamp, base_frame)
+    if name == 'grid':
+        return grid_to_msg(out.grid, out.grid_spec, header.stamp, base_frame)
+    if name == 'points':
+        return points_to_cloud(out.points, header.stamp, base_frame)
+    if name == 'grid_image':
+        msg = array_to_image(out.grid_image, 'rgb8', header)
+        msg.header.frame_id = base_frame
+        return msg
+    if name == 'colored' and colored_encoding == 'bgr8':
+        bgr = reuse.get('colored_bgr')
+        if bgr is None or bgr.shape != out.colored.shape:
+            bgr = reuse['colored_bgr'] = np.empty(out.colored.shape, np.uint8)
+        cv2.cvtColor(out.colored, cv2.COLOR_RGB2BGR, dst=bgr)
+        return array_to_image(bgr, 'bgr8', header, out=image)
+    return array_to_image(getattr(out, name), 'rgb8', header, out=image)
+
+
 def make_decoder(name='builtin'):
     """
     Return a function ``msg -> (H, W, 3) uint8 RGB`` for the decoder ``name``.
@@ -221,7 +252,7 @@ def make_decoder(name='builtin'):
 
 
 def grid_from_msg(msg):
-    """Return (int8 (height, width) array, :class:`GridLayout`) of an OccupancyGrid."""
+    """Return (int8 (height, width) array, its :class:`GridSpec`) of an OccupancyGrid."""
     info = msg.info
     w, h = int(info.width), int(info.height)
     if w <= 0 or h <= 0:
@@ -236,8 +267,8 @@ def grid_from_msg(msg):
     if abs(q.x) > 1e-6 or abs(q.y) > 1e-6:
         raise ValueError('grid origin is tilted out of the floor plane')
     yaw = 2.0 * math.atan2(q.z, q.w) if (q.z or q.w) else 0.0
-    layout = GridLayout(float(info.resolution), float(info.origin.position.x),
-                        float(info.origin.position.y), yaw)
+    layout = GridSpec.of_cells(info.resolution, w, h, (info.origin.position.x,
+                                                       info.origin.position.y), yaw)
     return data.reshape(h, w), layout
 
 

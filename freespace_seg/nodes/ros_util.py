@@ -14,6 +14,7 @@
 
 """Small rclpy helpers shared by the nodes: parameters from specs, QoS by name, clean spin."""
 
+import functools
 import signal
 import threading
 
@@ -24,6 +25,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 import rclpy
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, qos_profile_system_default,
                        QoSProfile, ReliabilityPolicy)
 
@@ -40,6 +42,27 @@ _TYPES = {
 
 class StartupError(RuntimeError):
     """The node cannot start (bad parameter, missing model...); the message says why."""
+
+
+def ends_in(success, failure):
+    """
+    Mark a transition callback with the primary state it ends in, on SUCCESS or otherwise.
+
+    rclpy keeps the lifecycle state private (``_state_machine``): the node keeps its own
+    label (``self._lifecycle_label``) from what its callbacks return, by rcl's default state
+    machine (a shutdown ends in finalized either way; a callback that raises or returns ERROR
+    goes through the node's ``on_error``, which sets the label last; see
+    :class:`~freespace_seg.nodes.segmentation_node.SegmentationNode`).
+    """
+    def mark(callback):
+        @functools.wraps(callback)
+        def transition(self, state):
+            result = callback(self, state)
+            self._lifecycle_label = (success if result == TransitionCallbackReturn.SUCCESS
+                                     else failure)
+            return result
+        return transition
+    return mark
 
 
 def descriptor_for(spec):

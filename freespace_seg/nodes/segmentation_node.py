@@ -35,22 +35,22 @@ import time
 
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from freespace_seg.ground.projection import GridRule, mount_and_grid, projector_for_camera_info
-from freespace_seg.ground.scan import scan_layout
+from freespace_seg.common.profiling import profile_from_environment
+from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_PARAMS,
+                                        GroundParams, TOPICS)
 from freespace_seg.nodes.camera_pose import CameraPoseSource
-from freespace_seg.nodes.msgs import (array_to_image, grid_to_msg, make_decoder,
-                                      points_to_cloud, scan_to_msg)
+from freespace_seg.nodes.msgs import frame_output_msg, make_decoder
 from freespace_seg.nodes.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
-from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, LatestSlot,
-                                          on_parameter_changes, qos_from_name, spin_node,
-                                          StartupError)
+from freespace_seg.nodes.ros_util import (declare_and_validate, ends_in, LATCHED_QOS,
+                                          LatestSlot, on_parameter_changes, qos_from_name,
+                                          spin_node, StartupError)
+from freespace_seg.nodes.segmentation_status import status_level
 from freespace_seg.nodes.stderr_capture import decode_capturing, summarize
 from freespace_seg.perception.engines import EngineError
 from freespace_seg.perception.image_codec import ImageCodecError
 from freespace_seg.perception.model_card import ModelCardError, mount_outside_training
 from freespace_seg.perception.pipeline import packaged_model_path, SegmentationPipeline
-from freespace_seg.perception.postprocess import colorize, palette_lut
-from freespace_seg.tools.profiling import profile_from_environment
+from freespace_seg.perception.postprocess import palette_lut
 from nav_msgs.msg import OccupancyGrid
 import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
@@ -61,35 +61,14 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, LaserScan, Point
 SEGMENTATION_SPECS = {spec.name: spec for spec in SEGMENTATION_PARAMS}
 #: seconds between repeats of the same error in the log
 ERROR_THROTTLE_S = 5.0
-#: CameraInfo messages kept to find the one whose stamp matches an image
-INFO_HISTORY = 30
 #: the grid's QoS: reliable + transient_local, depth 1. Nav2's StaticLayer subscribes
 #: transient_local by default (map_subscribe_transient_local: true) and volatile
 #: subscribers (the driver, rviz) match it too; a late joiner gets the newest grid at once.
 GRID_QOS = LATCHED_QOS
-GRID_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
-               'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
-               'max_range')
-
-
-def _ends_in(success, failure):
-    """
-    Mark a transition callback with the primary state it ends in, on SUCCESS or otherwise.
-
-    rclpy keeps the lifecycle state private (``_state_machine``): the node keeps its own
-    label from what its callbacks return, by rcl's default state machine (a shutdown ends
-    in finalized either way; a callback that raises or returns ERROR goes through
-    :meth:`SegmentationNode.on_error`, which sets the label last).
-    """
-    def mark(callback):
-        @functools.wraps(callback)
-        def transition(self, state):
-            result = callback(self, state)
-            self._lifecycle_label = (success if result == TransitionCallbackReturn.SUCCESS
-                                     else failure)
-            return result
-        return transition
-    return mark
+#: the outputs in the order their publishers are created (output_topics), and their types
+PUBLISHED = (('mask', Image), ('colored', Image), ('overlay', Image), ('free', Image),
+             ('grid', OccupancyGrid), ('points', PointCloud2), ('grid_image', Image),
+             ('confidence', Image), ('scan', LaserScan))
 
 
 class SegmentationNode(LifecycleNode):
@@ -108,17 +87,17 @@ class SegmentationNode(LifecycleNode):
         super().__init__(node_name, **kwargs)
         #: the lifecycle state's label, kept by the transition callbacks (see _ends_in)
         self._lifecycle_label = 'unconfigured'
-        #: output messages and arrays reused from frame to frame by the worker (_process)
+        #: output messages and arrays reused from frame to frame by the worker (_publish)
         self._reuse = {}
         self.params = declare_and_validate(self, SEGMENTATION_PARAMS)
         p = self.params
         try:
-            self._mount, self._grid_spec = mount_and_grid(p)
+            ground = GroundParams.from_params(p)
         except ValueError as e:
             raise StartupError(f'invalid grid parameters: {e}') from e
-        self.pipeline = None
-        self._color_lut = None
-        self._alpha = p['overlay_alpha']
+        # The one frame path (ground/frame.py); it holds the pipeline while configured.
+        self._frames = FrameProcessor(None, ground, alpha=p['overlay_alpha'],
+                                      footprint_radius=p['footprint_radius'], reuse=True)
         try:
             self._decode = make_decoder(p['image_decoder'])
         except ImageCodecError as e:
@@ -128,14 +107,12 @@ class SegmentationNode(LifecycleNode):
         self.get_logger().info(f'image decoder: {decoder}'
                                + (f' (auto: {why})' if why else ''))
         self._publish_all = p['publish_unsubscribed']
-        self._projector = None
-        self._scan_layout = None
-        self._infos = collections.deque(maxlen=INFO_HISTORY)
+        self._infos = CameraInfoHistory()
         self._info_error = ''
         self._pose_source = CameraPoseSource(self, p['use_tf'], p['base_frame'],
                                              p['tf_timeout'])
         self._sub = self._info_sub = None
-        self._pubs = []
+        self._output_pubs = {}
         self._slot = None
         self._worker = None
         # Held while a frame is processed, and while the model is swapped.
@@ -176,6 +153,15 @@ class SegmentationNode(LifecycleNode):
         if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
             raise StartupError(self.failure or 'activate failed')
 
+    @property
+    def pipeline(self):
+        """Return the SegmentationPipeline in use, None while unconfigured or inactive."""
+        return self._frames.pipeline
+
+    @pipeline.setter
+    def pipeline(self, pipeline):
+        self._frames.pipeline = pipeline
+
     # -- lifecycle ----------------------------------------------------------------------------
     def _load_pipeline(self, model_file_path, backend=None, num_threads=None):
         p = self.params
@@ -196,12 +182,13 @@ class SegmentationNode(LifecycleNode):
             self.get_logger().info(f'backend {note}')
         return pipeline
 
-    @_ends_in('inactive', 'unconfigured')
+    @ends_in('inactive', 'unconfigured')
     def on_configure(self, state):
         """Load the model and engine, and create the publishers."""
         try:
             pipeline = self._load_pipeline(self.params['model_file_path'])
-            self._color_lut = self._palette_lut(self.params['color_palette'], pipeline.card)
+            self._frames.color_lut = self._palette_lut(self.params['color_palette'],
+                                                       pipeline.card)
         except StartupError as e:
             self.failure = str(e)
             self.get_logger().error(f'configure failed: {e}')
@@ -209,19 +196,10 @@ class SegmentationNode(LifecycleNode):
         self.pipeline = pipeline
         p = self.params
         out_qos = qos_from_name(p['output_qos'], p['output_qos_depth'])
-        pub = self.create_lifecycle_publisher
-        self._pub_mask = pub(Image, 'segmentation/mask', out_qos)
-        self._pub_colored = pub(Image, 'segmentation/colored_mask', out_qos)
-        self._pub_overlay = pub(Image, 'segmentation/overlay', out_qos)
-        self._pub_free = pub(Image, 'free_space/mask', out_qos)
-        self._pub_grid = pub(OccupancyGrid, 'free_space/grid', GRID_QOS)
-        self._pub_points = pub(PointCloud2, 'free_space/obstacles', out_qos)
-        self._pub_grid_image = pub(Image, 'free_space/grid_image', out_qos)
-        self._pub_confidence = pub(Image, 'segmentation/confidence', out_qos)
-        self._pub_scan = pub(LaserScan, 'free_space/scan', out_qos)
-        self._pubs = [self._pub_mask, self._pub_colored, self._pub_overlay, self._pub_free,
-                      self._pub_grid, self._pub_points, self._pub_grid_image,
-                      self._pub_confidence, self._pub_scan]
+        self._output_pubs = {
+            name: self.create_lifecycle_publisher(
+                kind, TOPICS[name], GRID_QOS if name == 'grid' else out_qos)
+            for name, kind in PUBLISHED}
         card = pipeline.card
         self.get_logger().info(
             f'configured: model {card.name} ({card.model_path}), input '
@@ -253,7 +231,7 @@ class SegmentationNode(LifecycleNode):
             self._check_mount(self.pipeline.card, {'camera_height': height,
                                                    'camera_pitch': pitch})
 
-    @_ends_in('active', 'inactive')
+    @ends_in('active', 'inactive')
     def on_activate(self, state):
         """Reload the engine if deactivate freed it, subscribe, and start the worker."""
         if self.pipeline is None:
@@ -302,7 +280,7 @@ class SegmentationNode(LifecycleNode):
                 self.pipeline.close()
             self.pipeline = None
 
-    @_ends_in('inactive', 'active')
+    @ends_in('inactive', 'active')
     def on_deactivate(self, state):
         """Stop work and free the engine's memory (activate loads it again)."""
         self._stop_work()
@@ -310,18 +288,17 @@ class SegmentationNode(LifecycleNode):
         self.get_logger().info('deactivated: engine released')
         return super().on_deactivate(state)
 
-    @_ends_in('unconfigured', 'inactive')
+    @ends_in('unconfigured', 'inactive')
     def on_cleanup(self, state):
         """Release the publishers and the model."""
         self._release_pipeline()
-        for pub in self._pubs:
+        for pub in self._output_pubs.values():
             self.destroy_lifecycle_publisher(pub)
-        self._pubs = []
-        self._projector = None
-        self._scan_layout = None
+        self._output_pubs = {}
+        self._frames.reset()
         return TransitionCallbackReturn.SUCCESS
 
-    @_ends_in('finalized', 'finalized')
+    @ends_in('finalized', 'finalized')
     def on_shutdown(self, state):
         """Release everything, from any state."""
         self._stop_work()
@@ -353,33 +330,54 @@ class SegmentationNode(LifecycleNode):
         return palette_lut(palette)
 
     def _apply_parameters(self, changes):
-        # on_parameter_changes has checked every value; apply nothing unless all fit together.
-        new_pipeline = None
+        """Apply checked parameter changes; nothing unless all of them fit together."""
+        try:
+            ready = self._prepare_changes(changes)
+        except (StartupError, ValueError) as e:
+            return str(e)
+        self._commit_changes(ready, changes)
+        return None
+
+    def _prepare_changes(self, changes):
+        """
+        Build what ``changes`` need (a new model, palette, ground parameters); change nothing.
+
+        on_parameter_changes has checked every value alone; this checks that they fit
+        together. Returns a dict for :meth:`_commit_changes`; raises StartupError or
+        ValueError (a new pipeline loaded on the way is closed again).
+        """
+        ready = {}
         try:
             if self.pipeline is not None and any(
                     k in changes for k in ('model_file_path', 'backend', 'num_threads')):
-                # A reconfigure: load the new model / backend, swap it in between frames.
-                new_pipeline = self._load_pipeline(
+                # A reconfigure: load the new model / backend, swapped in between frames.
+                ready['pipeline'] = self._load_pipeline(
                     changes.get('model_file_path', self.params['model_file_path']),
                     changes.get('backend'), changes.get('num_threads'))
-            card = (new_pipeline or self.pipeline).card if (new_pipeline or self.pipeline) \
-                else None
-            if card is not None and ('color_palette' in changes or new_pipeline is not None):
-                lut = self._palette_lut(list(changes.get('color_palette',
-                                                         self.params['color_palette'])), card)
-        except StartupError as e:
-            if new_pipeline is not None:
-                new_pipeline.close()
-            return str(e)
-        if any(name in GRID_PARAMS for name in changes):
-            merged = dict(self.params)
-            merged.update({k: list(v) if k == 'grid_origin' else v for k, v in changes.items()})
-            try:
-                self._mount, self._grid_spec = mount_and_grid(merged)
-            except ValueError as e:
-                return str(e)
-        if card is not None and ('color_palette' in changes or new_pipeline is not None):
-            self._color_lut = lut
+            pipeline = ready.get('pipeline') or self.pipeline
+            if pipeline is not None and ('color_palette' in changes or 'pipeline' in ready):
+                ready['color_lut'] = self._palette_lut(
+                    list(changes.get('color_palette', self.params['color_palette'])),
+                    pipeline.card)
+            if any(name in GROUND_PARAMS for name in changes):
+                merged = dict(self.params)
+                merged.update({k: list(v) if k == 'grid_origin' else v
+                               for k, v in changes.items()})
+                ready['ground'] = GroundParams.from_params(merged)
+        except BaseException:
+            if 'pipeline' in ready:
+                ready['pipeline'].close()
+            raise
+        return ready
+
+    def _commit_changes(self, ready, changes):
+        """Apply what :meth:`_prepare_changes` built, and the plain values of ``changes``."""
+        frames = self._frames
+        if 'ground' in ready:
+            frames.ground_params = ready['ground']
+        if 'color_lut' in ready:
+            frames.color_lut = ready['color_lut']
+        new_pipeline = ready.get('pipeline')
         if new_pipeline is not None:
             with self._pipeline_lock:
                 old, self.pipeline = self.pipeline, new_pipeline
@@ -390,12 +388,12 @@ class SegmentationNode(LifecycleNode):
             if name in self.params:
                 self.params[name] = list(value) if name in ('color_palette', 'grid_origin') \
                     else value
-        if card is not None and (new_pipeline is not None
-                                 or {'camera_height', 'camera_pitch'} & set(changes)):
-            self._check_mount(card, self.params)
-        self._alpha = float(self.params['overlay_alpha'])
+        if self.pipeline is not None and (new_pipeline is not None
+                                          or {'camera_height', 'camera_pitch'} & set(changes)):
+            self._check_mount(self.pipeline.card, self.params)
+        frames.alpha = float(self.params['overlay_alpha'])
+        frames.footprint_radius = float(self.params['footprint_radius'])
         self._publish_all = bool(self.params['publish_unsubscribed'])
-        return None
 
     # -- data path ----------------------------------------------------------------------------
     def _on_image(self, msg):
@@ -407,34 +405,7 @@ class SegmentationNode(LifecycleNode):
         slot.put(msg)
 
     def _on_info(self, msg):
-        self._infos.append(msg)
-
-    def _info_for(self, header):
-        """Return the CameraInfo with the image's stamp, else the newest one, else None."""
-        infos = list(self._infos)
-        for info in reversed(infos):
-            if info.header.stamp == header.stamp:
-                return info
-        return infos[-1] if infos else None
-
-    def _update_projector(self, header, shape):
-        """Bring the projector up to date for this frame; return it, or None (no info)."""
-        info = self._info_for(header)
-        if info is None:
-            self._info_error = f'no CameraInfo received on {self.info_topic}'
-            return None
-        transform = self._pose_source.lookup(header.frame_id, header.stamp)
-        if transform is not None:
-            self.check_tf_mount(transform)
-        mount = transform if transform is not None else self._mount
-        try:
-            self._projector = projector_for_camera_info(self._projector, info, shape, mount,
-                                                        self._grid_spec)
-        except ValueError as e:
-            self._info_error = f'unusable CameraInfo: {e}'
-            return None
-        self._info_error = ''
-        return self._projector
+        self._infos.add(msg)
 
     def _wanted(self, pub):
         return self._publish_all or pub.get_subscription_count() > 0
@@ -443,12 +414,12 @@ class SegmentationNode(LifecycleNode):
     @property
     def output_topics(self):
         """Return the resolved names of the output topics; empty while unconfigured."""
-        return [pub.topic_name for pub in self._pubs]
+        return [pub.topic_name for pub in self._output_pubs.values()]
 
     @property
     def wanted_outputs(self):
         """Return the output topics the next frame is published on (subscribed, or all)."""
-        return [pub.topic_name for pub in self._pubs if self._wanted(pub)]
+        return [pub.topic_name for pub in self._output_pubs.values() if self._wanted(pub)]
 
     def wants(self, topic):
         """Return whether the next frame is published on output ``topic`` (name as created)."""
@@ -457,17 +428,17 @@ class SegmentationNode(LifecycleNode):
     @property
     def mount(self):
         """Return the :class:`CameraMount` of the camera_* parameters now in use."""
-        return self._mount
+        return self._frames.ground_params.mount
 
     @property
     def grid_spec(self):
         """Return the :class:`GridSpec` of the grid_* parameters now in use."""
-        return self._grid_spec
+        return self._frames.ground_params.grid_spec
 
     @property
     def overlay_alpha(self):
         """Return the overlay's blending weight now in use."""
-        return self._alpha
+        return self._frames.alpha
 
     @property
     def publish_unsubscribed(self):
@@ -477,7 +448,7 @@ class SegmentationNode(LifecycleNode):
     @property
     def projector(self):
         """Return the ground projector of the latest frame, None before one was projected."""
-        return self._projector
+        return self._frames.projector
 
     @property
     def camera_infos(self):
@@ -503,9 +474,7 @@ class SegmentationNode(LifecycleNode):
     @property
     def grid_rule(self):
         """Return the :class:`GridRule` of the grid_* parameters."""
-        p = self.params
-        return GridRule(p['grid_min_obstacle_run'], p['grid_cut_confidence'],
-                        p['grid_mark_confidence'])
+        return self._frames.ground_params.rule
 
     def _work(self, slot):
         while True:
@@ -552,72 +521,21 @@ class SegmentationNode(LifecycleNode):
         return rgb
 
     def _process(self, msg):
-        want_mask = self._wanted(self._pub_mask)
-        want_colored = self._wanted(self._pub_colored)
-        want_overlay = self._wanted(self._pub_overlay)
-        want_free = self._wanted(self._pub_free)
-        want_grid = self._wanted(self._pub_grid)
-        want_points = self._wanted(self._pub_points)
-        want_grid_image = self._wanted(self._pub_grid_image)
-        want_confidence = self._wanted(self._pub_confidence)
-        want_scan = self._wanted(self._pub_scan)
-        ground = want_grid or want_points or want_grid_image or want_scan
-        if not (want_mask or want_colored or want_overlay or want_free or ground
-                or want_confidence):
+        """Make the outputs someone subscribes to (or all) of one frame, publishing each."""
+        want = {name for name, pub in self._output_pubs.items() if self._wanted(pub)}
+        if not want:
             return
-        rule = self.grid_rule
-        # The confidence is computed only for its topic, or for a grid rule that reads it.
-        need_confidence = want_confidence or (ground and not rule.plain and (
-            rule.cut_confidence > 0.0 or rule.mark_confidence > 0.0))
         t0 = time.perf_counter()
-        # Output messages and arrays are reused from frame to frame (this worker is the only
-        # user, and publish() has copied a message when it returns): no per-frame
-        # allocation of camera-sized buffers.
-        reuse = self._reuse
-
-        def message(name):
-            return reuse.setdefault('msg_' + name, Image())
-
-        def buffer(name, shape):
-            buf = reuse.get(name)
-            if buf is None or buf.shape != shape:
-                buf = reuse[name] = np.empty(shape, np.uint8)
-            return buf
-
         rgb = self._decode_frame(msg)
-        if need_confidence:
-            mask, confidence = self.pipeline.segment_with_confidence(rgb)
-        else:
-            mask, confidence = self.pipeline.segment(rgb), None
         header = msg.header
-        if want_mask:
-            self._pub_mask.publish(array_to_image(mask, 'mono8', header, out=message('mask')))
-        if want_confidence:
-            self._pub_confidence.publish(array_to_image(confidence, 'mono8', header,
-                                                        out=message('confidence')))
-        if want_free or ground:
-            free = self.pipeline.free_mask(mask, out=buffer('free', mask.shape))
-        if want_free:
-            self._pub_free.publish(array_to_image(free, 'mono8', header, out=message('free')))
-        if ground:
-            self._publish_ground(header, free, confidence, rule, want_grid, want_points,
-                                 want_grid_image, want_scan)
-        if want_colored or want_overlay:
-            colored = colorize(mask, self._color_lut, out=buffer('colored', rgb.shape))
-            if want_colored:
-                if self.params['color_segmentation_mask_encoding'] == 'bgr8':
-                    bgr = cv2.cvtColor(colored, cv2.COLOR_RGB2BGR,
-                                       dst=buffer('colored_bgr', rgb.shape))
-                    self._pub_colored.publish(array_to_image(bgr, 'bgr8', header,
-                                                             out=message('colored')))
-                else:
-                    self._pub_colored.publish(array_to_image(colored, 'rgb8', header,
-                                                             out=message('colored')))
-            if want_overlay:
-                blended = self.pipeline.overlay(rgb, colored, self._alpha,
-                                                out=buffer('overlay', rgb.shape))
-                self._pub_overlay.publish(array_to_image(blended, 'rgb8', header,
-                                                         out=message('overlay')))
+        # CameraInfo and TF are looked up after the segmentation, as late as possible.
+        out = self._frames.process(rgb, want, functools.partial(self._camera_info, header),
+                                   functools.partial(self._camera_transform, header),
+                                   ready=functools.partial(self._publish, header))
+        if out.ground_error is not None:
+            self._info_error = f'unusable CameraInfo: {out.ground_error}'
+        elif out.has_ground:
+            self._info_error = ''
         done = time.perf_counter()
         latency = (self.get_clock().now() - Time.from_msg(header.stamp)).nanoseconds * 1e-9
         with self._stats_lock:
@@ -626,28 +544,26 @@ class SegmentationNode(LifecycleNode):
             self._proc_times.append(done - t0)
             self._done_times.append(time.monotonic())
 
-    def _publish_ground(self, header, free, confidence, rule, want_grid, want_points,
-                        want_grid_image, want_scan):
-        projector = self._update_projector(header, free.shape)
-        if projector is None:
-            return
-        ground = projector.ground(free, confidence, rule)
-        grid, points = ground.grid, ground.points
-        frame = self.params['base_frame']
-        if want_scan:
-            self._scan_layout = layout = scan_layout(self._scan_layout, projector,
-                                                     self.params['scan_angle_increment'])
-            self._pub_scan.publish(scan_to_msg(layout.ranges(ground), layout, header.stamp,
-                                               frame))
-        if want_grid:
-            self._pub_grid.publish(grid_to_msg(grid, projector.grid_spec, header.stamp, frame))
-        if want_points:
-            self._pub_points.publish(points_to_cloud(points, header.stamp, frame))
-        if want_grid_image:
-            img = projector.render_grid(grid, self.params['footprint_radius'])
-            msg = array_to_image(img, 'rgb8', header)
-            msg.header.frame_id = frame
-            self._pub_grid_image.publish(msg)
+    def _camera_info(self, header):
+        """Return the CameraInfo for an image (None, noted for diagnostics, when none came)."""
+        info = self._infos.match(header)
+        if info is None:
+            self._info_error = f'no CameraInfo received on {self.info_topic}'
+        return info
+
+    def _camera_transform(self, header):
+        """Return TF's base <- optical transform at the image's stamp, None: the parameters."""
+        transform = self._pose_source.lookup(header.frame_id, header.stamp)
+        if transform is not None:
+            self.check_tf_mount(transform)
+        return transform
+
+    def _publish(self, header, name, out):
+        """Publish output ``name`` of :class:`FrameOutputs` ``out`` as its message."""
+        p = self.params
+        self._output_pubs[name].publish(frame_output_msg(
+            name, out, header, p['base_frame'], self._reuse,
+            p['color_segmentation_mask_encoding']))
 
     # -- diagnostics --------------------------------------------------------------------------
     def diagnostics_status(self):
@@ -668,34 +584,13 @@ class SegmentationNode(LifecycleNode):
                               hardware_id=pipeline.engine.describe() if pipeline else 'none')
         stale_after = self.params['input_stale_timeout']
         since = now - (self._last_input_time or self._start_time)
-        if state != 'active':
-            st.level = DiagnosticStatus.ERROR if self.failure else DiagnosticStatus.WARN
-            st.message = f'lifecycle state {state}' + (f': {self.failure}' if self.failure
-                                                       else '')
-        elif not self.received:
-            st.level = DiagnosticStatus.ERROR if since > 3 * stale_after else \
-                DiagnosticStatus.WARN
-            st.message = f'no images received on {self.image_topic}'
-        elif since > stale_after:
-            st.level = DiagnosticStatus.ERROR if since > 3 * stale_after else \
-                DiagnosticStatus.WARN
-            st.message = f'input stale: no image on {self.image_topic} for {since:.1f} s'
-        elif not any(self._wanted(pub) for pub in self._pubs):
-            st.level, st.message = DiagnosticStatus.OK, \
-                'idle: nothing subscribes to the outputs, so no frame is decoded or segmented'
-        elif self._info_error and self._wanted(self._pub_grid):
-            st.level, st.message = DiagnosticStatus.WARN, \
-                f'grid not published: {self._info_error}'
-        elif getattr(pipeline.engine if pipeline else None, 'server_error', ''):
-            st.level, st.message = DiagnosticStatus.ERROR, \
-                f'inference server failing ({bad} frames failed): ' \
-                f'{pipeline.engine.server_error}'
-        elif bad and processed == 0:
-            st.level, st.message = DiagnosticStatus.ERROR, f'every frame failed: {err}'
-        elif bad:
-            st.level, st.message = DiagnosticStatus.OK, f'running; {bad} bad frames (last: {err})'
-        else:
-            st.level, st.message = DiagnosticStatus.OK, 'running'
+        grid = self._output_pubs.get('grid')
+        st.level, st.message = status_level(
+            state, self.failure, self.received, since, stale_after, self.image_topic,
+            idle=not any(self._wanted(pub) for pub in self._output_pubs.values()),
+            grid_error=self._info_error if grid is not None and self._wanted(grid) else '',
+            server_error=getattr(pipeline.engine if pipeline else None, 'server_error', ''),
+            bad=bad, processed=processed, last_error=err)
 
         def ms(a, q):
             return f'{1000.0 * float(np.percentile(a, q)):.1f}' if a is not None else 'n/a'

@@ -25,17 +25,18 @@ is written by :class:`~freespace_seg.tools.bag_writer.BagWriter`, rosbags' Write
 storage that copies no image (the same file, byte for byte; see that module).
 
 Each frame of the chosen image topic (sensor_msgs/Image or CompressedImage) goes through the
-same :class:`~freespace_seg.perception.pipeline.SegmentationPipeline` as
-``segmentation_node``, and OUT gets the node's outputs under the image topic's namespace
-(``/cam/image_raw`` ->
+node's frame path, :class:`~freespace_seg.ground.frame.FrameProcessor` (the same
+:class:`~freespace_seg.perception.pipeline.SegmentationPipeline`), and OUT gets the node's
+outputs under the image topic's namespace (``/cam/image_raw`` ->
 ``/cam/segmentation/mask``, ``/cam/segmentation/colored_mask``, ``/cam/segmentation/overlay``,
 ``/cam/free_space/mask``, optionally ``/cam/segmentation/confidence`` (``--confidence``), and
 with a CameraInfo topic in the bag ``/cam/free_space/grid`` and ``/cam/free_space/scan``),
 each with the input's header (the grid and scan in ``--base-frame``) and written at the input
 message's bag time, beside the input topics kept (``--keep``). The grid and the scan are
-computed as ``segmentation_node._publish_ground`` computes them: one
-:meth:`GroundProjector.ground` under the node's :class:`GridRule` (``--grid-*``, the node's
-``grid_*`` parameters), the scan by :mod:`freespace_seg.ground.scan`. Messages stream one
+the node's: one :meth:`GroundProjector.ground` under the node's :class:`GridRule`
+(``--grid-*``, the node's ``grid_*`` parameters: ``ground.frame.GROUND_PARAMS``), the scan by
+:mod:`freespace_seg.ground.scan`, with the CameraInfo the node would match
+(:class:`~freespace_seg.ground.frame.CameraInfoHistory`). Messages stream one
 at a time, so memory does not grow with the bag. OUT is written under a temporary name beside
 it and renamed at the end: a failure never leaves a half-written OUT.
 
@@ -53,12 +54,11 @@ import os
 import queue
 import shutil
 import sys
-import threading
 import time
 
 from freespace_seg.common.progress import Progress
-from freespace_seg.ground.projection import GridRule, mount_and_grid, projector_for_camera_info
-from freespace_seg.ground.scan import scan_layout
+from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_PARAMS,
+                                        GroundParams, TOPICS)
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
@@ -68,21 +68,13 @@ import numpy as np
 
 IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
 INFO_TYPE = 'sensor_msgs/msg/CameraInfo'
+#: the images written for every frame (FrameOutputs names), in this order
+IMAGES = ('mask', 'colored', 'overlay', 'free')
 #: output topics, relative to the image topic's namespace, as the node names them
-OUTPUTS = ('segmentation/mask', 'segmentation/colored_mask', 'segmentation/overlay',
-           'free_space/mask')
-GRID_OUTPUT = 'free_space/grid'
-SCAN_OUTPUT = 'free_space/scan'
-CONFIDENCE_OUTPUT = 'segmentation/confidence'
-#: the node parameters of the mount, grid, grid rule and scan that ``bag`` has options for
-GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
-                 'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'max_range',
-                 'grid_min_obstacle_run', 'grid_cut_confidence', 'grid_mark_confidence',
-                 'scan_angle_increment')
-#: CameraInfo messages kept to find the one whose stamp matches an image (as the node)
-INFO_HISTORY = 30
-#: messages queued for the writer thread at most (about 5 frames of outputs): memory stays flat
-WRITE_QUEUE = 24
+OUTPUTS = tuple(TOPICS[name] for name in IMAGES)
+GRID_OUTPUT = TOPICS['grid']
+SCAN_OUTPUT = TOPICS['scan']
+CONFIDENCE_OUTPUT = TOPICS['confidence']
 #: values of --compress
 COMPRESS_SCOPES = ('masks', 'all')
 #: distro of a bag's metadata -> rosbags typestore
@@ -146,7 +138,9 @@ def add_arguments(parser):
                         help='do not write free_space/scan even with CameraInfo in the bag')
     parser.add_argument('--confidence', action='store_true',
                         help='also write segmentation/confidence (mono8, P(free) x 255)')
-    for name in GROUND_PARAMS:
+    for name in GROUND_PARAMS:   # the mount, grid, grid rule and scan, as the node's
+        if name == 'grid_origin':
+            continue
         parser.add_argument('--' + name.replace('_', '-'), type=float, default=d[name],
                             help=f'the node parameter {name} ({d[name]})')
     parser.add_argument('--grid-origin', type=float, nargs=2, default=list(d['grid_origin']),
@@ -249,106 +243,6 @@ def choose_topics(reader, image_topic='', info_topic=''):
     return image_topic, topics[image_topic], info_topic
 
 
-class _Outputs:
-    """The node's outputs as rosbags messages, serialized for the writer."""
-
-    def __init__(self, store):
-        from freespace_seg.tools.bag_writer import image_cdr
-
-        self.store = store
-        self.image_cdr = image_cdr
-        t = store.types
-        self.Grid = t['nav_msgs/msg/OccupancyGrid']
-        self.Scan = t['sensor_msgs/msg/LaserScan']
-        self.Meta = t['nav_msgs/msg/MapMetaData']
-        self.Pose = t['geometry_msgs/msg/Pose']
-        self.Point = t['geometry_msgs/msg/Point']
-        self.Quaternion = t['geometry_msgs/msg/Quaternion']
-        self.Header = t['std_msgs/msg/Header']
-
-    def image(self, array, encoding, header):
-        """
-        Serialize an Image as CDR pieces, the pixels not copied (:func:`image_cdr`).
-
-        The bytes are those of ``serialize_cdr``; the array must not change after (every
-        output is a fresh array of its frame).
-        """
-        return self.image_cdr(header, encoding, np.ascontiguousarray(array, np.uint8))
-
-    def grid(self, grid, spec, header, frame_id):
-        """Serialize an OccupancyGrid as :func:`freespace_seg.nodes.msgs.grid_to_msg` fills one."""
-        info = self.Meta(map_load_time=header.stamp, resolution=float(spec.resolution),
-                         width=int(spec.nx), height=int(spec.ny),
-                         origin=self.Pose(position=self.Point(x=float(spec.origin[0]),
-                                                              y=float(spec.origin[1]), z=0.0),
-                                          orientation=self.Quaternion(x=0.0, y=0.0, z=0.0,
-                                                                      w=1.0)))
-        msg = self.Grid(header=self.Header(stamp=header.stamp, frame_id=frame_id), info=info,
-                        data=np.ascontiguousarray(grid, np.int8).reshape(-1))
-        return self.store.serialize_cdr(msg, 'nav_msgs/msg/OccupancyGrid')
-
-    def scan(self, ranges, layout, header, frame_id):
-        """Serialize a LaserScan as :func:`freespace_seg.nodes.msgs.scan_to_msg` fills one."""
-        msg = self.Scan(header=self.Header(stamp=header.stamp, frame_id=frame_id),
-                        angle_min=layout.angle_min, angle_max=layout.angle_max,
-                        angle_increment=layout.angle_increment, time_increment=0.0,
-                        scan_time=0.0, range_min=layout.range_min, range_max=layout.range_max,
-                        ranges=np.ascontiguousarray(ranges, np.float32).reshape(-1),
-                        intensities=np.zeros(0, np.float32))
-        return self.store.serialize_cdr(msg, 'sensor_msgs/msg/LaserScan')
-
-
-class _WriterThread:
-    """
-    Writes messages in a thread, in the order given, while the next frame is segmented.
-
-    Writing about 10 MB a frame at 1280x720 takes the kernel's copy into the file; ONNX
-    Runtime and file writes release the GIL, so the two overlap. The queue is bounded, so a
-    slow disk holds the reader back instead of filling memory.
-    With ``threaded`` false (sqlite3, whose connection belongs to the thread that made it)
-    every write happens at once in the caller's thread.
-    """
-
-    def __init__(self, writer, threaded=True):
-        self.writer = writer
-        self.error = None
-        self.thread = None
-        if threaded:
-            self.queue = queue.Queue(maxsize=WRITE_QUEUE)
-            self.thread = threading.Thread(target=self._loop, name='bag-writer', daemon=True)
-            self.thread.start()
-
-    def _loop(self):
-        while True:
-            item = self.queue.get()
-            if item is None:
-                return
-            if self.error is None:
-                try:
-                    conn, stamp, data = item
-                    self.writer.write(conn, stamp, data() if callable(data) else data)
-                except BaseException as e:  # noqa: B902 - handed to the main thread
-                    self.error = e
-
-    def write(self, conn, stamp, data):
-        """Queue a message; ``data`` is bytes or a function that serializes it (there)."""
-        if self.thread is None:
-            self.writer.write(conn, stamp, data() if callable(data) else data)
-            return
-        if self.error is not None:
-            raise self.error
-        self.queue.put((conn, stamp, data))
-
-    def close(self):
-        """Write what is queued, stop the thread; re-raise a write error."""
-        if self.thread is None:
-            return
-        self.queue.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-
-
 def _add_copy(writer, conn, store):
     """Add an output connection for an input topic copied as raw bytes; None if impossible."""
     msgdef, digest = conn.msgdef.data, conn.digest
@@ -407,14 +301,6 @@ class _Summary:
         return out
 
 
-def _info_for(infos, header):
-    for info in reversed(infos):
-        if info.header.stamp.sec == header.stamp.sec and \
-                info.header.stamp.nanosec == header.stamp.nanosec:
-            return info
-    return infos[-1] if infos else None
-
-
 def process_bag(args, out=sys.stdout, progress_file=None):
     """Segment IN into a new bag at a temporary path, then rename it to OUT."""
     from rosbags.rosbag2 import StoragePlugin
@@ -429,16 +315,16 @@ def process_bag(args, out=sys.stdout, progress_file=None):
                            f'{getattr(args, name)}')
     try:
         labels = LabelExport.from_args(args)
-        rule = GridRule(args.grid_min_obstacle_run, args.grid_cut_confidence,
-                        args.grid_mark_confidence)
-        params = _defaults()
-        for name in GROUND_PARAMS + ('grid_origin',):
-            params[name] = getattr(args, name)
-        mount, grid_spec = mount_and_grid(params)
     except ValueError as e:
         raise BagError(str(e)) from None
     if args.scan_angle_increment <= 0.0:
         raise BagError('--scan-angle-increment must be positive')
+    params = _defaults()
+    params.update({name: getattr(args, name) for name in GROUND_PARAMS})
+    try:
+        ground = GroundParams.from_params(params)
+    except ValueError as e:
+        raise BagError(str(e)) from None
     reader = open_reader(args.input)
     # OUT is written as <partial>/<OUT's name> (so its storage file is <OUT's name>.mcap or
     # .db3, as rosbags names it after the directory) and moved to OUT at the end.
@@ -462,8 +348,7 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         writer.open()
         try:
             summary = _run(reader, writer, store, pipes, args, image_topic, info_topic, ns,
-                           lambda: _Ground(mount, grid_spec, rule, args), labels,
-                           progress_file)
+                           ground, labels, progress_file)
             summary.workers = _workers_note(pipes, threads)
         finally:
             for pipe in pipes:
@@ -541,45 +426,11 @@ def _workers_note(pipes, threads):
     return f'{len(pipes)} worker{"s" if len(pipes) > 1 else ""} ({backend}{each})'
 
 
-class _Ground:
-    """
-    The grid and scan of a frame, as ``segmentation_node._publish_ground`` computes them.
+def _run(reader, writer, store, pipes, args, image_topic, info_topic, ns, ground, labels,
+         progress_file):
+    from freespace_seg.tools.bag_writer import OutputMessages, WriterThread
 
-    One :meth:`GroundProjector.ground` of the free mask (and the confidence, which the
-    default rule reads) under ``rule``; the scan's rays from :func:`scan_layout` with
-    ``--scan-angle-increment``; the projector and the layout are kept from frame to frame
-    and rebuilt only when the CameraInfo changes, as in the node.
-    """
-
-    def __init__(self, mount, grid_spec, rule, args):
-        self.mount = mount
-        self.grid_spec = grid_spec
-        self.rule = rule
-        self.angle_increment = args.scan_angle_increment
-        self.projector = None
-        self.layout = None
-
-    @property
-    def needs_confidence(self):
-        """Whether the rule reads the confidence image (as the node decides it)."""
-        rule = self.rule
-        return not rule.plain and (rule.cut_confidence > 0.0 or rule.mark_confidence > 0.0)
-
-    def compute(self, info, free, confidence, want_scan):
-        """Return ``(projector, Ground, scan ranges or None)``; ValueError: bad CameraInfo."""
-        self.projector = projector_for_camera_info(self.projector, info, free.shape,
-                                                   self.mount, self.grid_spec)
-        ground = self.projector.ground(free, confidence, self.rule)
-        ranges = None
-        if want_scan:
-            self.layout = scan_layout(self.layout, self.projector, self.angle_increment)
-            ranges = self.layout.ranges(ground)
-        return self.projector, ground, ranges
-
-
-def _run(reader, writer, store, pipes, args, image_topic, info_topic, ns, ground_factory,
-         labels, progress_file):
-    outputs = _Outputs(store)
+    outputs = OutputMessages(store)
     summary = _Summary()
     keep = {'all': None, 'image': {image_topic, info_topic}, 'none': set()}[args.keep]
     copies = {}
@@ -603,9 +454,9 @@ def _run(reader, writer, store, pipes, args, image_topic, info_topic, ns, ground
     if info_topic and not args.no_scan:
         out_conns[SCAN_OUTPUT] = writer.add_connection(
             f'{ns}/{SCAN_OUTPUT}', 'sensor_msgs/msg/LaserScan', typestore=store)
-    workers = [_Worker(pipe, ground_factory(), outputs, args, names,
+    workers = [_Worker(FrameProcessor(pipe, ground, alpha=args.alpha), outputs, args, names,
                        GRID_OUTPUT in out_conns, SCAN_OUTPUT in out_conns) for pipe in pipes]
-    writes = _WriterThread(writer, threaded=args.storage == 'mcap')
+    writes = WriterThread(writer, threaded=args.storage == 'mcap')
     try:
         return _frames_loop(reader, writes, store, workers, args, image_topic, info_topic,
                             labels, progress_file, summary, copies, by_topic, out_conns)
@@ -631,66 +482,52 @@ class _FrameResult:
 
 class _Worker:
     """
-    Segments one frame at a time, with a pipeline and a ground projector of its own.
+    Segments one frame at a time, with a :class:`FrameProcessor` (pipeline, projector) of its own.
 
     Everything of a frame that needs no other frame happens here: decoding the image, the
-    pipeline, the coloured mask and overlay, the grid and scan, and serializing each output.
-    ONNX Runtime, OpenCV and most of numpy release the GIL, so ``--jobs`` workers in threads
-    segment that many frames at once; :func:`_frames_loop` writes the results in frame order.
+    frame's outputs (as the node makes them) and serializing each output. ONNX Runtime,
+    OpenCV and most of numpy release the GIL, so ``--jobs`` workers in threads segment that
+    many frames at once; :func:`_frames_loop` writes the results in frame order.
     """
 
-    def __init__(self, pipe, ground, outputs, args, names, want_grid, want_scan):
-        self.pipe = pipe
-        self.ground = ground
+    def __init__(self, frames, outputs, args, names, want_grid, want_scan):
+        self.frames = frames
         self.outputs = outputs
         self.args = args
         self.names = names
-        self.want_grid = want_grid
-        self.want_scan = want_scan
+        self.want = set(IMAGES) | ({'confidence'} if args.confidence else set()) | \
+            ({'grid'} if want_grid else set()) | ({'scan'} if want_scan else set())
 
     def __call__(self, msg, info, label_candidate, label_confidence):
-        args, pipe = self.args, self.pipe
         try:
             rgb = msg_to_rgb(msg)
         except ImageCodecError as e:
             return _FrameResult(_one_line(e))
-        header = msg.header
+        header, frame_id = msg.header, self.args.base_frame
         done = _FrameResult()
-        # The confidence is computed only where something reads it, as in the node.
-        if args.confidence or (info is not None and self.ground.needs_confidence) or \
-                (label_candidate and label_confidence):
-            mask, confidence = pipe.segment_with_confidence(rgb)
-        else:
-            mask, confidence = pipe.segment(rgb), None
-        done.seconds = sum(pipe.timings.values())
-        free = pipe.free_mask(mask)
-        colored = pipe.colorize(mask)
-        arrays = {'segmentation/mask': (mask, 'mono8'),
-                  'segmentation/colored_mask': (colored, 'rgb8'),
-                  'segmentation/overlay': (pipe.overlay(rgb, colored, args.alpha), 'rgb8'),
-                  'free_space/mask': (free, 'mono8'),
-                  CONFIDENCE_OUTPUT: (confidence, 'mono8')}
+        want = self.want | ({'confidence'} if label_candidate and label_confidence else set())
+        out = self.frames.process(rgb, want, info)
+        done.seconds = sum(self.frames.pipeline.timings.values())
+        images = {TOPICS[name]: (getattr(out, name), encoding) for name, encoding in
+                  (('mask', 'mono8'), ('colored', 'rgb8'), ('overlay', 'rgb8'),
+                   ('free', 'mono8'), ('confidence', 'mono8'))}
         for name in self.names:
-            array, encoding = arrays[name]
+            array, encoding = images[name]
             done.writes.append((name, self.outputs.image(array, encoding, header)))
-        if info is not None:
-            try:
-                projector, result, ranges = self.ground.compute(info, free, confidence,
-                                                                self.want_scan)
-            except ValueError as e:
-                done.ground_skip = f'grid only: unusable CameraInfo: {_one_line(e)}'
-            else:
-                if self.want_grid:
-                    done.writes.append((GRID_OUTPUT, self.outputs.grid(
-                        result.grid, projector.grid_spec, header, args.base_frame)))
-                    done.grid = True
-                if self.want_scan:
-                    done.writes.append((SCAN_OUTPUT, self.outputs.scan(
-                        ranges, self.ground.layout, header, args.base_frame)))
-                    done.scan = True
-        done.free_share = float(np.count_nonzero(free)) / free.size
+        if out.ground_error is not None:
+            done.ground_skip = f'grid only: unusable CameraInfo: {_one_line(out.ground_error)}'
+        elif out.has_ground:
+            if 'grid' in want:
+                done.writes.append((GRID_OUTPUT, self.outputs.grid(
+                    out.grid, out.grid_spec, header, frame_id)))
+                done.grid = True
+            if 'scan' in want:
+                done.writes.append((SCAN_OUTPUT, self.outputs.scan(
+                    out.scan, out.scan_layout, header, frame_id)))
+                done.scan = True
+        done.free_share = float(np.count_nonzero(out.free)) / out.free.size
         if label_candidate:
-            done.label = (rgb, free, confidence)
+            done.label = (rgb, out.free, out.confidence)
         return done
 
 
@@ -709,7 +546,7 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
     total = sum(c.msgcount for c in reader.connections if c.topic == image_topic)
     if args.max_frames > 0:
         total = min(total, args.max_frames) if total else args.max_frames
-    infos = collections.deque(maxlen=INFO_HISTORY)
+    infos = CameraInfoHistory()
     want_ground = GRID_OUTPUT in out_conns or SCAN_OUTPUT in out_conns
 
     def frames():
@@ -721,7 +558,7 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
                 writer.write(target, stamp, raw)
             if conn.topic == info_topic and want_ground:
                 try:
-                    infos.append(store.deserialize_cdr(raw, INFO_TYPE))
+                    infos.add(store.deserialize_cdr(raw, INFO_TYPE))
                 except Exception as e:  # noqa: B902 - a bad CameraInfo is skipped
                     summary.skipped[f'bad CameraInfo: {_one_line(e)}'] += 1
             elif conn.topic == image_topic:
@@ -779,7 +616,7 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
                 summary.skipped[f'cannot deserialize {conn.msgtype}: {_one_line(e)}'] += 1
                 continue
             # The CameraInfo is matched here, in bag order, as the node matches it.
-            info = _info_for(infos, msg.header) if want_ground else None
+            info = infos.match(msg.header) if want_ground else None
             candidate = labels is not None and labels.is_candidate(index)
             task = (msg, info, candidate, labels is not None and labels.wants_confidence)
             pending.append((index, stamp, pool.submit(segment, *task) if pool is not None

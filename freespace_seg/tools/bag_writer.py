@@ -52,11 +52,17 @@ import functools
 from importlib.metadata import version as package_version
 import mmap
 import os
+import queue
 import struct
 import sys
+import threading
 
+import numpy as np
 from rosbags.interfaces import MessageDefinitionFormat
 from rosbags.rosbag2 import CompressionMode, StoragePlugin, Writer
+
+#: messages queued for the writer thread at most (about 5 frames of outputs): memory stays flat
+WRITE_QUEUE = 24
 
 #: records in a chunk before it is written: rosbags' own limit, so the files are identical
 CHUNK_BYTES = 2 ** 20
@@ -501,3 +507,100 @@ class BagWriter(Writer):
                                         self.compression_mode == CompressionMode.MESSAGE):
             data = b''.join(data)
         super().write(connection, timestamp, data)
+
+
+class OutputMessages:
+    """``bag``'s outputs (the node's) as rosbags messages, serialized for the writer."""
+
+    def __init__(self, store):
+        self.store = store
+        t = store.types
+        self.Grid = t['nav_msgs/msg/OccupancyGrid']
+        self.Scan = t['sensor_msgs/msg/LaserScan']
+        self.Meta = t['nav_msgs/msg/MapMetaData']
+        self.Pose = t['geometry_msgs/msg/Pose']
+        self.Point = t['geometry_msgs/msg/Point']
+        self.Quaternion = t['geometry_msgs/msg/Quaternion']
+        self.Header = t['std_msgs/msg/Header']
+
+    def image(self, array, encoding, header):
+        """
+        Serialize an Image as CDR pieces, the pixels not copied (:func:`image_cdr`).
+
+        The bytes are those of ``serialize_cdr``; the array must not change after (every
+        output is a fresh array of its frame).
+        """
+        return image_cdr(header, encoding, np.ascontiguousarray(array, np.uint8))
+
+    def grid(self, grid, spec, header, frame_id):
+        """Serialize an OccupancyGrid as :func:`freespace_seg.nodes.msgs.grid_to_msg` fills one."""
+        info = self.Meta(map_load_time=header.stamp, resolution=float(spec.resolution),
+                         width=int(spec.nx), height=int(spec.ny),
+                         origin=self.Pose(position=self.Point(x=float(spec.origin[0]),
+                                                              y=float(spec.origin[1]), z=0.0),
+                                          orientation=self.Quaternion(x=0.0, y=0.0, z=0.0,
+                                                                      w=1.0)))
+        msg = self.Grid(header=self.Header(stamp=header.stamp, frame_id=frame_id), info=info,
+                        data=np.ascontiguousarray(grid, np.int8).reshape(-1))
+        return self.store.serialize_cdr(msg, 'nav_msgs/msg/OccupancyGrid')
+
+    def scan(self, ranges, layout, header, frame_id):
+        """Serialize a LaserScan as :func:`freespace_seg.nodes.msgs.scan_to_msg` fills one."""
+        msg = self.Scan(header=self.Header(stamp=header.stamp, frame_id=frame_id),
+                        angle_min=layout.angle_min, angle_max=layout.angle_max,
+                        angle_increment=layout.angle_increment, time_increment=0.0,
+                        scan_time=0.0, range_min=layout.range_min, range_max=layout.range_max,
+                        ranges=np.ascontiguousarray(ranges, np.float32).reshape(-1),
+                        intensities=np.zeros(0, np.float32))
+        return self.store.serialize_cdr(msg, 'sensor_msgs/msg/LaserScan')
+
+
+class WriterThread:
+    """
+    Writes messages in a thread, in the order given, while the next frame is segmented.
+
+    Writing about 10 MB a frame at 1280x720 takes the kernel's copy into the file; ONNX
+    Runtime and file writes release the GIL, so the two overlap. The queue is bounded, so a
+    slow disk holds the reader back instead of filling memory.
+    With ``threaded`` false (sqlite3, whose connection belongs to the thread that made it)
+    every write happens at once in the caller's thread.
+    """
+
+    def __init__(self, writer, threaded=True):
+        self.writer = writer
+        self.error = None
+        self.thread = None
+        if threaded:
+            self.queue = queue.Queue(maxsize=WRITE_QUEUE)
+            self.thread = threading.Thread(target=self._loop, name='bag-writer', daemon=True)
+            self.thread.start()
+
+    def _loop(self):
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.error is None:
+                try:
+                    conn, stamp, data = item
+                    self.writer.write(conn, stamp, data() if callable(data) else data)
+                except BaseException as e:  # noqa: B902 - handed to the main thread
+                    self.error = e
+
+    def write(self, conn, stamp, data):
+        """Queue a message; ``data`` is bytes or a function that serializes it (there)."""
+        if self.thread is None:
+            self.writer.write(conn, stamp, data() if callable(data) else data)
+            return
+        if self.error is not None:
+            raise self.error
+        self.queue.put((conn, stamp, data))
+
+    def close(self):
+        """Write what is queued, stop the thread; re-raise a write error."""
+        if self.thread is None:
+            return
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error

@@ -61,7 +61,8 @@ import uuid
 import cv2
 from freespace_seg.common import markdown
 from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
-from freespace_seg.ground.projection import GridSpec, GroundProjector
+from freespace_seg.ground.grid import GridSpec
+from freespace_seg.ground.projection import GroundProjector
 from freespace_seg.nodes.freespace_driver import FreespaceDriver
 from freespace_seg.nodes.msgs import grid_to_msg
 from freespace_seg.nodes.ros_util import LATCHED_QOS, stop_spin_thread
@@ -157,7 +158,7 @@ class TruthGridNode(Node):
             self._projector = GroundProjector(intrinsics, self._mount, self._spec)
         else:
             self._projector.update(intrinsics=intrinsics)
-        grid = self._projector.project(image_to_array(msg) > 0)
+        grid = self._projector.ground(image_to_array(msg) > 0).grid
         self._pub.publish(grid_to_msg(grid, self._spec, msg.header.stamp, self._frame))
         self.published += 1
 

@@ -36,7 +36,10 @@ import time
 
 import cv2
 from freespace_seg.common.markdown import number, table
-from freespace_seg.ground.projection import grid_iou, GridSpec, GroundProjector, render_grid
+from freespace_seg.ground.drawing import render_grid
+from freespace_seg.ground.grid import GridSpec
+from freespace_seg.ground.metrics import grid_iou
+from freespace_seg.ground.projection import GroundProjector
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.image_codec import image_to_array
 from freespace_seg.perception.metrics import ConfusionAccumulator, summarize
@@ -112,8 +115,8 @@ def grid_scores(frame, pred_free, spec):
        projection itself gets wrong at cell edges.
     """
     projector = GroundProjector(frame.intrinsics, frame.mount, spec)
-    pred = projector.project(pred_free)
-    exact = projector.project(frame.free)
+    pred = projector.ground(pred_free).grid
+    exact = projector.ground(frame.free).grid
     a = grid_iou(pred, exact == 0, exact != -1)
     x, y = spec.cell_centers()
     px, py, yaw = frame.robot_pose
@@ -255,7 +258,7 @@ def report(args, card, camera, received, arrival, elapsed, out_dir):
         i = sent[stamp]
         frame = camera.frames[i]
         parts = [received[t][stamp] for t in topics]
-        true_grid = GroundProjector(frame.intrinsics, frame.mount, spec).project(frame.free)
+        true_grid = GroundProjector(frame.intrinsics, frame.mount, spec).ground(frame.free).grid
         pictures = {
             'input': frame.image, 'ground_truth': colorize(frame.free.astype(np.uint8), palette),
             'true_grid': render_grid(true_grid, grid_spec=spec),

@@ -17,7 +17,7 @@
 
 Renders rooms with their exact truth (``training.data.rendered_samples``), segments them with
 the model (default: the shipped one, INT8 on the CPU) and projects the predicted mask with
-each grid rule (:class:`freespace_seg.ground.projection.GridRule`). Per rule and set of frames:
+each grid rule (:class:`freespace_seg.ground.grid.GridRule`). Per rule and set of frames:
 
 * **free IoU**: free-cell IoU of the grid against the true floor (``Scene.blocked_top_down``
   at the cell centres) on the cells the exact grid sees (the grid of the true mask under the
@@ -80,7 +80,7 @@ def add_arguments(parser):
 
 def parse_rule(text):
     """Return the :class:`GridRule` a rule name describes (see the module docstring)."""
-    from freespace_seg.ground.projection import GridRule, PLAIN_RULE
+    from freespace_seg.ground.grid import GridRule, PLAIN_RULE
 
     text = text.strip()
     if text == 'plain':
@@ -98,7 +98,7 @@ def score(frame, pred, exact, spec):
     """Return (free IoU, exact occupied, missed, called free, predicted occupied, phantom)."""
     import cv2
 
-    from freespace_seg.ground.projection import grid_iou
+    from freespace_seg.ground.metrics import grid_iou
 
     x, y = spec.cell_centers()
     px, py, yaw = frame.robot_pose
@@ -119,7 +119,8 @@ def score(frame, pred, exact, spec):
 def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
     """Return {set: {rule: totals}} over ``frames`` rendered frames per set."""
     from freespace_seg.common.progress import progress
-    from freespace_seg.ground.projection import GridSpec, GroundProjector, PLAIN_RULE
+    from freespace_seg.ground.grid import GridSpec, PLAIN_RULE
+    from freespace_seg.ground.projection import GroundProjector
     from freespace_seg.training.data import rendered_samples
 
     spec = GridSpec()

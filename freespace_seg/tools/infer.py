@@ -34,6 +34,7 @@ import time
 
 import cv2
 from freespace_seg.common.progress import Progress
+from freespace_seg.ground.frame import FrameProcessor
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.pipeline import SegmentationPipeline
 from freespace_seg.tools.labels import add_label_arguments, LabelExport
@@ -87,23 +88,21 @@ class _Outputs:
 
     def __init__(self, args, pipe, labels=None):
         self.args = args
-        self.pipe = pipe
+        self.processor = FrameProcessor(pipe, alpha=args.alpha)
         self.frames = 0
         self.labels = labels
         self.free = []
         self.confidence = None
+        self.want = {'mask', 'colored', 'overlay', 'free'}
+        if labels is not None and labels.wants_confidence:
+            self.want.add('confidence')
 
     def segment(self, rgb):
-        if self.labels is not None and self.labels.wants_confidence:
-            mask, self.confidence = self.pipe.segment_with_confidence(rgb)
-        else:
-            mask = self.pipe.segment(rgb)
-        colored = self.pipe.colorize(mask)
-        overlay = self.pipe.overlay(rgb, colored, self.args.alpha)
-        free = self.pipe.free_mask(mask)
+        out = self.processor.process(rgb, self.want)
+        self.confidence = out.confidence
         self.frames += 1
-        self.free.append(float(np.count_nonzero(free)) / free.size)
-        return mask, colored, overlay, free
+        self.free.append(float(np.count_nonzero(out.free)) / out.free.size)
+        return out.mask, out.colored, out.overlay, out.free
 
     def write_pngs(self, stem, mask, colored, overlay):
         base = os.path.join(self.args.out, stem)

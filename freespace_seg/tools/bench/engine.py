@@ -97,22 +97,23 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
     """
     Time the node's per-frame work without ROS transport; return a result row.
 
-    Per frame: ``msg_to_rgb`` on a ``sensor_msgs/Image`` (zero-copy view), the pipeline
-    (preprocess, inference, class decoding, mask back to camera size, and the confidence
-    that the node's default grid rule reads), the free-space mask, the ground projection
-    under the default :class:`GridRule` (grid and obstacle points) and the mask and grid
-    messages.
+    Per frame: ``msg_to_rgb`` on a ``sensor_msgs/Image`` (zero-copy view), the node's frame
+    path (:class:`~freespace_seg.ground.frame.FrameProcessor`: preprocess, inference, class
+    decoding, mask back to camera size, the confidence that the node's default grid rule
+    reads, the free-space mask and the ground projection under the default
+    :class:`GridRule`: grid and obstacle points) and the mask and grid messages.
     """
-    from freespace_seg.ground.geometry import CameraMount
-    from freespace_seg.ground.projection import GridRule, GridSpec, GroundProjector
+    from freespace_seg.ground.frame import FrameProcessor, GroundParams
     from freespace_seg.nodes.msgs import array_to_image
     from freespace_seg.nodes.msgs import grid_to_msg
+    from freespace_seg.nodes.params import SEGMENTATION_PARAMS
     from freespace_seg.perception.image_codec import msg_to_rgb
     from freespace_seg.perception.pipeline import SegmentationPipeline
 
     pipe = SegmentationPipeline(model, backend='onnxruntime', num_threads=threads)
-    projector = GroundProjector(frames.intrinsics, CameraMount(z=0.25, pitch=0.3), GridSpec())
-    rule = GridRule()
+    # The node's default mount (0.25 m, pitched 0.3 rad), grid and rule.
+    ground = GroundParams.from_params({s.name: s.default for s in SEGMENTATION_PARAMS})
+    processor = FrameProcessor(pipe, ground)
     stages = {k: [] for k in ('decode', 'preprocess', 'inference', 'postprocess',
                               'confidence', 'free_and_projection', 'messages')}
     times = []
@@ -121,16 +122,17 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
         t0 = time.perf_counter()
         rgb = msg_to_rgb(msg)
         t1 = time.perf_counter()
-        mask, confidence = pipe.segment_with_confidence(rgb)
-        t2 = time.perf_counter()
-        free = pipe.free_mask(mask)
-        ground = projector.ground(free, confidence, rule)
+        out = processor.process(rgb, ('mask', 'grid', 'points'), frames.info)
+        out.points   # what the node publishes on free_space/obstacles
         t3 = time.perf_counter()
-        array_to_image(mask, 'mono8', msg.header)
-        grid_to_msg(ground.grid, projector.grid_spec, msg.header.stamp, 'base_link')
+        array_to_image(out.mask, 'mono8', msg.header)
+        grid_to_msg(out.grid, out.grid_spec, msg.header.stamp, 'base_link')
         t4 = time.perf_counter()
-        return t4 - t0, {'decode': t1 - t0, 'free_and_projection': t3 - t2,
-                         'messages': t4 - t3, **pipe.timings}
+        timings = out.timings
+        return t4 - t0, {'decode': t1 - t0, 'messages': t4 - t3,
+                         'free_and_projection': timings['free'] + timings['ground'],
+                         **{k: timings[k] for k in ('preprocess', 'inference', 'postprocess',
+                                                    'confidence')}}
 
     try:
         for i in range(warmup_runs):

@@ -35,7 +35,8 @@ import time
 import cv2
 from freespace_seg.common.markdown import number, table
 from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount
-from freespace_seg.ground.projection import GridRule, GridSpec, GroundProjector
+from freespace_seg.ground.grid import GridRule, GridSpec
+from freespace_seg.ground.projection import GroundProjector
 from freespace_seg.ground.scan import ScanLayout
 from freespace_seg.perception.postprocess import free_probability
 from freespace_seg.perception.preprocess import Letterbox
@@ -121,9 +122,10 @@ def measure(frames=200, distortion=True, builds=3, seed=0):
             build.append((time.perf_counter() - t0) * 1e3)
         masks = random_masks(mw, mh, 20, rng)
         for mask in masks[:5]:  # warm up
-            proj.project(mask)
-        project = _time(proj.project, masks, frames)
-        both = _time(proj.project_with_points, masks, frames)
+            proj.ground(mask).points
+        # The grid alone (the points of a Ground are computed on first use), then both.
+        project = _time(lambda m: proj.ground(m).grid, masks, frames)
+        both = _time(lambda m: proj.ground(m).points, masks, frames)
         rule = GridRule()
         noisy = speckled(masks, rng)
         pairs = list(zip(noisy, confidences(noisy, rng)))

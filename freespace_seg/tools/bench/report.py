@@ -296,7 +296,7 @@ def write_report(result, out_dir):
     profiles = [(i, r['profile']) for i, r in enumerate(rows, 1) if r.get('profile')]
     if profiles:
         text += ('\nProfiles of the node processes (stack samples, '
-                 'freespace_seg.tools.profiling): '
+                 'freespace_seg.common.profiling): '
                  + ', '.join(f'row {i}: `{name}`' for i, name in profiles) + '.\n')
     if memory:
         text += (f'\nMemory: RSS {memory["rss_after_settle_mb"]:.1f} MB after '

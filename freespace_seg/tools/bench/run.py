@@ -116,7 +116,7 @@ def add_arguments(parser):
                              'speckle-tolerant rule, scan and confidence); see above')
     parser.add_argument('--profile', action='store_true',
                         help='sample the stacks of every segmentation_node process '
-                             '(freespace_seg.tools.profiling) and write profile_<n>.md per node '
+                             '(freespace_seg.common.profiling) and write profile_<n>.md per node '
                              'condition to --out')
 
 

@@ -1,0 +1,333 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+One camera frame's outputs, ROS-free: the one frame path of the node, bag, infer and bench.
+
+:class:`FrameProcessor` turns one RGB image (plus the camera's CameraInfo and mount when
+ground outputs are asked for) into :class:`FrameOutputs`, computing only what is asked:
+
+========== ====================================== =================================
+output     what                                   published as (:data:`TOPICS`)
+========== ====================================== =================================
+mask       class ids (uint8)                      ``segmentation/mask``
+confidence P(free) x 255 (uint8)                  ``segmentation/confidence``
+free       255 = free floor (uint8)               ``free_space/mask``
+scan       virtual laser ranges (:mod:`.scan`)    ``free_space/scan``
+grid       occupancy grid (:mod:`.projection`)    ``free_space/grid``
+points     obstacle points, (N, 3) float32        ``free_space/obstacles``
+grid_image the grid drawn top-down (RGB)          ``free_space/grid_image``
+colored    class colours (RGB)                    ``segmentation/colored_mask``
+overlay    colours blended over the image (RGB)   ``segmentation/overlay``
+========== ====================================== =================================
+
+The ground outputs are one :meth:`GroundProjector.ground` of the free mask under the grid rule
+of :class:`GroundParams` (the confidence is computed only when asked for or when the rule
+reads it, :attr:`GridRule.needs_confidence`); the projector and the scan's rays are kept from
+frame to frame and rebuilt only when the CameraInfo, mount or grid change.
+:class:`CameraInfoHistory` matches each image with the CameraInfo of its stamp.
+
+Where it stands: the last stage of a frame's data path. It runs the perception pipeline and
+then the ground modules; nothing in perception/ or in the rest of ground/ imports it, and
+nodes/ and tools/ call it and only convert its arrays to messages.
+"""
+
+import collections
+from dataclasses import dataclass, field
+import time
+
+from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
+from freespace_seg.ground.drawing import render_grid
+from freespace_seg.ground.geometry import CameraMount
+from freespace_seg.ground.grid import GridRule, GridSpec
+from freespace_seg.ground.projection import GroundProjector
+from freespace_seg.ground.scan import scan_layout
+from freespace_seg.perception.postprocess import colorize
+import numpy as np
+
+#: the outputs, in the order a frame makes them (and the node publishes them)
+OUTPUTS = ('mask', 'confidence', 'free', 'scan', 'grid', 'points', 'grid_image', 'colored',
+           'overlay')
+#: the outputs that need the CameraInfo and the ground projection
+GROUND_OUTPUTS = frozenset({'scan', 'grid', 'points', 'grid_image'})
+#: each output's topic, relative to the camera's namespace (segmentation_node, bag)
+TOPICS = {'mask': 'segmentation/mask', 'confidence': 'segmentation/confidence',
+          'free': 'free_space/mask', 'scan': 'free_space/scan', 'grid': 'free_space/grid',
+          'points': 'free_space/obstacles', 'grid_image': 'free_space/grid_image',
+          'colored': 'segmentation/colored_mask', 'overlay': 'segmentation/overlay'}
+#: CameraInfo messages kept to find the one whose stamp matches an image
+INFO_HISTORY = 30
+#: the node parameters (segmentation_node's, bag's options) that :class:`GroundParams` reads
+GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
+                 'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
+                 'max_range', 'grid_min_obstacle_run', 'grid_cut_confidence',
+                 'grid_mark_confidence', 'scan_angle_increment')
+
+
+@dataclass(frozen=True)
+class GroundParams:
+    """
+    What the ground outputs are made with: the mount, the grid, the grid rule and the scan.
+
+    ``mount`` is the camera's pose when no other is given per frame (TF);
+    ``scan_angle_increment`` the angle between the scan's rays (rad).
+    """
+
+    mount: CameraMount
+    grid_spec: GridSpec
+    rule: GridRule
+    scan_angle_increment: float
+
+    def __post_init__(self):
+        if not self.scan_angle_increment > 0.0:
+            raise ValueError('scan_angle_increment must be positive, got '
+                             f'{self.scan_angle_increment!r}')
+
+    @classmethod
+    def from_params(cls, p):
+        """
+        Build from a dict with the node parameters of :data:`GROUND_PARAMS`.
+
+        :raises ValueError: a value that does not fit (the message says which).
+        """
+        mount = CameraMount(x=p['camera_x'], y=p['camera_y'], z=p['camera_height'],
+                            roll=p['camera_roll'], pitch=p['camera_pitch'], yaw=p['camera_yaw'])
+        grid = GridSpec(resolution=p['grid_resolution'], width=p['grid_width'],
+                        height=p['grid_height'], origin=tuple(p['grid_origin']),
+                        max_range=p['max_range'])
+        rule = GridRule(p['grid_min_obstacle_run'], p['grid_cut_confidence'],
+                        p['grid_mark_confidence'])
+        return cls(mount, grid, rule, float(p['scan_angle_increment']))
+
+
+def projector_for_camera_info(projector, info, shape, mount, grid_spec):
+    """
+    Return a :class:`GroundProjector` for a mask of ``shape`` (H, W) seen by ``info``.
+
+    ``info`` is a CameraInfo message (any object with its fields); when its size differs from
+    the mask's (a resized stream of the same camera) the intrinsics are scaled. ``projector``
+    (or None) is updated in place and returned, so its lookup table is rebuilt only when the
+    intrinsics, mount or grid change.
+
+    :raises ValueError: unusable CameraInfo.
+    """
+    intrinsics = intrinsics_from_camera_info_msg(info)
+    if (intrinsics.height, intrinsics.width) != tuple(shape):
+        intrinsics = intrinsics.scaled(shape[1], shape[0])
+    if projector is None:
+        return GroundProjector(intrinsics, mount, grid_spec)
+    projector.update(intrinsics=intrinsics, mount=mount, grid_spec=grid_spec)
+    return projector
+
+
+class CameraInfoHistory:
+    """The last :data:`INFO_HISTORY` CameraInfo messages, to match images by stamp."""
+
+    def __init__(self, size=INFO_HISTORY):
+        self._infos = collections.deque(maxlen=size)
+
+    def add(self, info):
+        """Keep a CameraInfo (any object with ``header.stamp.sec`` / ``.nanosec``)."""
+        self._infos.append(info)
+
+    def match(self, header):
+        """Return the CameraInfo with the image's stamp, else the newest one, else None."""
+        infos = list(self._infos)
+        stamp = header.stamp
+        for info in reversed(infos):
+            if info.header.stamp.sec == stamp.sec and \
+                    info.header.stamp.nanosec == stamp.nanosec:
+                return info
+        return infos[-1] if infos else None
+
+    def __iter__(self):
+        return iter(list(self._infos))
+
+    def __len__(self):
+        return len(self._infos)
+
+
+@dataclass
+class FrameOutputs:
+    """
+    What :meth:`FrameProcessor.process` made of one frame; None where not asked for.
+
+    ``ground`` is the :class:`~freespace_seg.ground.projection.Ground` (``grid`` and
+    ``points`` read it), ``grid_spec`` its grid; ``scan`` the ranges and ``scan_layout`` the
+    rays that go with them. ``ground_error`` is the ValueError of an unusable CameraInfo (the
+    ground outputs are then missing). ``timings``: seconds per stage (the pipeline's, then
+    ``free``, ``ground``, ``scan``, ``colored``, ``overlay`` where they ran).
+    """
+
+    rgb: object = None
+    mask: object = None
+    confidence: object = None
+    free: object = None
+    ground: object = None
+    grid_spec: object = None
+    scan: object = None
+    scan_layout: object = None
+    grid_image: object = None
+    colored: object = None
+    overlay: object = None
+    ground_error: object = None
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def grid(self):
+        """Return the int8 (ny, nx) occupancy grid, or None."""
+        return self.ground.grid if self.ground is not None else None
+
+    @property
+    def points(self):
+        """Return the (N, 3) float32 obstacle points, or None."""
+        return self.ground.points if self.ground is not None else None
+
+    @property
+    def has_ground(self):
+        """Return whether the ground outputs were made."""
+        return self.ground is not None
+
+
+class FrameProcessor:
+    """
+    One frame path: an RGB image in, the outputs asked for out (see the module docstring).
+
+    ``pipeline``: the :class:`~freespace_seg.perception.pipeline.SegmentationPipeline`
+    (settable, e.g. when a node swaps its model). ``ground``: :class:`GroundParams`, or None
+    for no ground outputs. ``alpha``: the overlay's weight; ``color_lut``: the class colours
+    (:func:`~freespace_seg.perception.postprocess.palette_lut`; None: the model card's);
+    ``footprint_radius``: the robot drawn in ``grid_image``. All of them may be changed
+    between frames. With ``reuse`` the free mask, colours and overlay are written into
+    buffers kept from frame to frame (the node publishes them at once); without it every
+    output is a fresh array of its frame (safe to hand to another thread).
+    """
+
+    def __init__(self, pipeline, ground=None, alpha=0.5, color_lut=None, footprint_radius=0.17,
+                 reuse=False):
+        self.pipeline = pipeline
+        self.ground_params = ground
+        self.alpha = alpha
+        self.color_lut = color_lut
+        self.footprint_radius = footprint_radius
+        self.reuse = reuse
+        #: the projector of the latest frame with ground outputs (None before one)
+        self.projector = None
+        #: the scan's rays of the latest frame with a scan (None before one)
+        self.scan_layout = None
+        self._buffers = {}
+
+    def reset(self):
+        """Forget the projector, the scan's rays and the buffers (built again when needed)."""
+        self.projector = self.scan_layout = None
+        self._buffers = {}
+
+    def needs_confidence(self, want, camera_info=None, params=None):
+        """Whether a frame with these outputs (and this CameraInfo) computes the confidence."""
+        params = self.ground_params if params is None else params
+        return 'confidence' in want or (
+            bool(GROUND_OUTPUTS & set(want)) and camera_info is not None and
+            params is not None and params.rule.needs_confidence)
+
+    def _buffer(self, name, shape):
+        if not self.reuse:
+            return None
+        buf = self._buffers.get(name)
+        if buf is None or buf.shape != shape:
+            buf = self._buffers[name] = np.empty(shape, np.uint8)
+        return buf
+
+    def process(self, rgb, want, camera_info=None, mount=None, ready=None):
+        """
+        Return the :class:`FrameOutputs` of an (H, W, 3) uint8 RGB image.
+
+        ``want``: the names of the outputs to make (:data:`OUTPUTS`). The ground outputs
+        need ``camera_info`` (a CameraInfo, e.g. :meth:`CameraInfoHistory.match`); ``mount``
+        is the camera's pose for this frame (a CameraMount or a 4x4 base_from_optical
+        transform; None: the :class:`GroundParams` mount). Either may be a function that
+        returns it (or None), called only when the ground is projected, after the
+        segmentation: a CameraInfo or TF that arrives during the inference is then used.
+        ``ready(name, outputs)``, when given, is called for each output asked for as soon as
+        it is made, in :data:`OUTPUTS` order.
+        """
+        want = frozenset(want)
+        unknown = want - set(OUTPUTS)
+        if unknown:
+            raise ValueError(f'unknown outputs {sorted(unknown)}; expected some of {OUTPUTS}')
+        out = FrameOutputs(rgb=rgb)
+        pipe, params = self.pipeline, self.ground_params
+
+        def made(*names):
+            if ready is not None:
+                for name in names:
+                    if name in want:
+                        ready(name, out)
+
+        if self.needs_confidence(want, camera_info, params):
+            out.mask, out.confidence = pipe.segment_with_confidence(rgb)
+        else:
+            out.mask = pipe.segment(rgb)
+        out.timings.update(pipe.timings)
+        made('mask', 'confidence')
+        ground = bool(GROUND_OUTPUTS & want) and params is not None
+        if 'free' in want or ground:
+            t0 = time.perf_counter()
+            out.free = pipe.free_mask(out.mask, out=self._buffer('free', out.mask.shape))
+            out.timings['free'] = time.perf_counter() - t0
+        made('free')
+        if ground and callable(camera_info):
+            camera_info = camera_info()
+        if ground and camera_info is not None:
+            self._ground(out, want, params, camera_info, mount, made)
+        if 'colored' in want or 'overlay' in want:
+            t0 = time.perf_counter()
+            lut = self.color_lut if self.color_lut is not None else pipe.color_lut
+            out.colored = colorize(out.mask, lut, out=self._buffer('colored', rgb.shape))
+            out.timings['colored'] = time.perf_counter() - t0
+            made('colored')
+            if 'overlay' in want:
+                t0 = time.perf_counter()
+                out.overlay = pipe.overlay(rgb, out.colored, self.alpha,
+                                           out=self._buffer('overlay', rgb.shape))
+                out.timings['overlay'] = time.perf_counter() - t0
+                made('overlay')
+        return out
+
+    def _ground(self, out, want, params, camera_info, mount, made):
+        """Project the free mask (and the scan, the picture) into ``out``."""
+        t0 = time.perf_counter()
+        if callable(mount):
+            mount = mount()
+        try:
+            self.projector = projector_for_camera_info(
+                self.projector, camera_info, out.free.shape,
+                params.mount if mount is None else mount, params.grid_spec)
+        except ValueError as e:
+            out.ground_error = e
+            return
+        out.ground = self.projector.ground(out.free, out.confidence, params.rule)
+        out.grid_spec = self.projector.grid_spec
+        t1 = time.perf_counter()
+        out.timings['ground'] = t1 - t0
+        if 'scan' in want:
+            self.scan_layout = scan_layout(self.scan_layout, self.projector,
+                                           params.scan_angle_increment)
+            out.scan_layout = self.scan_layout
+            out.scan = self.scan_layout.ranges(out.ground)
+            out.timings['scan'] = time.perf_counter() - t1
+        made('scan', 'grid', 'points')
+        if 'grid_image' in want:
+            out.grid_image = render_grid(out.ground.grid, self.footprint_radius,
+                                         grid_spec=out.grid_spec)
+            made('grid_image')

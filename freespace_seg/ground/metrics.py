@@ -1,0 +1,42 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""How well a grid matches the truth: the free-cell IoU (demo, grid-rules, closed loop)."""
+
+from freespace_seg.ground.grid import FREE
+import numpy as np
+
+
+def grid_iou(pred_grid, true_free, valid=None):
+    """
+    Return the intersection over union of the free cells of two grids, within ``valid``.
+
+    That is ``|pred free & true free| / |pred free or true free|``. ``pred_grid`` is an
+    OccupancyGrid-like array (free = 0); ``true_free`` and ``valid`` are boolean arrays of the
+    same shape (``valid`` defaults to everywhere). Returns 1.0 when neither has a free cell.
+    """
+    pred = np.asarray(pred_grid) == FREE
+    truth = np.asarray(true_free, dtype=bool)
+    if pred.shape != truth.shape:
+        raise ValueError(f'grid shapes differ: {pred.shape} vs {truth.shape}')
+    if valid is not None:
+        valid = np.asarray(valid, dtype=bool)
+        if valid.shape != pred.shape:
+            raise ValueError(f'valid has shape {valid.shape}, expected {pred.shape}')
+        pred = pred & valid
+        truth = truth & valid
+    union = np.count_nonzero(pred | truth)
+    if union == 0:
+        return 1.0
+    return np.count_nonzero(pred & truth) / union
