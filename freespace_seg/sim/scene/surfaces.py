@@ -137,11 +137,11 @@ def stone_floor_material(rng, config):
 
 def _polish(rng, config, appearance, share, reflectivity):
     """Make the floor a mirror in ``share`` of the calls (if it is not one yet)."""
-    if rng.random() >= share or not config.reflections or appearance.floor_reflectivity > 0.0:
+    draw, sharp = rng.random(), rng.random() < 0.5  # the same draws either way
+    rough, value = float(rng.uniform(0.2, 0.6)), float(rng.uniform(*reflectivity))
+    if draw >= share or not config.reflections or appearance.floor_reflectivity > 0.0:
         return appearance
-    roughness = 0.0 if rng.random() < 0.5 else float(rng.uniform(0.2, 0.6))
-    return replace(appearance, floor_reflectivity=float(rng.uniform(*reflectivity)),
-                   floor_roughness=roughness)
+    return replace(appearance, floor_reflectivity=value, floor_roughness=0.0 if sharp else rough)
 
 
 def random_stone_floor(rng, scene, config):
