@@ -369,7 +369,7 @@ def _granite(mat, u, v, fp, var, seed):
 
 def _stone(mat, u, v, fp, var, seed, pattern):
     """
-    A stone slab (``scale2`` 0) or polished tiles ``scale2`` wide with 2 mm joints.
+    Draw a stone slab (``scale2`` 0) or polished tiles ``scale2`` wide with 2 mm joints.
 
     Each tile is its own cut of the stone: the pattern is shifted, every other tile turned a
     quarter, with a slight tone of its own; the joints are a darker shade of ``color``.

@@ -273,7 +273,7 @@ def is_raised_top(obj):
 
 
 def floorlike_material(rng, floor):
-    """The floor's material for a raised top: its own pattern phase, turned 0.2-2.9 rad."""
+    """Return the floor's material for a raised top: its own phase, turned 0.2-2.9 rad."""
     if floor.kind == 'photo':  # the seed is the photo's index: keep it
         seed = floor.seed
     else:
