@@ -25,7 +25,8 @@ from freespace_seg.sim import (default_intrinsics, make_scene, material_albedo, 
                                RandomizationConfig)
 from freespace_seg.sim.generate import add_arguments, config_from_args
 from freespace_seg.sim.scene import (Material, SHIFTED_FLOOR_KINDS, SHIFTED_WALL_KINDS,
-                                     STEP_LABEL, WALL_CLUTTER_LABEL)
+                                     STEP_LABEL, STONE_FLOOR_KINDS,
+                                     WALL_CLUTTER_LABEL)
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest
@@ -39,8 +40,19 @@ SHIFTED = RandomizationConfig(style='shifted')
 # style never changing by accident. Re-pinned on purpose when the 'reflections' and 'glass'
 # factors were added (on by default), and again for 'steps', 'wall_clutter' and
 # 'lens_distortion', and again for 'photo_textures' and for 'floor_photos' (the images only:
-# the masks did not move): CHANGED_BY_NEW_FACTORS
+# the masks did not move), and again for 'stone_floors', 'pale_rooms' and 'floorlike_tops'
+# (the images of seeds 5 and 123 only): CHANGED_BY_NEW_FACTORS
 DEFAULT_HASHES = {
+    5: ('964b0241883c207233999a033d092f6ee61758fca380dda0ab7a6e00f5a4c417',
+        '24267b6747d03843950b2f3111ef950402bf46b83965bf8592dad1afac0bc255'),
+    7: ('393533b56d7b87ca64337169fbcf5d4a55dfbcf8ee3035312b2f1c0683d64b52',
+        '4ca1a0215aa320db38f283e680044c140d8bcb502bc944732ca7664ca9c4b86e'),
+    123: ('e02eac50d95d4ccbf16969f49fc92855f2f2b44375244ad001f2b4fd8d8785bf',
+          '2b6dd8af6d3777fda198a77d76d56f384f06694d24c952860ba1e054dd9f534b'),
+}
+# The default style's frames from before 'stone_floors', 'pale_rooms' and 'floorlike_tops'
+# existed (the pins above until then): with the three switched off they must not move.
+PRE_MATERIALS_HASHES = {
     5: ('025d9bb95bae285b1fbd12458453184f8b91134ab255acc02751fb0a8c502ab1',
         '24267b6747d03843950b2f3111ef950402bf46b83965bf8592dad1afac0bc255'),
     7: ('393533b56d7b87ca64337169fbcf5d4a55dfbcf8ee3035312b2f1c0683d64b52',
@@ -98,6 +110,9 @@ RENDERED_HASHES = [
     ('372b5fb6baf9fe735fc4e03081d8a540a3cac7732b7420459085574d148e4274',
      'c565ccc0fbd7bf445c0c2e28e95ad676e1265e604f165cb8834eee650a232350'),
 ]
+# The rendered frames did not move with 'stone_floors', 'pale_rooms' and 'floorlike_tops'
+# (neither room draws them); pinned with the three off as well.
+PRE_MATERIALS_RENDERED_HASHES = list(RENDERED_HASHES)
 PRE_FLOOR_PHOTO_RENDERED_HASHES = [
     ('711cdf7cbfe85c379d024a4efdffe8f5040be7fd961e48c7cba23fbf8a2d80c2',
      '1990c10366ddd8879e91ab421765ad659ac818a9d11e096504823c4c1881f405'),
@@ -110,7 +125,8 @@ PRE_PHOTO_RENDERED_HASHES = [
     ('66fac6cfedb6385e4e933caf3e8cb5cdffa6babf37621cc863d4e8d4478a9a28',
      'c565ccc0fbd7bf445c0c2e28e95ad676e1265e604f165cb8834eee650a232350'),
 ]
-FLOOR_PHOTO = ('floor_photos',)
+MATERIALS = ('stone_floors', 'pale_rooms', 'floorlike_tops')
+FLOOR_PHOTO = ('floor_photos',) + MATERIALS
 PHOTO = ('photo_textures',) + FLOOR_PHOTO
 NEW_FACTORS = ('steps', 'wall_clutter', 'lens_distortion') + PHOTO
 DEFAULT_KINDS = {'plain', 'noise', 'wood', 'tile', 'checker', 'stripes'}
@@ -148,6 +164,11 @@ def _assert_old_frames(seed, factors, hashes, rendered_hashes=None):
         got = [(_sha(rgb), _sha(mask)) for rgb, mask in datasets.rendered_frames(
             2, 5, 160, 90, without=factors)]
         assert got == rendered_hashes
+
+
+@pytest.mark.parametrize('seed', sorted(PRE_MATERIALS_HASHES))
+def test_without_stone_pale_and_floorlike_tops_the_old_frames_are_unchanged(seed):
+    _assert_old_frames(seed, MATERIALS, PRE_MATERIALS_HASHES, PRE_MATERIALS_RENDERED_HASHES)
 
 
 @pytest.mark.parametrize('seed', sorted(PRE_FLOOR_PHOTO_HASHES))
@@ -214,11 +235,13 @@ def test_shifted_materials_and_lights_are_outside_the_default_families():
     for seed in range(40):
         base = make_scene(np.random.default_rng(seed)).appearance
         app = make_scene(np.random.default_rng(seed), SHIFTED).appearance
-        assert base.floor.kind in DEFAULT_KINDS | {'photo'}  # a photo floor (floor_photos)
+        # A photo floor (floor_photos) or a stone one (stone_floors).
+        assert base.floor.kind in DEFAULT_KINDS | {'photo'} | set(STONE_FLOOR_KINDS)
         assert base.wall.kind in DEFAULT_KINDS | {'photo'}  # a photo wall (photo_textures)
         assert app.floor.kind in SHIFTED_FLOOR_KINDS
         assert app.wall.kind in SHIFTED_WALL_KINDS
-        assert not DEFAULT_KINDS & (set(SHIFTED_FLOOR_KINDS) | set(SHIFTED_WALL_KINDS))
+        assert not (DEFAULT_KINDS | set(STONE_FLOOR_KINDS)) & (set(SHIFTED_FLOOR_KINDS)
+                                                               | set(SHIFTED_WALL_KINDS))
         # One strong light low in the room (default lights hang near the ceiling), little
         # ambient light (default: 0.08 .. 0.4).
         strongest = max(app.lights, key=lambda light: light.intensity)

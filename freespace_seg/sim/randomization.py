@@ -105,6 +105,31 @@ class RandomizationConfig:
       ImageNet-pretrained encoder learns from photos of objects on the floor that real objects
       at the bottom of a picture can be floor. Drawn from the same side stream: the same rooms
       get a photo floor on and off (off: texture-like floor photos only).
+    * ``stone_floors``: in 15 % of the rooms (19 % of those without a photo floor; with
+      ``floor_materials``) the floor is polished stone: veined marble (veins along the zero
+      lines of smooth noise, 0.15-0.8 m apart; light in 70 %) or speckled granite (grains
+      2-8 mm), as one slab or as tiles 0.3-1 m wide with thin joints; glossy, and half of
+      those not glossy yet mirror the room (reflectivity 0.1-0.4, with ``reflections``).
+      Objects of the floor's material follow it. Drawn from a side stream: geometry and
+      labels are the same on and off (off: no stone floors).
+    * ``pale_rooms``: about 15 % of the rooms (55 % of the corridor-like ones, at least 2.5
+      times as long as wide and at most 3.5 m wide, 14 % of the others; not on a photo floor;
+      with ``wall_textures`` and ``floor_materials``) are pale: white or off-white walls,
+      a white or light grey baseboard or none, a white ceiling, the floor's pattern in light,
+      low-contrast colours and glossy, a mirror in 70 % of them (with ``reflections``),
+      2-5 bright neutral or cool lights along the room (with ``lighting``) and a camera that
+      meters for the bright room. The bright corridor look. Drawn from a side stream:
+      geometry and labels are the same on and off (off: no pale rooms).
+    * ``floorlike_tops``: in half of the rooms, 80 % of the raised tops (tabletops, chair
+      seats, boxes up to 1.2 m: benches, beds, sofa seats; books, shoe boxes and toy boxes on
+      the floor; steps and platforms; shelf boards) take the floor's material and gloss
+      (steps the floor itself, the rest in a phase and direction of their own; with
+      ``object_textures``). Only geometry and shading tell them from the floor; they stay
+      blocked. Drawn from a side stream: geometry and labels are the same on and off (off:
+      tops keep their materials).
+
+    The three factors above act in the default style only, and each after the floor photos:
+    a room with a photo floor gets neither stone nor pale colours.
 
     Scene appearance (drawn in ``make_scene``):
 
@@ -160,6 +185,9 @@ class RandomizationConfig:
     photo_textures: bool = True
     floor_photos: bool = True
     object_floor_photos: bool = True
+    stone_floors: bool = True
+    pale_rooms: bool = True
+    floorlike_tops: bool = True
     floor_materials: bool = True
     wall_textures: bool = True
     object_textures: bool = True

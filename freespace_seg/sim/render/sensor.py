@@ -57,7 +57,7 @@ def _camera(rad, scene, rng, config):
     _, h, w = rad.shape
     sample = rad[:, ::4, ::4]
     lum = float(np.mean(0.2126 * sample[0] + 0.7152 * sample[1] + 0.0722 * sample[2]))
-    target = 0.18
+    target = 0.18 * float(scene.appearance.exposure)
     gamma = 1.0
     if rng is not None and config.exposure:
         target *= 2.0 ** float(rng.uniform(-1.2, 0.8))

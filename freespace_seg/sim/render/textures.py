@@ -16,6 +16,7 @@
 
 import functools
 import math
+from statistics import NormalDist
 
 import cv2
 from freespace_seg.sim.photos import texture_names, texture_pyramid
@@ -154,6 +155,8 @@ def material_albedo(mat, u, v, fp):
         return out
     if kind in _SHIFTED_ALBEDO:
         return _SHIFTED_ALBEDO[kind](mat, u, v, fp, var, seed)
+    if kind in _STONE_ALBEDO:
+        return _stone(mat, u, v, fp, var, seed, _STONE_ALBEDO[kind])
     if kind == 'photo':
         levels = texture_pyramid(seed % len(texture_names()))
         per_metre = max(levels[0].shape[:2]) / max(float(mat.scale), 1e-3)
@@ -300,3 +303,93 @@ def _brick(mat, u, v, fp, var, seed):
 #: Material kinds of the ``shifted`` style (never drawn by the default one).
 _SHIFTED_ALBEDO = {'terrazzo': _terrazzo, 'herringbone': _herringbone, 'studded': _studded,
                    'brick': _brick}
+
+
+# --- stone floors (factor ``stone_floors``) ---------------------------------------------
+
+def _fade(cov, width, fp, mean):
+    """Fade a line or speck coverage to its ``mean`` where the footprint outgrows ``width``."""
+    alpha = np.clip(width / np.maximum(2.0 * fp, 1e-9), 0.0, 1.0).astype(np.float32)
+    return cov * alpha + np.float32(mean) * (1.0 - alpha)
+
+
+def _veins(n, w, width, fp):
+    """Soft lines of relative width ``w`` along the zero lines of unit noise ``n``."""
+    cov = np.clip(1.0 - np.abs(n) * (1.0 / w), 0.0, 1.0)
+    return _fade(cov * cov, width, fp, 0.27 * w)
+
+
+def _marble(mat, u, v, fp, var, seed):
+    """
+    Veined marble: a cloudy ``color`` ground with veins of ``color2`` about ``scale`` apart.
+
+    The veins follow the zero lines of smooth, warped two-octave noise stretched along u, so
+    they wander mostly in one direction: thin sharp veins with a soft halo and a finer,
+    fainter network between them.
+    """
+    feat = max(float(mat.scale), 1e-3)
+    warp = _noise(u, v, feat, seed + 3, None, 0) * np.float32(0.5 * feat)
+    su, sv = (u + warp) * np.float32(0.4), v + warp
+    main = (_noise(su, sv, 0.5 * feat, seed, None, 0)
+            + 0.35 * _noise(su, sv, 0.12 * feat, seed + 7, None, 0))
+    fine = _noise(su * np.float32(1.3) + 5.0, sv, 0.25 * feat, seed + 5, None, 0)
+    out = np.repeat(_col(mat.color), u.size, axis=1)
+    cloud = _noise(u, v, 1.5 * feat, seed + 1, fp, 0)
+    out *= 1.0 + var * cloud
+    out += (_col(mat.color2) - out) * np.clip(0.06 + 0.06 * cloud, 0.0, 1.0)
+    cov = (0.3 * _veins(main, 0.15, 0.04 * feat, fp) + _veins(main, 0.04, 0.01 * feat, fp)
+           + 0.55 * _veins(fine, 0.035, 0.005 * feat, fp))
+    out += (_col(mat.color2) - out) * np.clip(cov, 0.0, 1.0)
+    return out
+
+
+def _specks(n, density, grain, fp):
+    """Coverage of the specks where unit noise ``n`` exceeds the ``density`` quantile."""
+    t = NormalDist().inv_cdf(min(max(1.0 - density, 0.01), 0.99))
+    cov = np.clip((n - np.float32(t)) * np.float32(1.0 / 0.12) + 0.5, 0.0, 1.0)
+    return _fade(cov, grain, fp, density)
+
+
+def _granite(mat, u, v, fp, var, seed):
+    """
+    Granite: grains about ``scale`` big on a ``color`` ground.
+
+    Dark specks of ``color2`` cover a ``variation`` share of it, light ones 0.4 times that.
+    """
+    grain = max(float(mat.scale), 1e-4)
+    out = np.repeat(_col(mat.color), u.size, axis=1)
+    out *= 1.0 + 0.06 * _noise(u, v, 0.15, seed, fp, 0)
+    dark = _specks(_noise(u, v, grain, seed + 1, None, 1), var, grain, fp)
+    out += (_col(mat.color2) - out) * dark
+    light = np.clip(_col(mat.color) * 1.7 + 0.12, 0.0, 1.0)
+    cov = _specks(_noise(u + 7.1, v - 3.3, 1.3 * grain, seed + 2, None, 1), 0.4 * var, grain, fp)
+    out += (light - out) * cov
+    return out
+
+
+def _stone(mat, u, v, fp, var, seed, pattern):
+    """
+    Draw a stone slab (``scale2`` 0) or polished tiles ``scale2`` wide with 2 mm joints.
+
+    Each tile is its own cut of the stone: the pattern is shifted, every other tile turned a
+    quarter, with a slight tone of its own; the joints are a darker shade of ``color``.
+    """
+    size = float(mat.scale2)
+    if size <= 0.0:
+        return pattern(mat, u, v, fp, var, seed)
+    i, j = np.floor(u * (1.0 / size)), np.floor(v * (1.0 / size))
+    turn = _hash(i, j, seed + 7) < 0.5
+    su = u + _hash(i, j, seed + 5) * np.float32(37.0)
+    sv = v + _hash(j, i, seed + 9) * np.float32(41.0)
+    out = pattern(mat, np.where(turn, sv, su), np.where(turn, su, sv), fp, var, seed)
+    out *= 1.0 + 0.08 * (_hash(i, j, seed + 11) - 0.5)
+    du = np.abs(_mod(u, size) - size / 2.0)
+    dv = np.abs(_mod(v, size) - size / 2.0)
+    cov = 1.0 - ((1.0 - _line_coverage(size / 2.0 - du, 0.001, size, fp))
+                 * (1.0 - _line_coverage(size / 2.0 - dv, 0.001, size, fp)))
+    out += (_col(mat.color) * 0.6 - out) * cov
+    return out
+
+
+#: Stone floor kinds of the default style (factor ``stone_floors``).
+_STONE_ALBEDO = {'marble': _marble, 'granite': _granite}

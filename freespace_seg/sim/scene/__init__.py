@@ -61,14 +61,17 @@ from freespace_seg.sim.scene.model import (_side_rng, Appearance, Box, Cylinder,
 from freespace_seg.sim.scene.photo_textures import (_FLOOR_PHOTO_SALT, _PHOTO_SALT,
                                                     random_floor_photo, random_photo_textures)
 from freespace_seg.sim.scene.steps import _STEPS_SALT, keeps_passages, random_steps
+from freespace_seg.sim.scene.surfaces import (_PALE_SALT, _STONE_SALT, _TOPS_SALT,
+                                              random_floorlike_tops, random_pale_room,
+                                              random_stone_floor, STONE_FLOOR_KINDS)
 from freespace_seg.sim.scene.wall_clutter import _WALL_CLUTTER_SALT, random_wall_clutter
 
 __all__ = [
     'Appearance', 'Box', 'Cylinder', 'Decal', 'DEFAULT_FLOOR', 'DEFAULT_GLASS',
     'DEFAULT_OBJECT', 'DEFAULT_WALL', 'Door', 'FOOTPRINT_EPS', 'GLASS_LABEL',
     'glass_partition', 'is_glass', 'keeps_passages', 'Light', 'make_scene', 'Material',
-    'Scene', 'SHIFTED_FLOOR_KINDS', 'SHIFTED_WALL_KINDS', 'STEP_LABEL', 'WALL_CLUTTER_LABEL',
-    'WallDecal'
+    'Scene', 'SHIFTED_FLOOR_KINDS', 'SHIFTED_WALL_KINDS', 'STEP_LABEL', 'STONE_FLOOR_KINDS',
+    'WALL_CLUTTER_LABEL', 'WallDecal'
 ]
 
 
@@ -89,6 +92,9 @@ def make_scene(rng, randomization=None):
     photo_key = [int(v) for v in _side_rng(rng, _PHOTO_SALT).integers(0, 1 << 32, 4)] \
         if config.photo_textures else None
     floor_photo_rng = _side_rng(rng, _FLOOR_PHOTO_SALT)
+    # So do stone floors, pale rooms and floor-like tops, each from a stream of its own.
+    stone_rng, pale_rng, tops_rng = (_side_rng(rng, salt)
+                                     for salt in (_STONE_SALT, _PALE_SALT, _TOPS_SALT))
     # Reflections and glass draw from side streams: the rest of the room stays what it is
     # without them (and a room that gets neither is the same as with both switched off).
     if config.reflections:
@@ -127,6 +133,10 @@ def make_scene(rng, randomization=None):
     if photo_key is not None:
         random_photo_textures(photo_key, scene, config, floor)
     random_floor_photo(floor_photo_rng, scene, config, floor)
+    # The floor first (stone, then pale), then the tops that take the final floor's look.
+    random_stone_floor(stone_rng, scene, config)
+    random_pale_room(pale_rng, scene, config)
+    random_floorlike_tops(tops_rng, scene, config)
     if config.style == 'shifted':
         _restyle(rng, scene, config, floor)
     return scene

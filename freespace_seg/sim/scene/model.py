@@ -297,7 +297,9 @@ class Appearance:
     ``floor_reflectivity`` > 0 makes the floor a glossy mirror: the renderer blends the
     reflected room into the floor with this weight at grazing angles (a fifth of it looking
     straight down); ``floor_roughness`` (0 = a sharp mirror, up to 1) blurs the reflection,
-    the more the farther the reflected point is from the floor.
+    the more the farther the reflected point is from the floor. ``exposure`` multiplies the
+    camera's auto-exposure target: above 1 a bright room comes out bright, as a camera that
+    meters for it shows it, instead of being pulled down to mid grey.
     """
 
     floor: Material = DEFAULT_FLOOR
@@ -313,6 +315,7 @@ class Appearance:
     lamp_radius: float = 0.2
     floor_reflectivity: float = 0.0
     floor_roughness: float = 0.0
+    exposure: float = 1.0
 
 
 def _polygon_area(poly):
