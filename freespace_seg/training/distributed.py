@@ -61,12 +61,12 @@ class Ranks:
 
     @property
     def is_main(self):
-        """True on rank 0, the rank that logs, validates and writes."""
+        """Tell whether this is rank 0, the rank that logs, validates and writes."""
         return self.rank == 0
 
     @property
     def distributed(self):
-        """True when more than one rank trains."""
+        """Tell whether more than one rank trains."""
         return self.world > 1
 
     def wrap(self, model, device):
