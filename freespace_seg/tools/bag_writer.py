@@ -22,7 +22,7 @@ the chunk record, before the file gets it. Here:
 
 * :func:`image_cdr` serializes a sensor_msgs/Image as two pieces, a few dozen bytes of CDR in
   front of the pixel buffer itself: nothing is copied. The bytes are those of rosbags'
-  ``Typestore.serialize_cdr`` (test/test_bag_writer.py checks it).
+  ``Typestore.serialize_cdr`` (test/unit/tools/test_bag_writer.py checks it).
 * :class:`McapStorage` is a storage plugin for rosbags' :class:`~rosbags.rosbag2.Writer`: the
   same records, chunks, message indexes and summary as rosbags' own MCAP storage, byte for
   byte (the test compares the files), but a chunk is a list of buffers written to the file

@@ -22,9 +22,8 @@ import cv2
 from freespace_seg.training.data import read_user_image_pair, user_image_pairs
 import numpy as np
 import pytest
-from support import green_red_image, write_tiny_model
+from support import green_red_image, REPO, write_tiny_model
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 W, H = 64, 48
 
 

@@ -27,9 +27,8 @@ rosbags = pytest.importorskip('rosbags', reason='the bag command needs rosbags: 
                               'rosbags')
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer  # noqa: E402
 from rosbags.typesys import get_typestore, Stores  # noqa: E402
-from support import green_red_image, write_tiny_model  # noqa: E402
+from support import green_red_image, REPO, write_tiny_model  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 W, H = 64, 48  # the tiny model's input size: no resampling, exact masks
 
 

@@ -37,6 +37,7 @@ from freespace_seg.sim.scene import (Appearance, DEFAULT_FLOOR, DEFAULT_GLASS, D
                                      STEP_LABEL, STONE_FLOOR_KINDS, WALL_CLUTTER_LABEL)
 import numpy as np
 import pytest
+from support import REPO
 
 SMALL = default_intrinsics(160, 90)
 # The package exports a function named render: import the modules themselves.
@@ -1326,7 +1327,7 @@ def material_albedo_of(mat, u, v, fp):
     return render_module.material_albedo(mat, u, v, fp)
 
 
-TEXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+TEXTURE_DIR = os.path.join(REPO,
                            'freespace_seg', 'sim', 'textures')
 
 

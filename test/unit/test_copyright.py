@@ -20,8 +20,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support import REPO
 
 
 @pytest.mark.copyright

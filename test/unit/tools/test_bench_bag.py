@@ -19,9 +19,7 @@ import subprocess
 import sys
 
 from freespace_seg.tools.bench.bag import rss_span
-from support import write_tiny_model
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support import REPO, write_tiny_model
 
 
 def test_rss_span():

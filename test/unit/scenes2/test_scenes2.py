@@ -30,8 +30,9 @@ from freespace_seg.scenes2.render import render_linear
 from freespace_seg.training import data as datasets
 import numpy as np
 import pytest
+from support import REPO
 
-PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+PACKAGE = os.path.join(REPO,
                        'freespace_seg', 'scenes2')
 W, H = 160, 90
 

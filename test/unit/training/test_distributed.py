@@ -24,13 +24,13 @@ import threading
 
 from freespace_seg.perception.model_card import load_card
 import pytest
+from support import REPO
 
 torch = pytest.importorskip('torch', reason='training needs torch (tools/bootstrap.sh --train)')
 pytest.importorskip('onnxruntime', reason='the export checks need onnxruntime')
 if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
     pytest.skip('this torch has no torch.distributed with gloo', allow_module_level=True)
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: starting torch in three processes takes a while on a busy 2-core machine
 TIMEOUT = 600
 

@@ -38,9 +38,9 @@ from freespace_seg.tools.serve import default_server_env, free_ports, ServeError
 from freespace_seg.tools.triton_repo import config_pbtxt, onnx_tensors
 import numpy as np
 import pytest
+from support import REPO
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = packaged_model_path('freespace_unet.onnx')
 #: a server start takes tens of seconds on a small, busy CPU
 START_TIMEOUT = 300.0

@@ -28,6 +28,7 @@ import uuid
 from geometry_msgs.msg import Twist
 import pytest
 import rclpy
+from support import REPO
 
 pytestmark = pytest.mark.ros  # a ROS 2 integration test: `pytest -m "not ros"` skips it
 
@@ -42,7 +43,7 @@ launch_sources = pytest.importorskip('launch.launch_description_sources')
 testing_actions = pytest.importorskip('launch_testing.actions')
 testing_asserts = pytest.importorskip('launch_testing.asserts')
 
-LAUNCH_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+LAUNCH_FILE = os.path.join(REPO,
                            'launch', 'sim_demo.launch.py')
 NAMESPACE = f'/launch_test_{uuid.uuid4().hex[:8]}'
 

@@ -27,10 +27,9 @@ from freespace_seg.sim import (Box, Cylinder, default_intrinsics, default_mount,
                                make_scene, render, Scene)
 import numpy as np
 import pytest
-from support import write_tiny_model
+from support import REPO, write_tiny_model
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 W, H = 640, 360
 
 

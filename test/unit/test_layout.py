@@ -45,11 +45,16 @@ import ast
 import functools
 import os
 import re
+import shutil
+import subprocess
+import sys
 
 import pytest
+from support import REPO
+from support.layout import ros_uses
 
-TEST_DIR = os.path.dirname(os.path.abspath(__file__))
-PACKAGE = os.path.join(os.path.dirname(TEST_DIR), 'freespace_seg')
+TEST_DIR = os.path.join(REPO, 'test')
+PACKAGE = os.path.join(REPO, 'freespace_seg')
 CORE = ('perception', 'ground', 'driving', 'sim', 'scenes2', 'training', 'common')
 #: the tools that start or are nodes, and so talk to rclpy
 ROS_TOOLS = ('tools.demo', 'tools.closed_loop', 'tools.bench.topics', 'tools.bench.naive',
@@ -340,6 +345,88 @@ def test_every_test_file_keeps_the_test_rules():
         with open(path, encoding='utf-8') as f:
             found += suite_problems(name, f.read(), privates)
     assert found == []
+
+
+def location_problem(name, source):
+    """
+    Return why test file ``name`` (relative to test/) is in the wrong place, or None.
+
+    test/unit/<room>/ mirrors the package's rooms (test/unit/ itself holds the checks of the
+    whole repository: lint, layout) and needs no ROS; test/ros/ holds what does. conftest.py
+    and support/ are shared.
+    """
+    parts = name.split('/')
+    base = parts[-1]
+    if parts[0] == 'support' or base == 'conftest.py' or not base.startswith('test_'):
+        return None
+    if parts[0] == 'unit':
+        if len(parts) > 3 or (len(parts) == 3 and parts[1] not in set(CORE) | {'tools'}):
+            return f'{name}: test/unit/<room>/ mirrors the package ({", ".join(CORE)}, tools)'
+        uses = ros_uses(source)
+        return f'{name} uses {", ".join(uses)}: a ROS test, for test/ros/' if uses else None
+    if parts[0] == 'ros':
+        return None
+    return f'{name}: a test lives under test/unit/<room>/ or test/ros/'
+
+
+def test_every_test_file_is_where_it_belongs():
+    found = []
+    files = [(n.replace(os.sep, '/'), p) for n, p in suite_files()]
+    assert sum(n.startswith('unit/') for n, _ in files) > 30
+    assert sum(n.startswith('ros/') for n, _ in files) > 10
+    for name, path in files:
+        with open(path, encoding='utf-8') as f:
+            problem = location_problem(name, f.read())
+        if problem:
+            found.append(problem)
+    assert found == []
+
+
+@pytest.mark.parametrize('name, source, expected', [
+    ('unit/ground/test_x.py', 'import rclpy\n', 'rclpy'),
+    ('unit/ground/test_x.py', 'def test_x():\n    from sensor_msgs.msg import Image\n',
+     'sensor_msgs.msg'),
+    ('unit/tools/test_x.py', 'from freespace_seg.nodes.msgs import grid_msg\n',
+     'freespace_seg.nodes'),
+    ('unit/tools/test_x.py', 'from support.ros import Harness\n', 'support.ros'),
+    ('unit/perception/test_x.py', "rclpy = pytest.importorskip('rclpy')\n", 'rclpy'),
+    ('unit/perception/test_x.py', 'def test_x(ros_init):\n    pass\n', 'fixture ros_init'),
+    ('unit/nodes/test_x.py', 'import numpy\n', 'mirrors the package'),
+    ('test_x.py', 'import numpy\n', 'under test/unit/<room>/ or test/ros/'),
+])
+def test_the_location_checker_catches_a_break(name, source, expected):
+    problem = location_problem(name, source)
+    assert problem and expected in problem, problem
+
+
+def test_the_unit_conftest_refuses_a_planted_ros_test(tmp_path):
+    # A copy of test/unit/ with its conftest and the support package, and one bad file.
+    unit = tmp_path / 'test' / 'unit'
+    (unit / 'ground').mkdir(parents=True)
+    shutil.copy(os.path.join(TEST_DIR, 'unit', 'conftest.py'), unit / 'conftest.py')
+    shutil.copytree(os.path.join(TEST_DIR, 'support'), tmp_path / 'test' / 'support')
+    (tmp_path / 'test' / 'conftest.py').write_text(
+        'import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n')
+    (unit / 'ground' / 'test_fine.py').write_text('def test_fine():\n    assert True\n')
+    cmd = [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', str(tmp_path / 'test')]
+    ok = subprocess.run(cmd, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    (unit / 'ground' / 'test_bad.py').write_text(
+        'def test_bad():\n    import rclpy\n    assert rclpy\n')
+    bad = subprocess.run(cmd, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0
+    assert 'ground/test_bad.py uses rclpy' in bad.stdout + bad.stderr, bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize('name, source', [
+    ('unit/ground/test_x.py', 'import numpy\nfrom freespace_seg.ground import grid\n'),
+    ('unit/test_x.py', 'import subprocess\n'),
+    ('ros/nodes/test_x.py', 'import rclpy\n'),
+    ('ros/test_x.py', 'def test_x(ros_init):\n    pass\n'),
+    ('support/ros.py', 'import rclpy\n'),
+])
+def test_the_location_checker_allows_what_the_rules_allow(name, source):
+    assert location_problem(name, source) is None
 
 
 @pytest.mark.parametrize('source, expected', [

@@ -41,10 +41,9 @@ import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
-from support import green_red_image, write_tiny_model
+from support import green_red_image, REPO, write_tiny_model
 from support.ros import Harness, unique_namespace
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDAT_CHECK = 'libpng error: IDAT: incorrect data check'
 EXTRANEOUS = re.compile(r'Corrupt JPEG data: \d+ extraneous bytes before marker 0xd9')
 
