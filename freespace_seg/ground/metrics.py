@@ -12,8 +12,9 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""How well a grid matches the truth: the free-cell IoU (demo, grid-rules, closed loop)."""
+"""How well a grid matches the truth: free-cell IoU and false free (demo, grid-rules, loop)."""
 
+import cv2
 from freespace_seg.ground.grid import FREE
 import numpy as np
 
@@ -40,3 +41,23 @@ def grid_iou(pred_grid, true_free, valid=None):
     if union == 0:
         return 1.0
     return np.count_nonzero(pred & truth) / union
+
+
+def false_free(pred_grid, exact_grid, tolerance_cells=1):
+    """
+    Return ``(false, predicted)``: predicted free cells far from any truly free cell.
+
+    ``false`` counts the free cells of ``pred_grid`` more than ``tolerance_cells`` cells
+    (8-connected, so diagonals count as one) from every free cell of ``exact_grid``, the
+    grid the same projection makes of the true mask: free where no floor is visible, the
+    most expensive error of the ground outputs. ``predicted`` counts all free cells of
+    ``pred_grid``; ``false / predicted`` is the false-free share (0 for the exact grid
+    itself, by construction).
+    """
+    pred = np.asarray(pred_grid) == FREE
+    exact = np.asarray(exact_grid) == FREE
+    if pred.shape != exact.shape:
+        raise ValueError(f'grid shapes differ: {pred.shape} vs {exact.shape}')
+    size = 2 * int(tolerance_cells) + 1
+    near = cv2.dilate(exact.astype(np.uint8), np.ones((size, size), np.uint8)) > 0
+    return int(np.count_nonzero(pred & ~near)), int(np.count_nonzero(pred))

@@ -22,6 +22,10 @@ each grid rule (:class:`freespace_seg.ground.grid.GridRule`). Per rule and set o
 * **free IoU**: free-cell IoU of the grid against the true floor (``Scene.blocked_top_down``
   at the cell centres) on the cells the exact grid sees (the grid of the true mask under the
   plain rule: within ``max_range``, not behind obstacles), averaged over frames;
+* **false free**: the share of the predicted grid's free cells more than one cell from any
+  cell where the true mask shows floor (the true mask projected with no column cut;
+  :func:`freespace_seg.ground.metrics.false_free`), pooled over the frames: free cells where
+  no floor is visible, the expensive error (0 for the true mask under any rule);
 * **missed**: the share of the exact grid's occupied cells (where obstacles meet the floor)
   with no occupied cell of the predicted grid within one cell; **called free**: those of them
   that the predicted grid calls free (the dangerous part of the missed ones);
@@ -94,11 +98,16 @@ def parse_rule(text):
     return GridRule(values['run'], values['conf'], values['mark'])
 
 
-def score(frame, pred, exact, spec):
-    """Return (free IoU, exact occupied, missed, called free, predicted occupied, phantom)."""
+def score(frame, pred, exact, spec, visible=None):
+    """
+    Score one predicted grid against the truth and the exact grid.
+
+    Returns (free IoU, exact occupied, missed, called free, predicted occupied, phantom,
+    false free cells, predicted free cells).
+    """
     import cv2
 
-    from freespace_seg.ground.metrics import grid_iou
+    from freespace_seg.ground.metrics import false_free, grid_iou
 
     x, y = spec.cell_centers()
     px, py, yaw = frame.robot_pose
@@ -112,33 +121,48 @@ def score(frame, pred, exact, spec):
     missed = occ & ~near_pred
     near_blocked = cv2.dilate(blocked.astype(np.uint8), kernel) > 0
     pred_occ = pred == 100
+    wrong, free = false_free(pred, exact if visible is None else visible)
     return (iou, int(occ.sum()), int(missed.sum()), int((missed & (pred == 0)).sum()),
-            int(pred_occ.sum()), int((pred_occ & ~near_blocked).sum()))
+            int(pred_occ.sum()), int((pred_occ & ~near_blocked).sum()), wrong, free)
 
 
 def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
-    """Return {set: {rule: totals}} over ``frames`` rendered frames per set."""
+    """
+    Return {set: {rule: totals}} over ``frames`` rendered frames per set.
+
+    ``pipeline`` is a SegmentationPipeline, or a function of a rendered frame that returns
+    its (free mask, confidence) (the true mask, for instance).
+    """
     from freespace_seg.common.progress import progress
-    from freespace_seg.ground.grid import GridSpec, PLAIN_RULE
+    from freespace_seg.ground.grid import GridRule, GridSpec, PLAIN_RULE
     from freespace_seg.ground.projection import GroundProjector
     from freespace_seg.training.data import rendered_samples
 
     spec = GridSpec()
+    # Every cell where the true mask shows floor: no blocked run of the true mask cuts (a
+    # run as tall as the whole image could, but then its column holds no floor either).
+    visible_floor = GridRule(1.0, 0.0, 0.0)
     result = {}
     for name in sets:
         style, camera = SETS[name]
         acc = {r: {'iou': [], 'occupied': 0, 'missed': 0, 'called_free': 0,
-                   'predicted_occupied': 0, 'phantom': 0} for r in rules}
+                   'predicted_occupied': 0, 'phantom': 0, 'false_free': 0,
+                   'predicted_free': 0} for r in rules}
         t0 = time.time()
         samples = rendered_samples(frames, seed, width, height, style=style, camera=camera)
         for frame in progress(samples, total=frames, desc=name):
-            mask, conf = pipeline.segment_with_confidence(frame.image)
-            free = pipeline.free_mask(mask)
+            if callable(pipeline):
+                free, conf = pipeline(frame)
+            else:
+                mask, conf = pipeline.segment_with_confidence(frame.image)
+                free = pipeline.free_mask(mask)
             proj = GroundProjector(frame.intrinsics, frame.mount, spec)
             exact = proj.ground(frame.free, None, PLAIN_RULE).grid
+            visible = proj.ground(frame.free, None, visible_floor).grid
             for rule_name, rule in rules.items():
                 pred = proj.ground(free, conf, rule).grid
-                iou, occ, miss, called, pocc, phantom = score(frame, pred, exact, spec)
+                iou, occ, miss, called, pocc, phantom, wrong, n_free = score(
+                    frame, pred, exact, spec, visible)
                 a = acc[rule_name]
                 a['iou'].append(iou)
                 a['occupied'] += occ
@@ -146,6 +170,8 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
                 a['called_free'] += called
                 a['predicted_occupied'] += pocc
                 a['phantom'] += phantom
+                a['false_free'] += wrong
+                a['predicted_free'] += n_free
         result[name] = {r: summary(a) for r, a in acc.items()}
         log(f'{name}: {frames} frames in {time.time() - t0:.0f} s')
     return result
@@ -157,6 +183,7 @@ def summary(acc):
             'missed': acc['missed'] / max(1, acc['occupied']),
             'called_free': acc['called_free'] / max(1, acc['occupied']),
             'phantom': acc['phantom'] / max(1, acc['predicted_occupied']),
+            'false_free': acc['false_free'] / max(1, acc['predicted_free']),
             'occupied_cells': acc['occupied'], 'frames': len(acc['iou'])}
 
 
@@ -170,11 +197,13 @@ def table(result, rules):
             gain = f' ({number(r["free_iou"] - base["free_iou"], 3, sign=True)})' \
                 if base and rule != 'plain' else ''
             cells.append((name, f'`{rule}`', number(r['free_iou'], 3) + gain,
+                          number(100 * r['false_free'], 1, unit=' %'),
                           number(100 * r['missed'], 1, unit=' %'),
                           number(100 * r['called_free'], 1, unit=' %'),
                           number(100 * r['phantom'], 1, unit=' %')))
     return '\n'.join(markdown_table(
-        ('frames', 'rule', 'free IoU (3 m)', 'missed obstacle cells', 'called free',
+        ('frames', 'rule', 'free IoU (3 m)', 'false free', 'missed obstacle cells',
+         'called free',
          'phantom obstacle cells'), cells))
 
 

@@ -45,14 +45,16 @@ def test_number():
 
 def test_the_grid_rules_table_is_built_with_it():
     from freespace_seg.tools import grid_rules
-    plain = {'free_iou': 0.8, 'missed': 0.01, 'called_free': 0.02, 'phantom': 0.03}
-    cut = {'free_iou': 0.85, 'missed': 0.011, 'called_free': 0.021, 'phantom': 0.031}
+    plain = {'free_iou': 0.8, 'false_free': 0.005, 'missed': 0.01, 'called_free': 0.02,
+             'phantom': 0.03}
+    cut = {'free_iou': 0.85, 'false_free': 0.064, 'missed': 0.011, 'called_free': 0.021,
+           'phantom': 0.031}
     assert grid_rules.table({'val': {'plain': plain, 'cut': cut}}, ['plain', 'cut']) == (
-        '| frames | rule | free IoU (3 m) | missed obstacle cells | called free | '
+        '| frames | rule | free IoU (3 m) | false free | missed obstacle cells | called free | '
         'phantom obstacle cells |\n'
-        '|---|---|---|---|---|---|\n'
-        '| val | `plain` | 0.800 | 1.0 % | 2.0 % | 3.0 % |\n'
-        '| val | `cut` | 0.850 (+0.050) | 1.1 % | 2.1 % | 3.1 % |')
+        '|---|---|---|---|---|---|---|\n'
+        '| val | `plain` | 0.800 | 0.5 % | 1.0 % | 2.0 % | 3.0 % |\n'
+        '| val | `cut` | 0.850 (+0.050) | 6.4 % | 1.1 % | 2.1 % | 3.1 % |')
 
 
 def test_the_projection_bench_table_is_built_with_it():

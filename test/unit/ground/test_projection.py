@@ -21,7 +21,7 @@ from freespace_seg.ground.camera_info import (intrinsics_from_camera_info,
 from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount, pixel_rays_in_base
 from freespace_seg.ground.grid import GridSpec
-from freespace_seg.ground.metrics import grid_iou
+from freespace_seg.ground.metrics import false_free, grid_iou
 from freespace_seg.ground.projection import GroundProjector
 import numpy as np
 import pytest
@@ -587,6 +587,36 @@ def test_render_grid_orientation_and_colours():
     centre_row, centre_col = 3 * spec.nx, 3 * spec.ny / 2
     radius = np.hypot(rr - centre_row + 0.5, cc - centre_col + 0.5)
     assert np.all(radius < 0.17 / 0.05 * 3 + 3)
+
+
+def test_false_free_counts_free_cells_away_from_visible_floor():
+    exact = np.full((6, 6), -1)
+    exact[2:4, 2:4] = 0                      # the floor the true mask shows
+    pred = np.full((6, 6), -1)
+    pred[1:5, 1:5] = 0                       # one cell around it: within the tolerance
+    assert false_free(pred, exact) == (0, 16)
+    pred[0, 0] = 0                           # two cells away: free where no floor is seen
+    pred[5, 2] = 100
+    assert false_free(pred, exact) == (1, 17)
+    assert false_free(exact, exact) == (0, 4)
+    assert false_free(pred, exact, tolerance_cells=2) == (0, 17)
+    with pytest.raises(ValueError, match='shapes differ'):
+        false_free(pred, exact[:5])
+
+
+def test_the_true_mask_has_no_false_free_cells_under_any_rule():
+    from freespace_seg.tools.grid_rules import DEFAULT_RULES, measure, parse_rule
+
+    def truth(frame):
+        free = frame.free > 0
+        return np.where(free, 255, 0).astype(np.uint8), np.where(free, 255, 0).astype(np.uint8)
+
+    rules = {n: parse_rule(n) for n in DEFAULT_RULES.split(',')}
+    result = measure(truth, rules, ['held-out', 'style-shifted'], 3, 5, 160, 90,
+                     log=lambda m: None)
+    for name, rows in result.items():
+        for rule, r in rows.items():
+            assert r['false_free'] == 0.0 and r['free_iou'] > 0.5, (name, rule, r)
 
 
 def test_grid_iou():
