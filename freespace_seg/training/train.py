@@ -106,18 +106,20 @@ def _factors(text):
     return names
 
 
-def _widths(text):
-    values = tuple(int(v) for v in text.split(','))
-    if len(values) != 5 or min(values) <= 0:
-        raise ValueError(f'expected 5 positive comma-separated channel counts, got {text!r}')
-    return values
+def _channels(count):
+    """Return a parser of ``count`` positive comma-separated channel counts."""
+    def parse(text):
+        values = tuple(int(v) for v in text.split(','))
+        if len(values) != count or min(values) <= 0:
+            raise ValueError(f'expected {count} positive comma-separated channel counts, '
+                             f'got {text!r}')
+        return values
+    parse.__name__ = f'{count} channel counts'
+    return parse
 
 
-def _decoder_widths(text):
-    values = tuple(int(v) for v in text.split(','))
-    if len(values) != 4 or min(values) <= 0:
-        raise ValueError(f'expected 4 positive comma-separated channel counts, got {text!r}')
-    return values
+_widths = _channels(5)
+_decoder_widths = _channels(4)
 
 
 def _decay(text):

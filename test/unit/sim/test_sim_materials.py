@@ -26,11 +26,11 @@ from freespace_seg.sim.scene.surfaces import (corridor_like, is_raised_top, ston
                                               TOPS_P)
 import numpy as np
 import pytest
+from support.sim import render_radiance
 
 SMALL = default_intrinsics(160, 90)
 FACTORS = ('stone_floors', 'pale_rooms', 'floorlike_tops')
 rays_module = importlib.import_module('freespace_seg.sim.render.rays')
-render_module = importlib.import_module('freespace_seg.sim.render')
 
 
 def _rng(seed):
@@ -148,17 +148,8 @@ def test_stone_floors_change_the_floor_pixels(monkeypatch):
 
 
 def _radiance(monkeypatch, scene, intrinsics, mount, pose, config=None):
-    seen = []
-    original = render_module._camera
-
-    def spy(rad, *rest):
-        seen.append(rad.copy())
-        return original(rad, *rest)
-
-    with monkeypatch.context() as m:
-        m.setattr(render_module, '_camera', spy)
-        render(scene, intrinsics, mount, pose, randomization=config)
-    return seen[-1]
+    return render_radiance(monkeypatch, scene, intrinsics, mount, pose,
+                           randomization=config)[1]
 
 
 # --- pale rooms ------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from freespace_seg.sim.scene import (Appearance, DEFAULT_FLOOR, DEFAULT_GLASS, D
 import numpy as np
 import pytest
 from support import REPO
+from support.sim import render_radiance
 
 SMALL = default_intrinsics(160, 90)
 # The package exports a function named render: import the modules themselves.
@@ -442,21 +443,6 @@ def test_config_helpers():
 
 # --- glossy floors and glass -------------------------------------------------------------
 
-def _render_radiance(monkeypatch, *args, **kwargs):
-    """Render and also return the linear radiance (3, H, W) that went into the camera model."""
-    seen = []
-    original = render_module._camera
-
-    def spy(rad, *rest):
-        seen.append(rad.copy())
-        return original(rad, *rest)
-
-    with monkeypatch.context() as m:
-        m.setattr(render_module, '_camera', spy)
-        frame = render(*args, **kwargs)
-    return frame, seen[-1]
-
-
 def _glass_parts(scene):
     return [o for o in scene.obstacles if o.label == GLASS_LABEL]
 
@@ -484,8 +470,8 @@ def test_reflections_change_floor_pixels_not_labels(monkeypatch):
         # Same scene, same pose, the switch on and off at render time: the linear radiance is
         # the same wherever the ray does not hit floor and differs on the floor.
         args = (on_frame.scene, on_frame.intrinsics, on_frame.mount, on_frame.robot_pose)
-        a, rad_on = _render_radiance(monkeypatch, *args)
-        b, rad_off = _render_radiance(monkeypatch, *args, randomization=off)
+        a, rad_on = render_radiance(monkeypatch, *args)
+        b, rad_off = render_radiance(monkeypatch, *args, randomization=off)
         np.testing.assert_array_equal(a.free, b.free)
         diff = np.abs(rad_on - rad_off).max(axis=0)
         floor = a.free == 1
@@ -501,9 +487,9 @@ def test_glossy_floor_mirrors_the_wall_colour(monkeypatch):
     k = default_intrinsics(320, 180)
     mount = CameraMount(z=0.25, pitch=0.15)
     pose = (1.5, 0.0, 0.0)  # the wall at x = 3 is 1.5 m ahead
-    matte, rad_m = _render_radiance(monkeypatch, Scene.empty((6.0, 6.0), appearance=app), k,
-                                    mount, pose)
-    glossy, rad_g = _render_radiance(monkeypatch, Scene.empty((6.0, 6.0), appearance=(
+    matte, rad_m = render_radiance(monkeypatch, Scene.empty((6.0, 6.0), appearance=app), k,
+                                   mount, pose)
+    glossy, rad_g = render_radiance(monkeypatch, Scene.empty((6.0, 6.0), appearance=(
         dataclasses.replace(app, floor_reflectivity=0.5))), k, mount, pose)
     np.testing.assert_array_equal(glossy.free, matte.free)
     np.testing.assert_array_equal(glossy.depth, matte.depth)
@@ -532,8 +518,8 @@ def _glass_room(glass=True):
 def test_glass_is_blocked_but_shows_what_lies_behind(monkeypatch):
     k = default_intrinsics(320, 180)
     mount = CameraMount(z=0.25, pitch=0.2)
-    with_glass, rad_g = _render_radiance(monkeypatch, _glass_room(), k, mount)
-    without, rad_n = _render_radiance(monkeypatch, _glass_room(False), k, mount)
+    with_glass, rad_g = render_radiance(monkeypatch, _glass_room(), k, mount)
+    without, rad_n = render_radiance(monkeypatch, _glass_room(False), k, mount)
     # Through the pane (beside the middle stile, above the bottom rail) onto the red box.
     origin = np.array([0.0, 0.0, 0.25])
     target = np.array([2.4, 0.4, 0.6])
@@ -871,8 +857,8 @@ def test_wall_clutter_on_and_off(monkeypatch):
         pose = on_scene.sample_free_pose(_rng(seed))
         plain = RandomizationConfig().without('reflections')
         args = (SMALL, CameraMount(z=0.6, pitch=0.0), pose)
-        frame, rad_on = _render_radiance(monkeypatch, on_scene, *args, randomization=plain)
-        bare, rad_off = _render_radiance(monkeypatch, dataclasses.replace(
+        frame, rad_on = render_radiance(monkeypatch, on_scene, *args, randomization=plain)
+        bare, rad_off = render_radiance(monkeypatch, dataclasses.replace(
             on_scene, wall_decals=[]), *args, randomization=plain)
         np.testing.assert_array_equal(frame.free, bare.free)
         np.testing.assert_array_equal(frame.depth, bare.depth)
@@ -1204,9 +1190,9 @@ def test_photos_never_touch_free_floor(monkeypatch):
     for seed in range(8):
         on = random_sample(_rng(seed), SMALL, plain)
         args = (on.scene, on.intrinsics, on.mount, on.robot_pose)
-        _, rad_on = _render_radiance(monkeypatch, *args, randomization=plain)
+        _, rad_on = render_radiance(monkeypatch, *args, randomization=plain)
         off_scene = make_scene(_rng(seed), plain.without('photo_textures'))
-        _, rad_off = _render_radiance(monkeypatch, off_scene, *args[1:], randomization=plain)
+        _, rad_off = render_radiance(monkeypatch, off_scene, *args[1:], randomization=plain)
         changed = np.abs(rad_on - rad_off).max(axis=0) > 1e-6
         if not changed.any():
             continue
