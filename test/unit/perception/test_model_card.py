@@ -21,7 +21,7 @@ import re
 from freespace_seg.perception.model_card import (card_from_dict, card_path_for_model, load_card,
                                                  ModelCardError, mount_outside_training)
 import pytest
-from support import tiny_card
+from support import REPO, tiny_card
 import yaml
 
 
@@ -133,7 +133,7 @@ SHIPPED_CARDS = ('freespace_lite0.yaml', 'freespace_lite0_int8.yaml', 'freespace
 
 def test_shipped_cards_state_their_camera_ranges():
     for name in SHIPPED_CARDS:
-        path = os.path.join(os.path.dirname(__file__), '..', 'models', name)
+        path = os.path.join(REPO, 'models', name)
         if not os.path.isfile(path):
             pytest.skip(f'shipped card missing: {path}')
         assert load_card(path).camera_ranges == {'camera_height': (0.1, 0.5),
@@ -154,7 +154,7 @@ def _strings(value):
 def test_shipped_cards_reproduce_from_the_repository():
     """The training commands name paths inside a clone, not on the machine that trained."""
     for name in SHIPPED_CARDS:
-        path = os.path.join(os.path.dirname(__file__), '..', 'models', name)
+        path = os.path.join(REPO, 'models', name)
         if not os.path.isfile(path):
             pytest.skip(f'shipped card missing: {path}')
         training = load_card(path).raw['training']
