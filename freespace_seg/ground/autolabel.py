@@ -71,12 +71,16 @@ class AutoLabelConfig:
     lookahead_distance: float = 4.0
     max_range: float = 5.0
     horizon_margin_px: float = 3.0
-    path_step: float = 0.02
+    path_step: float = 0.05
     resolution: float = 0.01
     hazard_depth: float = 0.10
     hazard_half_angle: float = math.radians(30.0)
+    #: half angle around a hazard's contact bearing, when the event has one
+    hazard_bearing_tolerance: float = math.radians(5.0)
     #: angular step of the line-of-sight test (rad); at max_range 0.002 rad is 1 cm
     angle_step: float = 0.002
+    #: False: free = under a later footprint, without the line-of-sight test (to measure it)
+    line_of_sight: bool = True
 
     def __post_init__(self):
         """Check that the numbers make sense."""
@@ -236,7 +240,12 @@ def _hazard_region(camera, events, config):
     r = config.robot_radius
     idx = camera.floor_index
     px, py = camera.px.ravel()[idx], camera.py.ravel()[idx]
-    for ex, ey, eyaw in events:
+    for ex, ey, eyaw, bearing, half in events:
+        if half is None:
+            half = config.hazard_half_angle if bearing is None \
+                else config.hazard_bearing_tolerance
+        if bearing is not None:
+            eyaw += bearing
         near = (np.abs(px - ex) <= r + config.hazard_depth) & \
             (np.abs(py - ey) <= r + config.hazard_depth)
         if not near.any():
@@ -245,7 +254,7 @@ def _hazard_region(camera, events, config):
         d = np.hypot(dx, dy)
         ang = np.arctan2(dy, dx) - eyaw
         ang = np.abs((ang + math.pi) % (2.0 * math.pi) - math.pi)
-        inside = (d >= r) & (d <= r + config.hazard_depth) & (ang <= config.hazard_half_angle)
+        inside = (d >= r) & (d <= r + config.hazard_depth) & (ang <= half)
         hit.ravel()[idx[near][inside]] = True
     return hit
 
@@ -257,7 +266,11 @@ def label_frame(camera, pose, t0, times, poses, hazards=(), config=None):
     ``camera``: a :class:`CameraFloor` (build it once per camera). ``pose``: (x, y, yaw) of
     base_link in odom at the frame's time ``t0`` (s). ``times``, ``poses``: the trajectory
     (N) and (N, 3) in odom; only the window after ``t0`` is used. ``hazards``: (time, (x, y,
-    yaw)) of each bump, the pose where the robot stopped.
+    yaw)[, bearing[, half angle]]) of each bump: the pose where the robot stopped and, when
+    the bumper tells, the contact's bearing from the heading (rad, counter-clockwise; None:
+    unknown) and how sure it is (half angle, rad; None: the config's). A bump with a
+    bearing labels ``hazard_bearing_tolerance`` around it, one without
+    ``hazard_half_angle`` around the heading.
     """
     config = config or camera.config
     r = config.robot_radius
@@ -265,6 +278,7 @@ def label_frame(camera, pose, t0, times, poses, hazards=(), config=None):
     rel = relative_poses(pose, later)
     mask = np.full(camera.sky.shape, UNCHECKED, np.uint8)
     free = np.zeros(camera.sky.shape, dtype=bool)
+    grid = None
     if len(rel):
         path = densify(np.vstack([[0.0, 0.0], rel[:, :2]]), config.path_step)
         grid = _Grid(np.vstack([path, [camera.foot]]), r + 2 * config.resolution,
@@ -272,19 +286,29 @@ def label_frame(camera, pose, t0, times, poses, hazards=(), config=None):
         grid.disc(0.0, 0.0, r)
         for x, y in path[1:]:
             grid.disc(x, y, r - config.safety_margin)
-        reach = _reach(camera, grid)
         idx = camera.floor_index
-        b = camera.bin.ravel()[idx]
-        limit = np.minimum(reach[b], reach[b + 1])
         px, py = camera.px.ravel()[idx], camera.py.ravel()[idx]
-        ok = (camera.rho.ravel()[idx] <= limit) & (np.hypot(px, py) > r + config.safety_margin)
+        if config.line_of_sight:
+            reach = _reach(camera, grid)
+            b = camera.bin.ravel()[idx]
+            seen = camera.rho.ravel()[idx] <= np.minimum(reach[b], reach[b + 1])
+        else:
+            seen = grid.lookup(px, py) > 0
+        ok = seen & (np.hypot(px, py) > r + config.safety_margin)
         free.ravel()[idx[ok]] = True
-    events = [p for t, p in hazards if abs(float(t) - t0) <= config.lookahead_time]
+    events = [e for e in hazards if abs(float(e[0]) - t0) <= config.lookahead_time]
     hazard = np.zeros(camera.sky.shape, dtype=bool)
-    if events:
-        rel_events = relative_poses(pose, np.asarray(events, dtype=np.float64))
-        near = np.hypot(rel_events[:, 0], rel_events[:, 1]) <= config.max_range + r + 0.5
-        hazard = _hazard_region(camera, rel_events[near], config)
+    if events and config.hazard_depth > 0.0:
+        rel = relative_poses(pose, np.asarray([e[1] for e in events], dtype=np.float64))
+        extra = [(tuple(e[2:4]) + (None, None))[:2] for e in events]
+        near = np.hypot(rel[:, 0], rel[:, 1]) <= config.max_range + r + 0.5
+        hazard = _hazard_region(camera, [tuple(p) + x for p, x, n in zip(rel, extra, near) if n],
+                                config)
+        if grid is not None and hazard.any():
+            # floor the robot drove over later is no obstacle's
+            hit = np.flatnonzero(hazard)
+            swept = grid.lookup(camera.px.ravel()[hit], camera.py.ravel()[hit]) > 0
+            hazard.ravel()[hit[swept]] = False
     mask[camera.sky] = BLOCKED
     mask[hazard & ~free] = BLOCKED
     mask[free & ~hazard] = FREE

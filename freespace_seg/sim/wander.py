@@ -36,9 +36,11 @@ LIMITS = dict(max_linear=0.306, max_angular=1.9, linear_accel=1.0, angular_accel
 @dataclass
 class Drive:
     """
-    A drive: ``path`` (N, 4) of (t, x, y, yaw) every step, ``hazards`` [(t, (x, y, yaw))].
+    A drive: ``path`` (N, 4) of (t, x, y, yaw) every step, ``hazards`` [(t, (x, y, yaw), b)].
 
-    ``hazards`` are the bumps: the time and the pose where the robot stopped.
+    ``hazards`` are the bumps: the time, the pose where the robot stopped and the bearing
+    ``b`` (rad, from the heading, counter-clockwise) of the contact, what an ideal bumper
+    with a contact position would report.
     """
 
     path: np.ndarray
@@ -52,9 +54,23 @@ class Drive:
         return tuple(float(v) for v in self.path[max(i, 0), 1:])
 
 
-def wander(scene, rng, duration=60.0, radius=0.17, dt=0.05, speed=0.25, pose=None):
+def contact_bearing(scene, x, y, yaw, radius, reach=0.01):
+    """Return the bearing (rad, from ``yaw``) of the middle of what touches the disc, or None."""
+    angles = np.radians(np.arange(-180.0, 180.0, 1.0))
+    hit = scene.blocked_top_down(x + (radius + reach) * np.cos(yaw + angles),
+                                 y + (radius + reach) * np.sin(yaw + angles))
+    if not hit.any():
+        return None
+    c, s = np.cos(angles[hit]).sum(), np.sin(angles[hit]).sum()
+    return float(math.atan2(s, c))
+
+
+def wander(scene, rng, duration=60.0, radius=0.17, dt=0.05, speed=0.25, pose=None,
+           curves=True):
     """
     Drive ``duration`` s through ``scene`` from ``pose`` (default: a free start pose).
+
+    ``curves``: now and then drive a gentle curve (off: only straight lines between bumps).
 
     Returns a :class:`Drive`; RuntimeError when the room has no free start pose.
     """
@@ -70,7 +86,7 @@ def wander(scene, rng, duration=60.0, radius=0.17, dt=0.05, speed=0.25, pose=Non
         t = body.time
         if state == 'forward':
             if t >= until:
-                curve = float(rng.choice([0.0, 0.0, rng.uniform(-0.6, 0.6)]))
+                curve = float(rng.choice([0.0, 0.0, rng.uniform(-0.6, 0.6)])) if curves else 0.0
                 until = t + float(rng.uniform(2.0, 6.0))
             cmd = (speed, curve)
         elif state == 'back':
@@ -86,7 +102,8 @@ def wander(scene, rng, duration=60.0, radius=0.17, dt=0.05, speed=0.25, pose=Non
                 state, until = 'forward', t
         body.step(cmd[0], cmd[1], **LIMITS)
         if body.bumper and state == 'forward':
-            hazards.append((body.time, (body.x, body.y, body.yaw)))
+            hazards.append((body.time, (body.x, body.y, body.yaw),
+                            contact_bearing(scene, body.x, body.y, body.yaw, radius)))
             state, until = 'back', body.time + 0.4
     return Drive(path=np.asarray(body.path, dtype=np.float64), hazards=hazards,
                  distance=body.distance, collisions=body.collisions)
