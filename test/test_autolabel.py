@@ -45,14 +45,14 @@ HAZARD_MSGS = {
 
 @pytest.fixture(scope='module')
 def room():
-    """A seeded room and a 20 s bump-and-turn drive through it."""
+    """Return a seeded room and a 20 s bump-and-turn drive through it."""
     rng = np.random.default_rng(3)
     scene = make_scene(rng, RandomizationConfig())
     return scene, wander(scene, rng, duration=20.0)
 
 
 def wall_drive():
-    """An empty 4 x 4 m room: the robot drives 1.2 m straight into the east wall."""
+    """Return an empty 4 x 4 m room where the robot drives 1.2 m straight into a wall."""
     scene = Scene.empty(size=(4.0, 4.0))
     return scene, wander(scene, np.random.default_rng(0), duration=7.0, pose=(0.6, 0.0, 0.0),
                          curves=False)

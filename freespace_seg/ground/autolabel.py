@@ -26,8 +26,12 @@ mask of :data:`FREE` (1), :data:`BLOCKED` (0) and :data:`UNCHECKED` (255):
   camera's foot point to P lies in the swept corridor (the union of the footprints of the
   current pose, full size, and of the later poses, shrunk, sampled every ``path_step`` m).
   The robot drove over that whole line of sight, so nothing stood on it and the camera saw
-  P. Points under the robot's own footprint at the frame's time stay unchecked (on a robot
-  the camera may see its own body there), and so do points beyond ``max_range`` m.
+  P. The test takes the farthest P of a camera pitched up to ``pitch_tolerance`` more than
+  the mount says (a low camera's floor points move far with a small pitch error).
+  Points under the robot's own footprint at the frame's time stay unchecked (on a robot
+  the camera may see its own body there), and so do points beyond ``max_range`` m and rays
+  less than ``min_depression`` below the horizontal (a pitch error moves their floor
+  points most).
 * **blocked**: every ray that rises more than ``horizon_margin_px`` pixels' worth of angle
   above the horizontal (it can never reach the floor), and, for each hazard event within
   ``lookahead_time`` s of the frame, the floor points 0 to ``hazard_depth`` m beyond the
@@ -47,7 +51,7 @@ footprints against the frame: the safety margin absorbs a few centimetres of it 
 Nothing here imports ROS; :mod:`freespace_seg.tools.autolabel` reads bags into it.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
 
 import cv2
@@ -71,6 +75,12 @@ class AutoLabelConfig:
     lookahead_distance: float = 4.0
     max_range: float = 5.0
     horizon_margin_px: float = 3.0
+    #: no free labels on rays closer than this to the horizontal (rad): a pitch error moves
+    #: a floor point by about (error / depression) of its distance
+    min_depression: float = 0.0
+    #: a pixel is free only if its floor point is still seen with the camera pitched up by
+    #: this much (rad): the camera's pitch is rarely known to better than a degree
+    pitch_tolerance: float = math.radians(1.0)
     path_step: float = 0.05
     resolution: float = 0.01
     hazard_depth: float = 0.10
@@ -138,8 +148,18 @@ class CameraFloor:
         self.foot = (float(mount.x), float(mount.y))
         self.rho = np.hypot(self.px - mount.x, self.py - mount.y)
         self.theta = np.arctan2(self.py - mount.y, self.px - mount.x)
-        self.floor = down & (self.rho <= config.max_range) & (mount.z > 0.0)
+        self.floor = down & (self.rho <= config.max_range) & (mount.z > 0.0) & \
+            (-elevation >= config.min_depression)
         self.floor_index = np.flatnonzero(self.floor)
+        # the same rays with the camera pitched up by the tolerance: the farthest each may land
+        self.rho_far = self.rho
+        if config.pitch_tolerance > 0.0:
+            up = replace(mount, pitch=mount.pitch - config.pitch_tolerance)
+            far = pixel_rays_in_base(intrinsics, up)
+            fdown = far[..., 2] < -1e-9
+            ft = np.where(fdown, -up.z / np.where(fdown, far[..., 2], -1.0), np.inf)
+            self.rho_far = np.where(fdown, np.maximum(self.rho, np.hypot(
+                up.x + ft * far[..., 0] - mount.x, up.y + ft * far[..., 1] - mount.y)), np.inf)
         if self.floor.any():
             lo = float(self.theta[self.floor].min())
             hi = float(self.theta[self.floor].max())
@@ -291,7 +311,7 @@ def label_frame(camera, pose, t0, times, poses, hazards=(), config=None):
         if config.line_of_sight:
             reach = _reach(camera, grid)
             b = camera.bin.ravel()[idx]
-            seen = camera.rho.ravel()[idx] <= np.minimum(reach[b], reach[b + 1])
+            seen = camera.rho_far.ravel()[idx] <= np.minimum(reach[b], reach[b + 1])
         else:
             seen = grid.lookup(px, py) > 0
         ok = seen & (np.hypot(px, py) > r + config.safety_margin)

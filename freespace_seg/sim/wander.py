@@ -30,7 +30,7 @@ from freespace_seg.sim.robot import RobotBody, start_pose
 import numpy as np
 
 #: the Create 3's kinematics, as sim_robot's defaults
-LIMITS = dict(max_linear=0.306, max_angular=1.9, linear_accel=1.0, angular_accel=5.0)
+LIMITS = {'max_linear': 0.306, 'max_angular': 1.9, 'linear_accel': 1.0, 'angular_accel': 5.0}
 
 
 @dataclass

@@ -102,6 +102,13 @@ def add_rule_arguments(parser):
                         help=f'no labels beyond this distance from the camera, m ({d.max_range})')
     parser.add_argument('--horizon-margin', type=float, default=d.horizon_margin_px,
                         help=f'pixels above the horizon left unchecked ({d.horizon_margin_px})')
+    parser.add_argument('--min-depression', type=float, default=math.degrees(d.min_depression),
+                        help='no free labels on rays less than this many degrees below the '
+                             f'horizontal ({math.degrees(d.min_depression):g})')
+    parser.add_argument('--pitch-tolerance', type=float,
+                        default=math.degrees(d.pitch_tolerance),
+                        help='free only if still seen with the camera pitched up by this many '
+                             f'degrees ({math.degrees(d.pitch_tolerance):g})')
     parser.add_argument('--hazard-depth', type=float, default=d.hazard_depth,
                         help=f'blocked up to this far beyond the bumper, m ({d.hazard_depth}; '
                              '0: no hazard labels)')
@@ -122,6 +129,8 @@ def rule_config(args):
             robot_radius=args.robot_radius, safety_margin=args.safety_margin,
             lookahead_time=args.lookahead_time, lookahead_distance=args.lookahead_distance,
             max_range=args.max_range, horizon_margin_px=args.horizon_margin,
+            min_depression=math.radians(args.min_depression),
+            pitch_tolerance=math.radians(args.pitch_tolerance),
             hazard_depth=args.hazard_depth, hazard_half_angle=math.radians(args.hazard_angle),
             hazard_bearing_tolerance=math.radians(args.hazard_bearing_tolerance))
     except ValueError as e:
@@ -223,12 +232,14 @@ def table(totals):
     rows = []
     for cond, c in totals.items():
         rows.append([cond, c['frames'], _ratio(c['free_ok'], c['free']),
+                     _ratio(1e6 * (c['free'] - c['free_ok']), c['free'], 0),
                      _ratio(c['free_ok'], c['truth_free'], 3),
                      _ratio(c['horizon_ok'], c['horizon']), _ratio(c['hazard_ok'], c['hazard']),
                      _ratio(100.0 * c['free'], c['pixels'], 1),
                      _ratio(100.0 * (c['horizon'] + c['hazard']), c['pixels'], 1),
                      _ratio(100.0 * c['hazard'], c['pixels'], 2)])
-    return markdown.table(['condition', 'frames', 'free precision', 'free coverage',
+    return markdown.table(['condition', 'frames', 'free precision', 'wrong free (ppm)',
+                           'free coverage',
                            'horizon precision', 'bump precision', 'free (% px)',
                            'blocked (% px)', 'bump (% px)'], rows)
 
