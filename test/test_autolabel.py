@@ -182,7 +182,7 @@ def write_bag(path, scene, drive, pose_via='odom', info=True, hazard='vector',
     msgs = []
     jump = drive.path[-1, 0] / 2.0
     for k, (tt, x, y, yaw) in enumerate(drive.path[::2]):
-        sec = base + tt - (30.0 if clock_jump and tt > jump else 0.0)
+        sec = base + tt - (3.0 if clock_jump and tt > jump else 0.0)
         if teleport and tt > jump:
             x += 5.0
         q = (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
@@ -225,7 +225,7 @@ def write_bag(path, scene, drive, pose_via='odom', info=True, hazard='vector',
                 msgs.append(('/hazard', 'std_msgs/msg/Bool', base + tt + dt,
                              t['std_msgs/msg/Bool'](data=val)))
     for tt in np.arange(0.0, drive.path[-1, 0], frame_every):
-        sec = base + tt - (30.0 if clock_jump and tt > jump else 0.0)
+        sec = base + tt - (3.0 if clock_jump and tt > jump else 0.0)
         grey = free_mask(scene, intrinsics, MOUNT, drive.pose_at(tt)) * 200 + 30
         rgb = np.repeat(grey[..., None], 3, axis=2).astype(np.uint8)
         msgs.append(('/cam/image_raw', 'sensor_msgs/msg/Image', sec, t['sensor_msgs/msg/Image'](
@@ -322,6 +322,10 @@ def test_bag_clock_jump_teleport_and_a_robot_that_never_moves(tmp_path, wall, ca
     printed = capsys.readouterr().out
     assert rc == 0, printed
     assert 'path cut 1 time(s) at a clock jump' in printed
+    # the stamps after 3.5 s went back 3 s: 100.6..103.5 is there twice, and the frames
+    # stamped 101, 102, 103 (three before the jump, three after) cannot be labelled
+    assert 'skipped 6 frames: clock jump (two stretches of path at this time)' in printed
+    assert '1 of 7 frames' in printed
     bag = write_bag(str(tmp_path / 'teleport'), scene, drive, teleport=True)
     rc, out = autolabel(tmp_path, bag, '--overwrite')
     printed = capsys.readouterr().out
@@ -342,7 +346,17 @@ def test_autolabel_sim_prints_a_table():
     import contextlib
     with contextlib.redirect_stdout(out):
         rc = cli.main(['autolabel-sim', '--rooms', '1', '--duration', '6', '--frame-every', '2',
-                       '--width', '96', '--height', '54', '--conditions', 'exact,drift'])
+                       '--width', '96', '--height', '54', '--conditions', 'exact,drift',
+                       '--per-room'])
     assert rc == 0
     text = out.getvalue()
     assert '| exact | 3 |' in text and '| drift | 3 |' in text
+
+
+def test_mount_from_a_transform_round_trips():
+    from freespace_seg.tools.autolabel_inputs import mount_from_matrix
+
+    mount = CameraMount(x=0.05, y=-0.02, z=0.4, roll=0.03, pitch=0.35, yaw=-0.1)
+    back = mount_from_matrix(mount.transform_base_from_optical())
+    for name in ('x', 'y', 'z', 'roll', 'pitch', 'yaw'):
+        assert getattr(back, name) == pytest.approx(getattr(mount, name), abs=1e-9)

@@ -85,6 +85,8 @@ def add_arguments(parser):
     add_rule_arguments(parser)
     parser.add_argument('--conditions', default=','.join(CONDITIONS),
                         help='comma-separated conditions (all)')
+    parser.add_argument('--per-room', action='store_true',
+                        help='also a table of each room under the first condition')
 
 
 def add_rule_arguments(parser):
@@ -201,6 +203,8 @@ def measure_room(index, args, config, conditions, progress=None):
             'no line of sight': ('exact', 'nolos', 0.0, 'exact'),
             'bumps without bearing': ('exact', 'exact', 0.0, 'none')}
     out = {c: dict.fromkeys(_KEYS, 0) for c in conditions}
+    out['_room'] = {'seed': seed, 'style': style, 'height': mount.z, 'pitch': mount.pitch,
+                    'distance': drive.distance, 'bumps': len(drive.hazards)}
     for t0 in np.arange(0.0, args.duration, args.frame_every):
         truth = free_mask(scene, intrinsics, mount, drive.pose_at(t0))
         for cond in conditions:
@@ -231,6 +235,8 @@ def table(totals):
     """Return the Markdown table of {condition: counters}."""
     rows = []
     for cond, c in totals.items():
+        if cond.startswith('_'):
+            continue
         rows.append([cond, c['frames'], _ratio(c['free_ok'], c['free']),
                      _ratio(1e6 * (c['free'] - c['free_ok']), c['free'], 0),
                      _ratio(c['free_ok'], c['truth_free'], 3),
@@ -244,6 +250,21 @@ def table(totals):
                            'blocked (% px)', 'bump (% px)'], rows)
 
 
+def room_table(rooms, cond):
+    """Return the Markdown table of each room under condition ``cond``."""
+    rows = []
+    for room in rooms:
+        info, c = room['_room'], room[cond]
+        rows.append([info['seed'], info['style'], markdown.number(info['height'], 2),
+                     markdown.number(info['pitch'], 2), markdown.number(info['distance'], 1),
+                     info['bumps'], c['frames'], _ratio(c['free_ok'], c['free']),
+                     _ratio(c['free_ok'], c['truth_free'], 3),
+                     _ratio(c['hazard_ok'], c['hazard'], 3)])
+    return markdown.table(['room (seed)', 'style', 'camera height (m)', 'pitch (rad)',
+                           'driven (m)', 'bumps', 'frames', 'free precision', 'free coverage',
+                           'bump precision'], rows)
+
+
 def run(args):
     conditions = [c.strip() for c in args.conditions.split(',') if c.strip()]
     unknown = sorted(set(conditions) - set(CONDITIONS))
@@ -255,12 +276,14 @@ def run(args):
     config = rule_config(args)
     frames = int(math.ceil(args.duration / args.frame_every)) * args.rooms
     totals = {c: dict.fromkeys(_KEYS, 0) for c in conditions}
+    rooms = []
     bar = Progress(None, total=frames, desc='autolabel-sim')
     try:
         for i in range(args.rooms):
             room = measure_room(i, args, config, conditions, bar)
-            for cond, counts in room.items():
-                for k, v in counts.items():
+            rooms.append(room)
+            for cond in conditions:
+                for k, v in room[cond].items():
                     totals[cond][k] += v
     finally:
         bar.close()
@@ -272,5 +295,8 @@ def run(args):
           f'{args.heading_drift:g} deg/m heading, offset {1000 * args.time_offset:g} ms, '
           f'pitch error {args.pitch_error:g} deg')
     print('\n'.join(table(totals)))
+    if args.per_room:
+        print(f'\nper room, {conditions[0]}:')
+        print('\n'.join(room_table(rooms, conditions[0])))
     sys.stdout.flush()
     return 0
