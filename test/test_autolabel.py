@@ -159,7 +159,7 @@ def _quaternion(r):
 
 def write_bag(path, scene, drive, pose_via='odom', info=True, hazard='vector',
               static_tf=True, clock_jump=False, teleport=False, frame_every=1.0, base=100.0):
-    """Write a rosbag2 of ``drive``: truth-grey images, CameraInfo, odom or TF, bumps."""
+    """Write a rosbag2 of ``drive``: truth-coloured images, CameraInfo, odom or TF, bumps."""
     store = get_typestore(Stores.ROS2_KILTED)
     if hazard == 'vector':
         for name, text in HAZARD_MSGS.items():
@@ -226,8 +226,9 @@ def write_bag(path, scene, drive, pose_via='odom', info=True, hazard='vector',
                              t['std_msgs/msg/Bool'](data=val)))
     for tt in np.arange(0.0, drive.path[-1, 0], frame_every):
         sec = base + tt - (3.0 if clock_jump and tt > jump else 0.0)
-        grey = free_mask(scene, intrinsics, MOUNT, drive.pose_at(tt)) * 200 + 30
-        rgb = np.repeat(grey[..., None], 3, axis=2).astype(np.uint8)
+        # green where the floor is free, red elsewhere: the tiny test model reads that
+        free = free_mask(scene, intrinsics, MOUNT, drive.pose_at(tt)).astype(bool)
+        rgb = np.where(free[..., None], np.uint8([30, 200, 30]), np.uint8([200, 30, 30]))
         msgs.append(('/cam/image_raw', 'sensor_msgs/msg/Image', sec, t['sensor_msgs/msg/Image'](
             header=header(sec, 'camera_optical'), height=H, width=W, encoding='rgb8',
             is_bigendian=0, step=W * 3, data=rgb.reshape(-1))))
@@ -351,6 +352,34 @@ def test_autolabel_sim_prints_a_table():
     assert rc == 0
     text = out.getvalue()
     assert '| exact | 3 |' in text and '| drift | 3 |' in text
+
+
+def test_model_fill_takes_only_unchecked_pixels_the_model_is_sure_of(tmp_path, wall, capsys):
+    from support import write_tiny_model
+
+    mask = np.array([[al.FREE, al.UNCHECKED, al.UNCHECKED, al.UNCHECKED]], np.uint8)
+    p = np.array([[0.0, 0.99, 0.5, 0.01]])
+    assert al.fill_confident(mask, p, 0.98) == (1, 1)
+    assert mask.tolist() == [[al.FREE, al.FREE, al.UNCHECKED, al.BLOCKED]]
+    model = write_tiny_model(str(tmp_path))
+    scene, drive = wall
+    bag = write_bag(str(tmp_path / 'drive'), scene, drive, hazard='none')
+    rc, plain = autolabel(tmp_path, bag)
+    assert rc == 0
+    filled = str(tmp_path / 'filled')
+    rc = cli.main(['autolabel', bag, filled, '--model-fill', '0.6', '--model', model])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    line = next(x for x in printed.splitlines() if '--model-fill' in x)
+    assert 'free 0.0 %' not in line and 'blocked 0.0 %' not in line
+    more = 0
+    for pair_a, pair_b in zip(image_pairs(plain), image_pairs(filled)):
+        a = read_user_pair(*pair_a)[1]
+        b = read_user_pair(*pair_b)[1]
+        checked = a != 255
+        assert (b[checked] == a[checked]).all()  # the drive-over labels win
+        more += int((b[~checked] != 255).sum())
+    assert more > 0
 
 
 def test_mount_from_a_transform_round_trips():

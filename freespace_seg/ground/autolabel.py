@@ -38,7 +38,8 @@ mask of :data:`FREE` (1), :data:`BLOCKED` (0) and :data:`UNCHECKED` (255):
   bumper front (the footprint edge within ``hazard_half_angle`` of the driving direction),
   where the obstacle that stopped the robot stands or hides the floor. A point that is both
   (the robot drove over it too) is unchecked.
-* everything else: **unchecked**.
+* everything else: **unchecked**; optionally (:func:`fill_confident`) a model's very sure
+  pixels fill some of it.
 
 The rule assumes a static world, and a floor point counts as seen when nothing *stands* on
 the line of sight. Two things break it: an overhang lower than the camera that the robot
@@ -336,6 +337,25 @@ def label_frame(camera, pose, t0, times, poses, hazards=(), config=None):
     return FrameLabels(mask=mask, free=int(counts[FREE]), blocked=int(counts[BLOCKED]),
                        unchecked=int(counts[UNCHECKED]), horizon=int(camera.sky.sum()),
                        hazard=int((hazard & ~free).sum()), poses_used=int(len(rel)))
+
+
+def fill_confident(mask, p_free, threshold):
+    """
+    Fill the unchecked pixels of ``mask`` (in place) where a model is very sure.
+
+    ``p_free``: (H, W) P(free) in 0..1 (or uint8 x 255); pixels still :data:`UNCHECKED` become
+    :data:`FREE` where ``p_free >= threshold`` and :data:`BLOCKED` where
+    ``p_free <= 1 - threshold``. The drive-over labels always win. Returns (free, blocked)
+    pixel counts filled.
+    """
+    p = np.asarray(p_free)
+    p = p / 255.0 if p.dtype == np.uint8 else p
+    open_ = mask == UNCHECKED
+    free = open_ & (p >= threshold)
+    blocked = open_ & (p <= 1.0 - threshold)
+    mask[free] = FREE
+    mask[blocked] = BLOCKED
+    return int(free.sum()), int(blocked.sum())
 
 
 class Trajectory:

@@ -42,7 +42,8 @@ import tempfile
 
 import cv2
 from freespace_seg.common.progress import Progress
-from freespace_seg.ground.autolabel import BLOCKED, CameraFloor, FREE, label_frame
+from freespace_seg.ground.autolabel import (BLOCKED, CameraFloor, fill_confident, FREE,
+                                            label_frame)
 from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
@@ -90,6 +91,12 @@ def add_arguments(parser):
                         help='a path gap longer than this (s) cuts the path (0.5)')
     parser.add_argument('--max-speed', type=float, default=2.0,
                         help='a path jump faster than this (m/s) is a teleport and cuts it (2)')
+    parser.add_argument('--model-fill', type=float, default=0.0, metavar='P',
+                        help='also label the unchecked pixels where the model is this sure '
+                             '(P(free) >= P free, <= 1 - P blocked; e.g. 0.98; 0: off, the '
+                             'default)')
+    parser.add_argument('--model', default='',
+                        help='the model of --model-fill (default: the shipped one)')
     add_rule_arguments(parser)
 
 
@@ -181,6 +188,7 @@ class Summary:
         self.pixels = collections.Counter()
         self.skipped = collections.Counter()
         self.no_free = 0
+        self.model = collections.Counter()
 
     def lines(self, image, inputs, mount_note, out):
         total = sum(self.pixels.values())
@@ -193,6 +201,10 @@ class Summary:
                      f'{len(inputs.hazards)} from {inputs.hazard_source or "no hazard topic"}',
                      f'pixels: free {share("free")}, blocked {share("blocked")}, unchecked '
                      f'{share("unchecked")}']
+        if self.model:
+            out_lines.append(f'of them from the model (--model-fill): free '
+                             f'{100.0 * self.model["free"] / max(total, 1):.1f} %, blocked '
+                             f'{100.0 * self.model["blocked"] / max(total, 1):.1f} %')
         if self.no_free:
             out_lines.append(f'{self.no_free} labelled frames have no free pixel (the robot '
                              'did not drive over what they see)')
@@ -253,6 +265,15 @@ def _label_frames(reader, store, args, image, inputs, events, config, directory)
     mount_note = ''
     last = -math.inf
     stem0 = os.path.splitext(os.path.basename(os.path.normpath(args.input)))[0] or 'frame'
+    pipe = None
+    if args.model_fill > 0.0:
+        if not 0.5 < args.model_fill <= 1.0:
+            raise LabelError('--model-fill must be in (0.5, 1]')
+        from freespace_seg.perception.pipeline import SegmentationPipeline
+        try:
+            pipe = SegmentationPipeline(args.model or None)
+        except (OSError, ValueError, RuntimeError) as e:
+            raise LabelError(f'--model-fill: cannot load the model ({e})')
     bar = Progress(None, total=total, desc='autolabel')
     try:
         for conn, _, raw in reader.messages(connections=conns):
@@ -281,8 +302,16 @@ def _label_frames(reader, store, args, image, inputs, events, config, directory)
                 mount, mount_note = _mount(args, inputs, msg.header.frame_id)
                 cameras[key] = CameraFloor(intrinsics, mount, config)
             later = seg.track
-            labels = label_frame(cameras[key], pose, t, later.times, later.poses, events,
-                                 config)
+            # bumps of another stretch are in another odometry frame
+            mine = [e for e in events if seg.start <= e[0] <= seg.end]
+            labels = label_frame(cameras[key], pose, t, later.times, later.poses, mine, config)
+            if pipe is not None:
+                _, confidence = pipe.segment_with_confidence(rgb)
+                free, blocked = fill_confident(labels.mask, confidence, args.model_fill)
+                summary.model.update(free=free, blocked=blocked)
+                labels.free += free
+                labels.blocked += blocked
+                labels.unchecked -= free + blocked
             write_pair(directory, f'{stem0}_{summary.frames - 1:06d}', rgb, labels.mask)
             last = t
             summary.labelled += 1
