@@ -71,6 +71,10 @@ COMMANDS = {
                     'write a Triton model repository (onnxruntime or tensorrt) for a real server'),
     'grid-rules': ('freespace_seg.tools.grid_rules',
                    'grid rules (speckle tolerance) against the true floor, with a model'),
+    'autolabel': ('freespace_seg.tools.autolabel',
+                  'label a rosbag2 from where the robot drove: free, blocked, unchecked'),
+    'autolabel-sim': ('freespace_seg.tools.autolabel_sim',
+                      'drive-over labels against the exact truth in simulated rooms'),
     'real-set': ('freespace_seg.training.real_set',
                  'write the real-photo evaluation set (stereo ground truth)'),
 }

@@ -71,7 +71,7 @@ from freespace_seg.sim.scene import make_scene, Scene
 import numpy as np
 
 __all__ = [
-    'camera_in_world', 'Frame', 'ID_CEILING', 'ID_FLOOR', 'ID_NONE', 'ID_WALL0',
+    'camera_in_world', 'Frame', 'free_mask', 'ID_CEILING', 'ID_FLOOR', 'ID_NONE', 'ID_WALL0',
     'material_albedo', 'random_sample', 'render', 'world_rays'
 ]
 
@@ -127,6 +127,20 @@ def render(scene, intrinsics, mount, robot_pose=(0.0, 0.0, 0.0), rng=None, rando
     image = _camera(rad, scene, rng, config)
     pose = tuple(float(v) for v in robot_pose)
     return Frame(image, free, t, intrinsics, mount, pose, scene)
+
+
+def free_mask(scene, intrinsics, mount, robot_pose=(0.0, 0.0, 0.0)):
+    """
+    Return only the exact free-floor mask of :func:`render` ((H, W) uint8, 1 = free).
+
+    The same rays and the same casting as ``render``'s ``Frame.free``, without shading (about
+    a tenth of the time): for label checks that need no image.
+    """
+    origin, r_wo = camera_in_world(mount, robot_pose)
+    _, dx, dy, dz = world_rays(intrinsics, mount, robot_pose)
+    rects = _screen_rects(_object_points(scene), origin, r_wo, intrinsics)
+    _, ids = _cast(scene, origin, dx, dy, dz, rects)
+    return (ids == ID_FLOOR).astype(np.uint8)
 
 
 def _camera_is_clear(scene, mount, pose, margin=0.05):
