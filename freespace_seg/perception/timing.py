@@ -58,7 +58,10 @@ def timing_session(model_path, threads):
 
 def measure_latency(model_path, threads=2, runs=50, warmup=10):
     """
-    Median, mean and 90th percentile wall time (ms) of one bare ONNX Runtime run.
+    Median (``p50_ms``), mean and 90th percentile wall time (ms) of one bare ONNX Runtime run.
+
+    The keys are those of every other timing result of the package (``p50_ms``, ``p90_ms``,
+    ``mean_ms``: bench, tradeoff, the node's diagnostics).
 
     The input is a fixed random tensor of the model's static input shape
     (:func:`timing_session`); preprocessing and postprocessing are not included.
@@ -67,9 +70,9 @@ def measure_latency(model_path, threads=2, runs=50, warmup=10):
     timed_runs(session, feed, warmup)
     times = sorted(timed_runs(session, feed, max(int(runs), 1)))
     return {
-        'median': round(statistics.median(times), 2),
-        'mean': round(statistics.fmean(times), 2),
-        'p90': round(times[min(len(times) - 1, int(0.9 * len(times)))], 2),
+        'p50_ms': round(statistics.median(times), 2),
+        'mean_ms': round(statistics.fmean(times), 2),
+        'p90_ms': round(times[min(len(times) - 1, int(0.9 * len(times)))], 2),
         'runs': len(times),
         'threads': int(threads),
         'shape': [int(d) for d in next(iter(feed.values())).shape],

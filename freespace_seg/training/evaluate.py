@@ -476,7 +476,7 @@ def evaluate(args):
         latency = None
         if args.latency_runs > 0:
             lat = result['latency_ms']
-            latency = {latency_key(lat['threads'], lat['shape']): lat['median']}
+            latency = {latency_key(lat['threads'], lat['shape']): lat['p50_ms']}
         update_card(card.path, {card_key: entry}, latency)
         print(f'eval: updated {card.path} (evaluation.{card_key})')
     if summary['images'] == 0:

@@ -86,7 +86,7 @@ def markdown_report(result):
     if result.get('latency_ms'):
         lat = result['latency_ms']
         lines += ['', f'Bare model latency (ONNX Runtime CPU, {lat["threads"]} threads, input '
-                  f'{lat["shape"]}): median {lat["median"]} ms, p90 {lat["p90"]} ms; '
+                  f'{lat["shape"]}): median {lat["p50_ms"]} ms, p90 {lat["p90_ms"]} ms; '
                   f'whole pipeline {result["pipeline_ms_per_image"]} ms per image.']
     if result.get('surfaces'):
         from freespace_seg.training.surfaces import markdown as surfaces_markdown

@@ -576,8 +576,8 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
     print(f'train: wrote {out} ({size_mb:.2f} MB); ONNX Runtime vs torch max |diff| '
           f'{diff:.2e}', flush=True)
     lat = measure_latency(out, threads=2, runs=args.latency_runs)
-    print(f'train: ONNX Runtime CPU 2 threads {width}x{height}: median {lat["median"]} ms, '
-          f'p90 {lat["p90"]} ms', flush=True)
+    print(f'train: ONNX Runtime CPU 2 threads {width}x{height}: median {lat["p50_ms"]} ms, '
+          f'p90 {lat["p90_ms"]} ms', flush=True)
 
     training = {
         'seed': args.seed,
@@ -626,7 +626,7 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
         'onnx_opset': 17,
         'onnx_max_abs_diff_vs_torch': float(f'{diff:.3g}'),
     }
-    latency = {latency_key(2, lat['shape']): lat['median']}
+    latency = {latency_key(2, lat['shape']): lat['p50_ms']}
 
     # Score the exported model on the validation frames through the node's ONNX pipeline.
     card_path = os.path.splitext(out)[0] + '.yaml'
