@@ -25,7 +25,6 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 import rclpy
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, qos_profile_system_default,
                        QoSProfile, ReliabilityPolicy)
 
@@ -54,6 +53,10 @@ def ends_in(success, failure):
     goes through the node's ``on_error``, which sets the label last; see
     :class:`~freespace_seg.nodes.segmentation_node.SegmentationNode`).
     """
+    # Imported here: the driver, which has no lifecycle, imports this module too, and
+    # rclpy.lifecycle needs rclpy.event_handler, which Humble does not have.
+    from rclpy.lifecycle import TransitionCallbackReturn
+
     def mark(callback):
         @functools.wraps(callback)
         def transition(self, state):

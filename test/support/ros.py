@@ -80,6 +80,23 @@ class Harness:
             time.sleep(interval)
         return predicate()
 
+    def wait_periods(self, period, count, timeout=30.0):
+        """
+        Wait until a wall-clock timer of ``period`` s has fired ``count`` times; return whether.
+
+        The timer is the client's, spun by the same executor as the nodes under test: a
+        positive event that they were spun through ``count`` such periods, in which a timer of
+        theirs with that period would have fired as often. A check that something does not
+        happen on its own waits for this instead of sleeping.
+        """
+        ticks = []
+        timer = self.client.create_timer(period, lambda: ticks.append(None))
+        try:
+            return self.wait_for(lambda: len(ticks) >= count, timeout)
+        finally:
+            timer.cancel()
+            self.client.destroy_timer(timer)
+
     def wait_for_subscribers(self, pub, count=1, timeout=10.0):
         return self.wait_for(lambda: pub.get_subscription_count() >= count, timeout)
 

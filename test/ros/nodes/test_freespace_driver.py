@@ -204,6 +204,18 @@ class Rig(Harness):
         return self.speeds()[-1]
 
 
+def count_taken(sub):
+    """Return the list of the messages ``sub``'s callback has taken since (wraps it)."""
+    taken = []
+    callback = sub.callback
+
+    def counting(msg):
+        callback(msg)
+        taken.append(msg)
+    sub.callback = counting
+    return taken
+
+
 @pytest.fixture
 def rig(ros_init, request):
     params = getattr(request, 'param', {})
@@ -261,11 +273,12 @@ def test_timeouts_count_simulated_seconds_not_wall_time(rig):
     rig.sending = True
     assert rig.step_until(lambda: rig.last_speed() >= 0.2)
     rig.sending = False
-    n = len(rig.cmds)
-    # Wall time passes, longer than stale_timeout, but simulated time stands still: no
-    # control step, and the next one finds the grid (at most 0.15 s old) fresh.
-    time.sleep(0.8)
-    assert len(rig.cmds) == n
+    n, steps = len(rig.cmds), rig.node.control_steps
+    # Wall time passes, longer than stale_timeout (16 wall-clock control periods spun), but
+    # simulated time stands still: no control step, and the next one finds the grid (at most
+    # 0.15 s old) fresh.
+    assert rig.wait_periods(PERIOD, 16)
+    assert rig.node.control_steps == steps and len(rig.cmds) == n
     assert rig.step()[0][1] > 0.0
     assert rig.node.stale_stops == 0 and rig.node.state == 'driving'
 
@@ -358,8 +371,10 @@ def test_hazard_detection_vector(rig):
     assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'hazard_detection'))
     vec = msgs.HazardDetectionVector(detections=[msgs.HazardDetection(
         type=msgs.HazardDetection.OBJECT_PROXIMITY)])
-    pub.publish(vec)
-    time.sleep(0.3)
+    # Taken by the driver's callback before the clock moves on (best effort: sent again
+    # until it is).
+    taken = count_taken(subscriptions_on(rig.node, 'hazard_detection')[0])
+    assert rig.deliver(pub, vec, lambda: taken)
     assert rig.step(6)[-1][1] > 0, 'OBJECT_PROXIMITY is not in the default hazard_types'
     vec.detections[0].type = msgs.HazardDetection.BUMP
     assert rig.publish_and_wait_for_command(pub, vec)[1:] == (0.0, 0.0)
@@ -543,12 +558,13 @@ def test_shutdown_sends_a_final_zero(ros_init, sig):
         assert h.wait_for(lambda: clock_subs(clock.topic) > 0, timeout=30), \
             proc.stderr.read() if proc.poll() else ''
         assert h.wait_for(driving, timeout=30), proc.stderr.read() if proc.poll() else ''
-        time.sleep(0.3)                         # the last command in, then time stands still
+        # Time stands still from here: commands of the last steps may still be on their way,
+        # then (one publisher: in order) the final zero, the only one since it drove.
         n = len(cmds)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=20)
-        assert h.wait_for(lambda: len(cmds) > n and cmds[-1] == 0.0, timeout=2.0)
-        assert all(v > 0.1 for v in cmds[n - 1:-1]) and len(cmds) == n + 1
+        assert h.wait_for(lambda: cmds[-1] == 0.0, timeout=2.0)
+        assert all(v > 0.1 for v in cmds[n - 1:-1])
     finally:
         if proc.poll() is None:
             proc.kill()

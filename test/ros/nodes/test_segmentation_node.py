@@ -166,15 +166,45 @@ def test_corrupt_jpeg_then_good_frame(rig):
     assert box[0].header.stamp.sec == 2
 
 
+def send_and_wait_taken(rig, pub, msg):
+    """
+    Publish ``msg`` and wait until the worker has taken it (nothing waits for it any more).
+
+    The worker takes frames one at a time, in order: once it has taken a frame it is done
+    with every frame before it, the event that the checks of what it did with those frames
+    wait for. The frame it has just taken may still be in its hands, so a check sends a bad
+    frame last (:func:`flush_frame`): were it computed, it would count as bad, not processed.
+    """
+    node = rig.node
+    before = node.received
+    pub.publish(msg)
+    assert rig.wait_for(lambda: node.received > before and not node.frame_waiting)
+
+
+def flush_frame(sec):
+    """Return a frame the node cannot decode: only ``bad_frames`` counts it, if computed."""
+    msg = array_to_image(green_red_image(64, 48, 8), 'rgb8')
+    msg.encoding = '32FC7'
+    return stamped(msg, sec)
+
+
 def test_nothing_is_computed_without_subscribers(rig):
+    node = rig.node
     pub = rig.publisher(Image, 'image')
     assert rig.wait_for_subscribers(pub)
     for i in range(3):
-        pub.publish(stamped(array_to_image(green_red_image(64, 48, 8), 'rgb8'), i))
-        time.sleep(0.05)
-    assert rig.wait_for(lambda: rig.node.received == 3)
-    time.sleep(0.3)
-    assert rig.node.processed == 0
+        send_and_wait_taken(rig, pub, stamped(array_to_image(green_red_image(64, 48, 8),
+                                                             'rgb8'), i))
+    send_and_wait_taken(rig, pub, flush_frame(3))
+    # The worker took frame 3, so it was done with frames 0 to 2: none was computed.
+    assert node.received == 4 and node.processed == 0
+    # Then a subscriber and a frame for it: computed and delivered (it also shows that the
+    # node computes at all), the only frame computed.
+    box = rig.collect(Image, 'segmentation/mask')
+    assert rig.wait_for(lambda: node.wants('segmentation/mask'))
+    pub.publish(stamped(array_to_image(green_red_image(64, 48, 8), 'rgb8'), 4))
+    assert rig.wait_for(lambda: box and node.processed >= 1)
+    assert [m.header.stamp.sec for m in box] == [4] and node.processed == 1
 
 
 def test_only_the_newest_frame_is_processed_and_drops_are_counted(rig):
@@ -454,19 +484,17 @@ def test_publish_unsubscribed_changes_live(rig):
     assert rig.wait_for_subscribers(pub)
     assert node.output_topics and node.wanted_outputs == []
 
-    def send_and_settle(sec):
-        """Publish a frame and wait until the worker has taken it (and a little longer)."""
-        pub.publish(_frame(sec))
-        assert rig.wait_for(lambda: node.received == sec and not node.frame_waiting)
-        time.sleep(0.3)
-    send_and_settle(1)
+    # A frame, then a bad one: once the worker has taken that, it is done with the frame.
+    send_and_wait_taken(rig, pub, _frame(1))
+    send_and_wait_taken(rig, pub, flush_frame(2))
     assert node.processed == 0
     assert node.set_parameters([Parameter('publish_unsubscribed', value=True)])[0].successful
-    pub.publish(_frame(2))
+    pub.publish(_frame(3))
     assert rig.wait_for(lambda: node.processed == 1)
     assert node.set_parameters([Parameter('publish_unsubscribed', value=False)])[0].successful
-    send_and_settle(3)
-    assert node.processed == 1
+    send_and_wait_taken(rig, pub, _frame(4))
+    send_and_wait_taken(rig, pub, flush_frame(5))
+    assert node.received == 5 and node.processed == 1
 
 
 def test_colored_mask_encoding_changes_live(rig):

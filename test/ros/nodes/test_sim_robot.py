@@ -238,7 +238,8 @@ def test_publish_clock_stamps_in_simulated_time(ros_init):
         pubs = publishers_on(sim, 'image') + publishers_on(sim, '/clock')
         assert len(pubs) == 2
         assert h.wait_for(lambda: all(p.get_subscription_count() > 0 for p in pubs))
-        time.sleep(0.5)                           # no timer: nothing happens on its own
+        # No timer: nothing happens on its own, while the executor spins through 8 periods.
+        assert h.wait_periods(sim.dt, 8)
         assert sim.steps == 0 and not odom
         frames = [sim.step() for _ in range(8)]  # 0.2 s at 40 Hz; frames every 0.1 s
         assert [f is not None for f in frames] == [True, False, False, True, False, False,
@@ -249,13 +250,15 @@ def test_publish_clock_stamps_in_simulated_time(ros_init):
         assert ns_of == [25_000_000 * k for k in range(1, 9)]
         assert [Time.from_msg(m.header.stamp).nanoseconds for m in odom] == ns_of
         assert Time.from_msg(images[1].header.stamp).nanoseconds == frames[3]
-        # step(clock=False) leaves /clock to the caller.
+        # step(clock=False) leaves /clock to the caller: the next clock is the caller's, then
+        # the following step's (one publisher: they arrive in order, after any other).
         sim.step(clock=False)
-        time.sleep(0.2)
-        assert len(clocks) == 8
         sim.publish_clock()
-        assert h.wait_for(lambda: len(clocks) == 9)
-        assert Time.from_msg(clocks[-1].clock).nanoseconds == 9 * 25_000_000
+        sim.step()
+        assert h.wait_for(lambda: Time.from_msg(clocks[-1].clock).nanoseconds ==
+                          10 * 25_000_000)
+        assert [Time.from_msg(m.clock).nanoseconds for m in clocks[8:]] == [
+            9 * 25_000_000, 10 * 25_000_000]
     finally:
         h.close()
 
@@ -274,13 +277,15 @@ def test_runtime_limits_apply(ros_init):
         sim.destroy_node()
 
 
-def test_executable_logs_a_summary_on_sigint():
+def test_executable_logs_a_summary_on_sigint(ros_init):
     env = dict(os.environ)
     env['PYTHONPATH'] = REPO + os.pathsep + env.get('PYTHONPATH', '')
     env['PYTHONUNBUFFERED'] = '1'
+    ns = unique_namespace('sim')
+    h = Harness(ns)
+    odom = h.collect(Odometry, 'odom')
     proc = subprocess.Popen([sys.executable, '-m', 'freespace_seg.nodes.sim_robot',
-                             '--ros-args', '-r', f'__ns:={unique_namespace("sim")}',
-                             '-p', 'seed:=5'],
+                             '--ros-args', '-r', f'__ns:={ns}', '-p', 'seed:=5'],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lines = []
@@ -291,12 +296,14 @@ def test_executable_logs_a_summary_on_sigint():
             if 'room 5:' in line or not line:
                 break
         assert any('room 5:' in x for x in lines), ''.join(lines)
-        time.sleep(1.0)                           # let it start spinning
+        # Spinning: its step timer has published odometry.
+        assert h.wait_for(lambda: odom, timeout=60), ''.join(lines)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
+        h.close()
     assert proc.returncode == 0, err
     assert 'summary: room 5:' in err and 'collisions' in err
     assert 'Traceback' not in err and 'Failed to publish' not in err

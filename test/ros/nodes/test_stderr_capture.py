@@ -32,6 +32,7 @@ import time
 import zlib
 
 import cv2
+from freespace_seg.nodes import stderr_capture
 from freespace_seg.nodes.segmentation_node import ERROR_THROTTLE_S, start_segmentation_node
 from freespace_seg.nodes.stderr_capture import (capture_decoder_output, decode_capturing,
                                                 DECODER_LINE)
@@ -192,9 +193,41 @@ def test_nested_windows_keep_their_own_lines(capfd):
     assert capfd.readouterr().err == 'foreign\n'
 
 
-def test_windows_of_two_threads_take_turns():
-    first_inside, second_inside, release = (threading.Event() for _ in range(3))
+def wait_until(predicate, timeout=10.0):
+    """Poll ``predicate`` until it is true or ``timeout`` seconds pass; return its value."""
+    end = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < end:
+        time.sleep(0.001)
+    return predicate()
+
+
+class WatchedLock:
+    """A reentrant lock that counts the threads waiting to take it."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._count = threading.Lock()
+        self.waiting = 0
+
+    def __enter__(self):
+        with self._count:
+            self.waiting += 1
+        self._lock.acquire()
+        with self._count:
+            self.waiting -= 1
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+
+def test_windows_of_two_threads_take_turns(monkeypatch):
+    first_inside, second_inside = threading.Event(), threading.Event()
     results = {}
+    # The windows' process-wide lock, watched: the positive event is the other thread
+    # waiting for it while this window is open.
+    lock = WatchedLock()
+    monkeypatch.setattr(stderr_capture, '_lock', lock)
 
     def second():
         first_inside.wait()
@@ -208,10 +241,11 @@ def test_windows_of_two_threads_take_turns():
     with capture_decoder_output() as captured:
         first_inside.set()
         # The other thread must wait for this window to close before it opens its own.
-        results['entered early'] = second_inside.wait(timeout=0.5)
+        results['waited'] = wait_until(lambda: lock.waiting == 1)
+        results['entered early'] = second_inside.is_set()
         os.write(2, b'libpng warning: first\n')
     thread.join(timeout=10)
-    assert not results['entered early']
+    assert results['waited'] and not results['entered early']
     assert captured.lines == ['libpng warning: first']
     assert results['second'] == ['libpng warning: second']
 

@@ -23,6 +23,7 @@ and skip, saying why, where those cannot be imported.
 """
 
 import dataclasses
+import glob
 import hashlib
 import json
 import os
@@ -387,20 +388,31 @@ def test_readers_never_see_a_partial_file(tmp_path):
     path = str(tmp_path / 'm.engine')
     versions = [bytes([65 + i]) * (256 << 10) for i in range(6)]
     atomic_write(path, versions[0])
-    seen, stop = [], threading.Event()
+    seen, stop, read = [], threading.Event(), threading.Condition()
 
     def reader():
         while not stop.is_set():
             with open(path, 'rb') as f:
-                seen.append(f.read())
+                data = f.read()
+            with read:
+                seen.append(data)
+                read.notify_all()
+
+    def chunks(data):
+        """Yield 32 KiB chunks, with a whole read of the file between two of them."""
+        for i in range(0, len(data), 32 << 10):
+            yield data[i:i + (32 << 10)]
+            # A read that starts after the chunk went out: a writer that is not atomic is
+            # caught half way, every time.
+            with read:
+                n = len(seen)
+                assert read.wait_for(lambda: len(seen) >= n + 2, timeout=30)
 
     thread = threading.Thread(target=reader)
     thread.start()
     try:
         for data in versions[1:]:
-            # Chunked and slow, so a non-atomic writer would certainly be caught half way.
-            chunks = (data[i:i + (32 << 10)] for i in range(0, len(data), 32 << 10))
-            atomic_write(path, (time.sleep(0.002) or c for c in chunks))
+            atomic_write(path, chunks(data))
     finally:
         stop.set()
         thread.join()
@@ -442,18 +454,34 @@ from freespace_seg.perception.engines.engine_cache import EngineCache, EngineKey
 
 path, counter, go = sys.argv[2], sys.argv[3], sys.argv[4]
 key = EngineKey.from_dict(json.loads(sys.argv[5]))
+open(f'{go}.ready.{os.getpid()}', 'w').close()
 while not os.path.exists(go):
     time.sleep(0.002)
 
 def build():
     with open(counter, 'a') as f:
         f.write(f'{os.getpid()}\\n')
-    time.sleep(0.4)
+    # Build until the other process waits for the lock (it says so), 60 s at most.
+    end = time.monotonic() + 60
+    while not os.path.exists(f'{go}.waiting') and time.monotonic() < end:
+        time.sleep(0.002)
     return b'engine from ' + str(os.getpid()).encode() * 1000
 
-result = EngineCache(path, key, log=lambda line: None).get_or_build(build, bytes)
+def log(line):
+    if line.startswith('waiting for another process'):
+        open(f'{go}.waiting', 'w').close()
+
+result = EngineCache(path, key, log=log).get_or_build(build, bytes)
 print(json.dumps({'built': result.built, 'sha': hashlib.sha256(result.engine).hexdigest()}))
 """
+
+
+def wait_until(predicate, timeout):
+    """Poll ``predicate`` until it is true or ``timeout`` seconds pass; return its value."""
+    end = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < end:
+        time.sleep(0.01)
+    return predicate()
 
 
 def test_two_processes_starting_together_build_once(tmp_path):
@@ -461,7 +489,9 @@ def test_two_processes_starting_together_build_once(tmp_path):
     procs = [subprocess.Popen([sys.executable, '-c', CONCURRENT_BUILDER, REPO, path, counter,
                                go, json.dumps(KEY.as_dict())], stdout=subprocess.PIPE, text=True)
              for _ in range(2)]
-    time.sleep(0.3)                      # let both start and wait at the gate
+    # Both started and waiting at the gate.
+    assert wait_until(lambda: len(glob.glob(go + '.ready.*')) == 2 or any(
+        p.poll() is not None for p in procs), 60)
     open(go, 'w').close()
     results = []
     for proc in procs:

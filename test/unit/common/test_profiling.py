@@ -17,6 +17,7 @@
 import threading
 import time
 
+from freespace_seg.common import profiling
 from freespace_seg.common.profiling import profile_from_environment, StackSampler
 import pytest
 
@@ -28,6 +29,16 @@ def busy_worker_function(stop):
     return x
 
 
+def wait_idly(predicate, timeout=60.0):
+    """Return whether ``predicate()`` became true within ``timeout`` s, waiting in between."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            return False
+        threading.Event().wait(0.01)
+    return True
+
+
 def test_sampler_counts_a_busy_worker_thread_and_not_a_waiting_one():
     stop = threading.Event()
     idle = threading.Event()
@@ -37,7 +48,9 @@ def test_sampler_counts_a_busy_worker_thread_and_not_a_waiting_one():
         w.start()
     sampler = StackSampler(interval=0.002).start()
     try:
-        threading.Event().wait(0.5)             # waiting (time.sleep would count as busy)
+        # Until it has sampled the threads 50 times, waiting meanwhile (a busy poll or
+        # time.sleep would count as busy).
+        assert wait_idly(lambda: sampler.samples >= 50 and sampler.idle_samples >= 100)
     finally:
         sampler.stop()
         stop.set()
@@ -61,12 +74,25 @@ def test_environment_variable_switches_it_on(tmp_path, monkeypatch):
     assert profile_from_environment('x')() is None          # off: a no-op
     out = tmp_path / 'p.md'
     monkeypatch.setenv('FREESPACE_SEG_PROFILE', str(out))
+    started = []
+
+    class Recorded(StackSampler):
+
+        def start(self):
+            started.append(self)
+            return super().start()
+    monkeypatch.setattr(profiling, 'StackSampler', Recorded)
     finish = profile_from_environment('my node')
+    assert len(started) == 1
     stop = threading.Event()
     t = threading.Thread(target=busy_worker_function, args=(stop,))
     t.start()
-    time.sleep(0.2)
+    # Until the sampler has seen the worker busy.
+    assert wait_idly(lambda: started[0].self_counts and started[0].samples >= 10)
     stop.set()
     t.join()
     finish()
-    assert out.read_text().startswith('# my node')
+    report = out.read_text()
+    assert report.startswith('# my node'), report
+    # The worker's function, or the generator expression it runs, is at the top.
+    assert 'busy_worker_function' in report or '<genexpr>' in report, report
