@@ -33,7 +33,6 @@ jump, no CameraInfo, an image that does not decode). See docs/own_data.md.
 """
 
 import collections
-import glob
 import math
 import os
 import shutil
@@ -47,10 +46,10 @@ from freespace_seg.ground.autolabel import (BLOCKED, CameraFloor, fill_confident
 from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
-from freespace_seg.tools.autolabel_inputs import (hazard_events, IMAGE_TYPES, INFO_TYPE,
-                                                  InputError, mount_from_tf, read_inputs,
-                                                  stamp_s)
+from freespace_seg.tools.autolabel_inputs import (hazard_events, InputError, mount_from_tf,
+                                                  read_inputs, stamp_s)
 from freespace_seg.tools.autolabel_sim import add_rule_arguments, rule_config
+from freespace_seg.tools.bag import BagError, choose_topics, open_reader, typestore_for
 import numpy as np
 
 #: the mount options, named as segmentation_node's parameters, with its defaults
@@ -105,53 +104,25 @@ class LabelError(Exception):
 
 
 def open_bag(path):
-    """Open IN with rosbags (a folder without metadata.yaml: its one storage file)."""
-    from rosbags.rosbag2 import Reader
-    from rosbags.typesys import get_typestore, Stores
-
-    if not os.path.exists(path):
-        raise LabelError(f'{path}: no such bag')
-    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, 'metadata.yaml')):
-        files = glob.glob(os.path.join(path, '*.mcap')) + glob.glob(os.path.join(path, '*.db3'))
-        if len(files) != 1:
-            raise LabelError(f'{path}: not a rosbag2 (no metadata.yaml and {len(files)} '
-                             'storage files)')
-        path = files[0]
+    """Open IN as ``bag`` does (its reader, the typestore of its distro)."""
     try:
-        reader = Reader(path)
-        reader.open()
-    except Exception as e:  # noqa: B902 - any failure of a foreign file is the file's
-        raise LabelError(f'{path}: cannot read as a rosbag2 ({" ".join(str(e).split())})')
-    distro = (getattr(reader, 'ros_distro', None) or 'kilted').upper()
-    store = get_typestore(getattr(Stores, 'ROS2_' + distro, Stores.ROS2_KILTED))
-    return reader, store
+        reader = open_reader(path)
+    except BagError as e:
+        raise LabelError(str(e)) from None
+    return reader, typestore_for(reader)
 
 
 def _topics(reader, args):
-    topics = {c.topic: c.msgtype for c in reader.connections}
-    counts = collections.Counter()
-    for c in reader.connections:
-        counts[c.topic] += c.msgcount
-    image = args.image_topic
-    if image and topics.get(image) not in IMAGE_TYPES:
-        raise LabelError(f'no image topic {image} in the bag')
-    if not image:
-        images = sorted(t for t, ty in topics.items() if ty in IMAGE_TYPES)
-        if not images:
-            raise LabelError('no image topic in the bag (sensor_msgs/Image or CompressedImage)')
-        image = max(images, key=lambda t: counts[t])
-    info = args.camera_info_topic
+    """Return the image topic and {topic: type}; ``bag``'s choice of image and CameraInfo."""
+    try:
+        image, _, info = choose_topics(reader, args.image_topic, args.camera_info_topic)
+    except BagError as e:
+        raise LabelError(str(e)) from None
     if not info:
-        ns = image.rsplit('/', 1)[0]
-        ns = ns.rsplit('/', 1)[0] if image.endswith('/compressed') else ns
-        infos = sorted(t for t, ty in topics.items() if ty == INFO_TYPE)
-        info = ns + '/camera_info' if ns + '/camera_info' in infos else \
-            (infos[0] if len(infos) == 1 else '')
-    if not info or topics.get(info) != INFO_TYPE:
         raise LabelError(f'no CameraInfo for {image} in the bag (--camera-info-topic): labels '
                          'need the camera intrinsics')
     args.camera_info_topic = info
-    return image, topics
+    return image, {c.topic: c.msgtype for c in reader.connections}
 
 
 def _mount(args, inputs, camera_frame):

@@ -38,8 +38,6 @@ import numpy as np
 
 ODOM_TYPE = 'nav_msgs/msg/Odometry'
 TF_TYPE = 'tf2_msgs/msg/TFMessage'
-INFO_TYPE = 'sensor_msgs/msg/CameraInfo'
-IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
 HAZARD_TYPE = 'irobot_create_msgs/msg/HazardDetectionVector'
 BOOL_TYPE = 'std_msgs/msg/Bool'
 #: HazardDetection.type of a bump
