@@ -57,12 +57,19 @@ def _label(code):
 
 
 class StackSampler:
-    """Sample every thread's Python stack every ``interval`` s; see the module."""
+    """
+    Sample every thread's Python stack every ``interval`` s; see the module.
 
-    def __init__(self, interval=0.005):
+    ``threads``, a collection of thread idents, limits the samples to those threads (other
+    threads of the process, such as ones left over from a library, are then not counted).
+    """
+
+    def __init__(self, interval=0.005, threads=None):
         if interval <= 0:
             raise ValueError(f'interval must be > 0, got {interval}')
         self.interval = float(interval)
+        #: thread idents to sample (``None``: every thread but the sampler's own)
+        self.threads = None if threads is None else frozenset(threads)
         self.self_counts = collections.Counter()
         self.total_counts = collections.Counter()
         self.samples = 0
@@ -96,9 +103,9 @@ class StackSampler:
             self.sample(exclude=own)
 
     def sample(self, exclude=None):
-        """Take one sample of every thread except ``exclude`` (a thread ident)."""
+        """Take one sample of every thread (or of :attr:`threads`) except ``exclude``."""
         for ident, frame in sys._current_frames().items():
-            if ident == exclude:
+            if ident == exclude or (self.threads is not None and ident not in self.threads):
                 continue
             if frame.f_code.co_name in IDLE_FUNCTIONS:
                 self.idle_samples += 1

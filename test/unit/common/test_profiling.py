@@ -46,11 +46,13 @@ def test_sampler_counts_a_busy_worker_thread_and_not_a_waiting_one():
                threading.Thread(target=idle.wait)]
     for w in workers:
         w.start()
-    sampler = StackSampler(interval=0.002).start()
+    # Only these two threads: other threads of the test process (left by earlier tests or
+    # by a library) must not count.
+    sampler = StackSampler(interval=0.002, threads=[w.ident for w in workers]).start()
     try:
         # Until it has sampled the threads 50 times, waiting meanwhile (a busy poll or
         # time.sleep would count as busy).
-        assert wait_idly(lambda: sampler.samples >= 50 and sampler.idle_samples >= 100)
+        assert wait_idly(lambda: sampler.samples >= 50 and sampler.idle_samples >= 50)
     finally:
         sampler.stop()
         stop.set()
@@ -59,9 +61,10 @@ def test_sampler_counts_a_busy_worker_thread_and_not_a_waiting_one():
             w.join()
     assert sampler.samples > 20 and sampler.idle_samples > 20
     totals = {label.split(' ')[0]: n for label, n in sampler.total_counts.items()}
-    # The worker's function is on the stack in most busy samples (the main thread and the
-    # other worker wait, which is idle).
-    assert totals.get('busy_worker_function', 0) >= 0.8 * sampler.samples
+    # The busy worker is the only sampled thread that runs: its function is on the stack in
+    # (nearly) every busy sample, the exceptions being a thread caught on its way into its
+    # target; the other worker waits, which is idle.
+    assert totals.get('busy_worker_function', 0) >= 0.9 * sampler.samples
     report = sampler.report(top=5, title='t')
     assert report.startswith('# t') and '| function | self % | total % |' in report
     assert 'busy_worker_function' in report or '<genexpr>' in report
@@ -87,8 +90,10 @@ def test_environment_variable_switches_it_on(tmp_path, monkeypatch):
     stop = threading.Event()
     t = threading.Thread(target=busy_worker_function, args=(stop,))
     t.start()
-    # Until the sampler has seen the worker busy.
-    assert wait_idly(lambda: started[0].self_counts and started[0].samples >= 10)
+    # Until the sampler has seen the worker busy (other threads of the process may be
+    # sampled too: this sampler samples all of them).
+    assert wait_idly(lambda: sum(n for label, n in started[0].total_counts.items()
+                                 if label.startswith('busy_worker_function ')) >= 10)
     stop.set()
     t.join()
     finish()
