@@ -38,7 +38,8 @@ the obstacle points and the scan do not depend on the cut.
 import math
 
 import cv2
-from freespace_seg.ground.geometry import as_pose, CameraIntrinsics, pixel_rays_in_base
+from freespace_seg.ground.geometry import (as_pose, CameraIntrinsics, CameraMount,
+                                           pixel_rays_in_base)
 import numpy as np
 
 #: the default margin above the horizon (degrees): the node's ``horizon_margin_deg``
@@ -68,6 +69,8 @@ class HorizonCut:
             raise TypeError('intrinsics must be a CameraIntrinsics')
         self._intrinsics = intrinsics
         self._pose = as_pose(mount_or_transform)
+        # What the pose was made from: the same mount or transform again needs no as_pose.
+        self._mount = _kept(mount_or_transform)
         self._margin = _checked_margin(margin_deg)
         self._fills = {}
         self.rebuild_count = 0
@@ -118,8 +121,9 @@ class HorizonCut:
                 raise TypeError('intrinsics must be a CameraIntrinsics')
             self._intrinsics = intrinsics
             changed = True
-        if mount is not None:
+        if mount is not None and not _same_mount(mount, self._mount):
             pose = as_pose(mount)
+            self._mount = _kept(mount)
             if not pose.same_as(self._pose):
                 self._pose = pose
                 changed = True
@@ -194,6 +198,22 @@ class HorizonCut:
                 select = hit if band is None else cv2.bitwise_and(hit, band, dst=hit)
             _copy_where(fill[start:stop], select, rows)
         return mask
+
+
+def _kept(mount):
+    """Return a copy of a 4x4 transform (it may be changed in place later), else ``mount``."""
+    return np.array(mount, dtype=np.float64) if isinstance(mount, np.ndarray) else mount
+
+
+def _same_mount(mount, kept):
+    """Whether ``mount`` is the mount or transform ``kept`` (cheaper than a pose check)."""
+    if mount is kept:
+        return True
+    if isinstance(mount, np.ndarray) and isinstance(kept, np.ndarray):
+        return mount.shape == kept.shape and bool(np.array_equal(mount, kept))
+    if isinstance(mount, CameraMount) and isinstance(kept, CameraMount):
+        return mount == kept
+    return False
 
 
 def _copy_where(src, select, dst):

@@ -58,8 +58,10 @@ def test_a_camera_pitched_down_cuts_fewer_rows():
 @pytest.mark.parametrize('roll, pitch', [(0.3, 0.0), (-0.5, 0.2), (0.2, -0.1)])
 def test_a_rolled_camera_cuts_along_a_tilted_line_per_pixel(roll, pitch):
     """
-    The ray (1, -xn, -yn) of the camera body, rolled then pitched: up = -sin p - cos p (xn
-    sin r + yn cos r); it is cut where up >= 0 (margin 0).
+    Each pixel against the rolled, then pitched ray of the camera body.
+
+    The body ray (1, -xn, -yn) rolled by r, then pitched by p, points up by
+    -sin p - cos p (xn sin r + yn cos r); the pixel is cut where that is >= 0 (margin 0).
     """
     cut = HorizonCut(CAMERA, CameraMount(z=0.3, roll=roll, pitch=pitch, yaw=0.4), 0.0)
     xn, yn = normalized()
@@ -128,6 +130,19 @@ def test_it_is_rebuilt_only_when_an_input_changes():
     np.testing.assert_array_equal(cut.mask, before)
     with pytest.raises(ValueError):
         cut.mask[0, 0] = False                                    # a read-only view
+
+
+def test_a_transform_changed_in_place_is_a_new_pose():
+    transform = CameraMount(z=0.3, pitch=0.1).transform_base_from_optical()
+    cut = HorizonCut(CAMERA, transform, 1.0)
+    assert not cut.update(mount=transform) and not cut.update(mount=transform.copy())
+    transform[:3, :3] = CameraMount(pitch=0.4).rotation_base_from_optical()
+    assert cut.update(mount=transform) and cut.rebuild_count == 2
+    np.testing.assert_array_equal(cut.mask,
+                                  HorizonCut(CAMERA, CameraMount(z=0.3, pitch=0.4), 1.0).mask)
+    with pytest.raises(ValueError, match='above the floor'):
+        cut.update(mount=CameraMount(z=-0.1))
+    assert not cut.update(mount=transform)
 
 
 @pytest.mark.parametrize('margin', [-0.1, 90.0, float('nan')])
