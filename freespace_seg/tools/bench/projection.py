@@ -25,6 +25,11 @@ same masks with 30 blobs of speckle each), the virtual scan of its result
 (``free_space/scan``), and the per-pixel confidence (``segmentation/confidence``: P(free)
 from 2-class logits of a 480x272 network output, back to the mask size; what
 :meth:`SegmentationPipeline.segment_with_confidence` adds).
+
+A second table times the horizon cut of the class mask (``mask_horizon``,
+:class:`~freespace_seg.ground.horizon.HorizonCut`) on 1280x720 masks for a few mounts: its
+build, and per frame what the node's frame path does: ``update`` with the frame's intrinsics
+and pose (no change: no rebuild), then ``apply``.
 """
 
 import argparse
@@ -36,6 +41,7 @@ import cv2
 from freespace_seg.common.markdown import number, table
 from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount
 from freespace_seg.ground.grid import GridRule, GridSpec
+from freespace_seg.ground.horizon import DEFAULT_MARGIN_DEG, HorizonCut
 from freespace_seg.ground.projection import GroundProjector
 from freespace_seg.ground.scan import ScanLayout
 from freespace_seg.perception.postprocess import free_probability
@@ -183,6 +189,57 @@ def markdown(results, frames, distortion):
     return '\n'.join(lines)
 
 
+#: (label, mount) of the horizon table, all at 1280x720 and the default margin
+HORIZON_MOUNTS = (
+    ('pitched 0.3 rad down (the default mount)', CameraMount(z=0.25, pitch=0.3)),
+    ('level', CameraMount(z=0.25, pitch=0.0)),
+    ('rolled 0.2 rad, pitched 0.1 rad', CameraMount(z=0.25, roll=0.2, pitch=0.1)),
+)
+
+
+def measure_horizon(frames=200, distortion=True, builds=3, seed=0, size=(1280, 720)):
+    """Time the horizon cut of ``size`` class masks for :data:`HORIZON_MOUNTS`."""
+    cv2.setNumThreads(1)
+    rng = np.random.default_rng(seed)
+    intr = camera(size[0], size[1], distortion)
+    masks = [rng.integers(0, 2, (size[1], size[0]), dtype=np.uint8) for _ in range(4)]
+    results = []
+    for label, mount in HORIZON_MOUNTS:
+        build = []
+        for _ in range(builds):
+            t0 = time.perf_counter()
+            cut = HorizonCut(intr, mount, DEFAULT_MARGIN_DEG)
+            build.append((time.perf_counter() - t0) * 1e3)
+
+        def one(mask, cut=cut, mount=mount):
+            cut.update(intrinsics=intr, mount=mount, margin_deg=DEFAULT_MARGIN_DEG)
+            cut.apply(mask, 0)
+        for mask in masks:   # warm up
+            one(mask)
+        per_frame = _time(one, masks, frames)
+        results.append({
+            'mount': label, 'cut_share': cut.count / float(size[0] * size[1]),
+            'build_ms': float(np.median(build)),
+            'cut_median_ms': float(np.median(per_frame)),
+            'cut_p95_ms': float(np.percentile(per_frame, 95)),
+            'rebuilds': cut.rebuild_count,
+        })
+    return results
+
+
+def horizon_markdown(results, frames):
+    """Format :func:`measure_horizon` results as a Markdown table with a one-line header."""
+    lines = [f'Horizon cut of 1280x720 class masks, one thread, margin {DEFAULT_MARGIN_DEG} deg, '
+             f'{frames} frames (per frame: update with the same intrinsics and pose, then '
+             'apply).', '']
+    rows = [(r['mount'], number(100.0 * r['cut_share'], 1), number(r['build_ms'], 0),
+             f"{number(r['cut_median_ms'], 3)} / {number(r['cut_p95_ms'], 3)}")
+            for r in results]
+    lines += table(('mount', 'pixels cut (%)', 'build (ms)', 'per frame median / p95 (ms)'),
+                   rows, align=['---'] + ['---:'] * 3)
+    return '\n'.join(lines)
+
+
 def _frames(text):
     value = int(text)
     if value < 1:
@@ -201,4 +258,6 @@ def run(args):
     """Run the benchmark and print the table."""
     results = measure(args.frames, not args.no_distortion)
     print(markdown(results, args.frames, not args.no_distortion))
+    print()
+    print(horizon_markdown(measure_horizon(args.frames, not args.no_distortion), args.frames))
     return 0

@@ -68,3 +68,13 @@ def test_the_projection_bench_table_is_built_with_it():
     assert lines[3] == '|---|' + '---:|' * 9
     assert lines[4] == ('| c | 1 | 100 | 1.235 | 1.235 | 1.235 | 1.235 | 1.235 / 1.235 | '
                         '1.235 / 1.235 | 1.235 / 1.235 |')
+
+
+def test_the_horizon_bench_table_is_built_with_it():
+    from freespace_seg.tools.bench import projection
+    r = {'mount': 'level', 'cut_share': 0.4764, 'build_ms': 243.6, 'cut_median_ms': 0.05912,
+         'cut_p95_ms': 0.1031}
+    lines = projection.horizon_markdown([r], 50).split('\n')
+    assert lines[2] == ('| mount | pixels cut (%) | build (ms) | per frame median / p95 (ms) |')
+    assert lines[3] == '|---|' + '---:|' * 3
+    assert lines[4] == '| level | 47.6 | 244 | 0.059 / 0.103 |'
