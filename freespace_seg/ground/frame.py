@@ -38,6 +38,17 @@ reads it, :attr:`GridRule.needs_confidence`); the projector and the scan's rays 
 frame to frame and rebuilt only when the CameraInfo, mount or grid change.
 :class:`CameraInfoHistory` matches each image with the CameraInfo of its stamp.
 
+**The horizon** (:mod:`.horizon`). With :attr:`GroundParams.mask_horizon` and a CameraInfo,
+the pixels whose ray rises :attr:`GroundParams.horizon_margin_deg` or more above the
+horizon are set to the model card's first blocked class in the class mask before anything
+is made from it, so ``mask``, ``free``, ``colored`` and ``overlay`` all show them blocked.
+Only pixels of the free classes change (other blocked classes stay). The ``confidence``
+stays the model's P(free): it is the model's own answer, and the grid rule reads it only
+where the ray meets the floor. The grid, points and scan never use such pixels, so they do
+not change. Without a CameraInfo (or with an unusable one) the masks are the model's. The
+cut is kept from frame to frame like the projector, rebuilt only when the CameraInfo, pose,
+margin or mask size change.
+
 Where it stands: the last stage of a frame's data path. It runs the perception pipeline and
 then the ground modules; nothing in perception/ or in the rest of ground/ imports it, and
 nodes/ and tools/ call it and only convert its arrays to messages.
@@ -51,6 +62,7 @@ from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.ground.grid import GridRule, GridSpec
+from freespace_seg.ground.horizon import DEFAULT_MARGIN_DEG, HorizonCut
 from freespace_seg.ground.projection import GroundProjector
 from freespace_seg.ground.scan import scan_layout
 from freespace_seg.perception.postprocess import colorize
@@ -72,7 +84,10 @@ INFO_HISTORY = 30
 GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
                  'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
                  'max_range', 'grid_min_obstacle_run', 'grid_cut_confidence',
-                 'grid_mark_confidence', 'scan_angle_increment')
+                 'grid_mark_confidence', 'scan_angle_increment', 'mask_horizon',
+                 'horizon_margin_deg')
+#: the outputs the horizon cut changes: the class mask and what is made from it
+HORIZON_OUTPUTS = frozenset({'mask', 'free', 'colored', 'overlay'})
 
 
 @dataclass(frozen=True)
@@ -81,18 +96,24 @@ class GroundParams:
     What the ground outputs are made with: the mount, the grid, the grid rule and the scan.
 
     ``mount`` is the camera's pose when no other is given per frame (TF);
-    ``scan_angle_increment`` the angle between the scan's rays (rad).
+    ``scan_angle_increment`` the angle between the scan's rays (rad). ``mask_horizon``: cut
+    the masks at the horizon (the module docstring), ``horizon_margin_deg`` degrees above it.
     """
 
     mount: CameraMount
     grid_spec: GridSpec
     rule: GridRule
     scan_angle_increment: float
+    mask_horizon: bool = True
+    horizon_margin_deg: float = DEFAULT_MARGIN_DEG
 
     def __post_init__(self):
         if not self.scan_angle_increment > 0.0:
             raise ValueError('scan_angle_increment must be positive, got '
                              f'{self.scan_angle_increment!r}')
+        if not 0.0 <= self.horizon_margin_deg < 90.0:
+            raise ValueError('horizon_margin_deg must be in [0, 90), got '
+                             f'{self.horizon_margin_deg!r}')
 
     @classmethod
     def from_params(cls, p):
@@ -108,7 +129,23 @@ class GroundParams:
                         max_range=p['max_range'])
         rule = GridRule(p['grid_min_obstacle_run'], p['grid_cut_confidence'],
                         p['grid_mark_confidence'])
-        return cls(mount, grid, rule, float(p['scan_angle_increment']))
+        return cls(mount, grid, rule, float(p['scan_angle_increment']),
+                   bool(p['mask_horizon']), float(p['horizon_margin_deg']))
+
+
+def mask_intrinsics(info, shape):
+    """
+    Return the intrinsics of CameraInfo ``info`` for a mask of ``shape`` (H, W).
+
+    When the CameraInfo's size differs from the mask's (a resized stream of the same camera,
+    or a mask at another resolution) the intrinsics are scaled.
+
+    :raises ValueError: unusable CameraInfo.
+    """
+    intrinsics = intrinsics_from_camera_info_msg(info)
+    if (intrinsics.height, intrinsics.width) != tuple(shape):
+        intrinsics = intrinsics.scaled(shape[1], shape[0])
+    return intrinsics
 
 
 def projector_for_camera_info(projector, info, shape, mount, grid_spec):
@@ -122,13 +159,39 @@ def projector_for_camera_info(projector, info, shape, mount, grid_spec):
 
     :raises ValueError: unusable CameraInfo.
     """
-    intrinsics = intrinsics_from_camera_info_msg(info)
-    if (intrinsics.height, intrinsics.width) != tuple(shape):
-        intrinsics = intrinsics.scaled(shape[1], shape[0])
+    intrinsics = mask_intrinsics(info, shape)
     if projector is None:
         return GroundProjector(intrinsics, mount, grid_spec)
     projector.update(intrinsics=intrinsics, mount=mount, grid_spec=grid_spec)
     return projector
+
+
+def horizon_for_camera_info(cut, info, shape, mount, margin_deg):
+    """
+    Return a :class:`~freespace_seg.ground.horizon.HorizonCut` for a mask of ``shape`` (H, W).
+
+    As :func:`projector_for_camera_info`: ``cut`` (or None) is updated in place and
+    returned, so it is rebuilt only when the intrinsics, mount, margin or mask size change.
+
+    :raises ValueError: unusable CameraInfo or pose.
+    """
+    intrinsics = mask_intrinsics(info, shape)
+    if cut is None:
+        return HorizonCut(intrinsics, mount, margin_deg)
+    cut.update(intrinsics=intrinsics, mount=mount, margin_deg=margin_deg)
+    return cut
+
+
+def horizon_classes(card):
+    """
+    Return (value, classes) for :meth:`HorizonCut.apply` of a model card's class masks.
+
+    ``value``: the card's first class that is not free; ``classes``: its free classes, or
+    None where every other class is free (then every cut pixel is simply set).
+    """
+    free = set(card.free_space)
+    blocked = [c for c in range(len(card.class_names)) if c not in free]
+    return blocked[0], (None if len(blocked) == 1 else tuple(sorted(free)))
 
 
 class CameraInfoHistory:
@@ -165,8 +228,10 @@ class FrameOutputs:
 
     ``ground`` is the :class:`~freespace_seg.ground.projection.Ground` (``grid`` and
     ``points`` read it), ``grid_spec`` its grid; ``scan`` the ranges and ``scan_layout`` the
-    rays that go with them. ``ground_error`` is the ValueError of an unusable CameraInfo (the
-    ground outputs are then missing). ``timings``: seconds per stage (the pipeline's, then
+    rays that go with them. ``ground_error`` is the ValueError of an unusable CameraInfo or
+    pose (the ground outputs are then missing, and the masks are not cut at the horizon).
+    ``horizon`` is the :class:`~freespace_seg.ground.horizon.HorizonCut` the masks were cut
+    with (None: not cut). ``timings``: seconds per stage (the pipeline's, then ``horizon``,
     ``free``, ``ground``, ``scan``, ``colored``, ``overlay`` where they ran).
     """
 
@@ -182,6 +247,7 @@ class FrameOutputs:
     colored: object = None
     overlay: object = None
     ground_error: object = None
+    horizon: object = None
     timings: dict = field(default_factory=dict)
 
     @property
@@ -198,6 +264,32 @@ class FrameOutputs:
     def has_ground(self):
         """Return whether the ground outputs were made."""
         return self.ground is not None
+
+
+class _Lookups:
+    """One frame's CameraInfo and pose, each looked up (or called) at most once."""
+
+    def __init__(self, camera_info, mount, params):
+        self._info, self._mount, self._params = camera_info, mount, params
+        self._have_info = self._have_mount = False
+
+    def camera_info(self):
+        """Return the frame's CameraInfo, or None."""
+        if not self._have_info:
+            self._have_info = True
+            if callable(self._info):
+                self._info = self._info()
+        return self._info
+
+    def mount(self):
+        """Return the frame's pose: the one given, else the :class:`GroundParams` mount."""
+        if not self._have_mount:
+            self._have_mount = True
+            if callable(self._mount):
+                self._mount = self._mount()
+            if self._mount is None:
+                self._mount = self._params.mount
+        return self._mount
 
 
 class FrameProcessor:
@@ -226,11 +318,13 @@ class FrameProcessor:
         self.projector = None
         #: the scan's rays of the latest frame with a scan (None before one)
         self.scan_layout = None
+        #: the horizon cut of the latest frame cut at the horizon (None before one)
+        self.horizon = None
         self._buffers = {}
 
     def reset(self):
-        """Forget the projector, the scan's rays and the buffers (built again when needed)."""
-        self.projector = self.scan_layout = None
+        """Forget the projector, the scan's rays, the horizon cut and the buffers."""
+        self.projector = self.scan_layout = self.horizon = None
         self._buffers = {}
 
     def needs_confidence(self, want, camera_info=None, params=None):
@@ -253,11 +347,12 @@ class FrameProcessor:
         Return the :class:`FrameOutputs` of an (H, W, 3) uint8 RGB image.
 
         ``want``: the names of the outputs to make (:data:`OUTPUTS`). The ground outputs
-        need ``camera_info`` (a CameraInfo, e.g. :meth:`CameraInfoHistory.match`); ``mount``
-        is the camera's pose for this frame (a CameraMount or a 4x4 base_from_optical
-        transform; None: the :class:`GroundParams` mount). Either may be a function that
-        returns it (or None), called only when the ground is projected, after the
-        segmentation: a CameraInfo or TF that arrives during the inference is then used.
+        and the horizon cut need ``camera_info`` (a CameraInfo, e.g.
+        :meth:`CameraInfoHistory.match`); ``mount`` is the camera's pose for this frame (a
+        CameraMount or a 4x4 base_from_optical transform; None: the :class:`GroundParams`
+        mount). Either may be a function that returns it (or None), called once, after the
+        segmentation, and only when the ground is projected or the masks are cut at the
+        horizon: a CameraInfo or TF that arrives during the inference is then used.
         ``ready(name, outputs)``, when given, is called for each output asked for as soon as
         it is made, in :data:`OUTPUTS` order.
         """
@@ -279,17 +374,19 @@ class FrameProcessor:
         else:
             out.mask = pipe.segment(rgb)
         out.timings.update(pipe.timings)
-        made('mask', 'confidence')
         ground = bool(GROUND_OUTPUTS & want) and params is not None
+        horizon = bool(HORIZON_OUTPUTS & want) and params is not None and params.mask_horizon
+        lookups = _Lookups(camera_info, mount, params)
+        if horizon and lookups.camera_info() is not None:
+            self._cut_horizon(out, params, lookups)
+        made('mask', 'confidence')
         if 'free' in want or ground:
             t0 = time.perf_counter()
             out.free = pipe.free_mask(out.mask, out=self._buffer('free', out.mask.shape))
             out.timings['free'] = time.perf_counter() - t0
         made('free')
-        if ground and callable(camera_info):
-            camera_info = camera_info()
-        if ground and camera_info is not None:
-            self._ground(out, want, params, camera_info, mount, made)
+        if ground and lookups.camera_info() is not None:
+            self._ground(out, want, params, lookups, made)
         if 'colored' in want or 'overlay' in want:
             t0 = time.perf_counter()
             lut = self.color_lut if self.color_lut is not None else pipe.color_lut
@@ -304,15 +401,28 @@ class FrameProcessor:
                 made('overlay')
         return out
 
-    def _ground(self, out, want, params, camera_info, mount, made):
+    def _cut_horizon(self, out, params, lookups):
+        """Set the class mask's pixels above the horizon to blocked (the module docstring)."""
+        t0 = time.perf_counter()
+        try:
+            self.horizon = horizon_for_camera_info(
+                self.horizon, lookups.camera_info(), out.mask.shape, lookups.mount(),
+                params.horizon_margin_deg)
+        except ValueError as e:
+            out.ground_error = e
+            return
+        value, classes = horizon_classes(self.pipeline.card)
+        self.horizon.apply(out.mask, value, classes)
+        out.horizon = self.horizon
+        out.timings['horizon'] = time.perf_counter() - t0
+
+    def _ground(self, out, want, params, lookups, made):
         """Project the free mask (and the scan, the picture) into ``out``."""
         t0 = time.perf_counter()
-        if callable(mount):
-            mount = mount()
         try:
             self.projector = projector_for_camera_info(
-                self.projector, camera_info, out.free.shape,
-                params.mount if mount is None else mount, params.grid_spec)
+                self.projector, lookups.camera_info(), out.free.shape, lookups.mount(),
+                params.grid_spec)
         except ValueError as e:
             out.ground_error = e
             return

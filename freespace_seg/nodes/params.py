@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import math
 
 from freespace_seg.common.markdown import table
+from freespace_seg.ground.horizon import DEFAULT_MARGIN_DEG
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,18 @@ SEGMENTATION_PARAMS = (
     ParamSpec('scan_angle_increment', 0.01, 'Angle between the rays of free_space/scan (rad); '
               'the rays span the floor the camera sees.', 'double', min_value=0.001,
               max_value=0.5),
+    ParamSpec('mask_horizon', True, 'Set the pixels whose viewing ray rises '
+              'horizon_margin_deg or more above the horizon to blocked in segmentation/mask, '
+              'and so in free_space/mask, segmentation/colored_mask and segmentation/overlay: '
+              'no such pixel can be floor (docs/ground_outputs.md). It needs a CameraInfo and '
+              'uses the pose the grid uses (TF, else the camera_* parameters); without a '
+              "CameraInfo the masks are the model's. segmentation/confidence stays the "
+              "model's P(free). The grid, obstacles and scan never use such pixels and do not "
+              'change.', 'bool'),
+    ParamSpec('horizon_margin_deg', DEFAULT_MARGIN_DEG, 'Degrees above the horizon where the '
+              "mask_horizon cut starts; the band below keeps the model's answer, so a camera "
+              'pitch or roll that is off by less than this never cuts real (flat) floor.',
+              'double', min_value=0.0, max_value=30.0),
     ParamSpec('footprint_radius', 0.17, 'Robot radius drawn in free_space/grid_image (m); '
               'Create 3: 0.17.', 'double', min_value=0.0, max_value=2.0),
 )

@@ -23,8 +23,10 @@ equal to its input's: ``segmentation/mask`` (mono8 class ids), ``segmentation/co
 projects the free floor onto the ground and publishes in ``base_frame`` with the image's
 stamp: ``free_space/grid`` (nav_msgs/OccupancyGrid), ``free_space/obstacles``
 (sensor_msgs/PointCloud2), ``free_space/scan`` (sensor_msgs/LaserScan) and
-``free_space/grid_image`` (rgb8), all under one grid rule (:class:`GridRule`).
-Plus ``/diagnostics``. Parameters: :data:`freespace_seg.nodes.params.SEGMENTATION_PARAMS`.
+``free_space/grid_image`` (rgb8), all under one grid rule (:class:`GridRule`). With
+``mask_horizon`` and a CameraInfo, the masks are blocked above the horizon
+(:mod:`freespace_seg.ground.horizon`). Plus ``/diagnostics``. Parameters:
+:data:`freespace_seg.nodes.params.SEGMENTATION_PARAMS`.
 """
 
 import collections
@@ -451,6 +453,17 @@ class SegmentationNode(LifecycleNode):
         return self._frames.projector
 
     @property
+    def horizon(self):
+        """Return the (mask_horizon, horizon_margin_deg) now in use."""
+        params = self._frames.ground_params
+        return params.mask_horizon, params.horizon_margin_deg
+
+    @property
+    def horizon_cut(self):
+        """Return the :class:`HorizonCut` of the latest frame cut at the horizon, or None."""
+        return self._frames.horizon
+
+    @property
     def camera_infos(self):
         """Return the CameraInfo messages kept to match images by stamp, oldest first."""
         return list(self._infos)
@@ -534,7 +547,7 @@ class SegmentationNode(LifecycleNode):
                                    ready=functools.partial(self._publish, header))
         if out.ground_error is not None:
             self._info_error = f'unusable CameraInfo: {out.ground_error}'
-        elif out.has_ground:
+        elif out.has_ground or out.horizon is not None:
             self._info_error = ''
         done = time.perf_counter()
         latency = (self.get_clock().now() - Time.from_msg(header.stamp)).nanoseconds * 1e-9

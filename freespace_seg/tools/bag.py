@@ -47,6 +47,7 @@ it and renamed at the end: a failure never leaves a half-written OUT.
 and ``eval --images``.
 """
 
+import argparse
 import collections
 import concurrent.futures
 import glob
@@ -59,7 +60,7 @@ import time
 from freespace_seg.common.progress import Progress
 from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_PARAMS,
                                         GroundParams, TOPICS)
-from freespace_seg.nodes.params import SEGMENTATION_PARAMS
+from freespace_seg.nodes.params import SEGMENTATION_PARAMS, spec_by_name, validate
 from freespace_seg.perception.engines import BACKENDS
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
 from freespace_seg.perception.pipeline import SegmentationPipeline
@@ -138,11 +139,16 @@ def add_arguments(parser):
                         help='do not write free_space/scan even with CameraInfo in the bag')
     parser.add_argument('--confidence', action='store_true',
                         help='also write segmentation/confidence (mono8, P(free) x 255)')
-    for name in GROUND_PARAMS:   # the mount, grid, grid rule and scan, as the node's
-        if name == 'grid_origin':
+    for name in GROUND_PARAMS:   # the mount, grid, grid rule, scan and horizon, as the node's
+        if name in ('grid_origin', 'mask_horizon'):
             continue
         parser.add_argument('--' + name.replace('_', '-'), type=float, default=d[name],
                             help=f'the node parameter {name} ({d[name]})')
+    parser.add_argument('--mask-horizon', action=argparse.BooleanOptionalAction,
+                        default=d['mask_horizon'],
+                        help='the node parameter mask_horizon: with a CameraInfo topic, the '
+                             'masks are blocked above the horizon (--horizon-margin-deg above '
+                             "it); --no-mask-horizon keeps the model's masks (on)")
     parser.add_argument('--grid-origin', type=float, nargs=2, default=list(d['grid_origin']),
                         metavar=('X', 'Y'),
                         help=f'the node parameter grid_origin ({d["grid_origin"]})')
@@ -319,6 +325,10 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         raise BagError(str(e)) from None
     if args.scan_angle_increment <= 0.0:
         raise BagError('--scan-angle-increment must be positive')
+    why = validate(spec_by_name(SEGMENTATION_PARAMS, 'horizon_margin_deg'),
+                   args.horizon_margin_deg)
+    if why is not None:
+        raise BagError('--' + why.replace('_', '-'))
     params = _defaults()
     params.update({name: getattr(args, name) for name in GROUND_PARAMS})
     try:
@@ -515,7 +525,8 @@ class _Worker:
             array, encoding = images[name]
             done.writes.append((name, self.outputs.image(array, encoding, header)))
         if out.ground_error is not None:
-            done.ground_skip = f'grid only: unusable CameraInfo: {_one_line(out.ground_error)}'
+            done.ground_skip = ('no grid, scan or horizon cut: unusable CameraInfo: '
+                                f'{_one_line(out.ground_error)}')
         elif out.has_ground:
             if 'grid' in want:
                 done.writes.append((GRID_OUTPUT, self.outputs.grid(
@@ -548,6 +559,8 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
         total = min(total, args.max_frames) if total else args.max_frames
     infos = CameraInfoHistory()
     want_ground = GRID_OUTPUT in out_conns or SCAN_OUTPUT in out_conns
+    # The CameraInfo is read for the grid, the scan and the horizon cut of the masks.
+    want_info = want_ground or args.mask_horizon
 
     def frames():
         """Yield the image topic's messages; copy the kept topics and collect CameraInfo."""
@@ -556,7 +569,7 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
             target = copies.get(conn.id) or by_topic.get(conn.topic)
             if target is not None:
                 writer.write(target, stamp, raw)
-            if conn.topic == info_topic and want_ground:
+            if conn.topic == info_topic and want_info:
                 try:
                     infos.add(store.deserialize_cdr(raw, INFO_TYPE))
                 except Exception as e:  # noqa: B902 - a bad CameraInfo is skipped
@@ -616,7 +629,7 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
                 summary.skipped[f'cannot deserialize {conn.msgtype}: {_one_line(e)}'] += 1
                 continue
             # The CameraInfo is matched here, in bag order, as the node matches it.
-            info = infos.match(msg.header) if want_ground else None
+            info = infos.match(msg.header) if want_info else None
             candidate = labels is not None and labels.is_candidate(index)
             task = (msg, info, candidate, labels is not None and labels.wants_confidence)
             pending.append((index, stamp, pool.submit(segment, *task) if pool is not None

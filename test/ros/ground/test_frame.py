@@ -50,10 +50,14 @@ def _frame():
     return rgb
 
 
-def _info(stamp=(1, 5)):
+def camera_info_for(intrinsics):
     from freespace_seg.nodes.msgs import camera_info_from_intrinsics
 
-    info = camera_info_from_intrinsics(CameraIntrinsics.from_fov(W, H, 1.5))
+    return camera_info_from_intrinsics(intrinsics)
+
+
+def _info(stamp=(1, 5)):
+    info = camera_info_for(CameraIntrinsics.from_fov(W, H, 1.5))
     info.header.stamp.sec, info.header.stamp.nanosec = stamp
     return info
 
@@ -137,8 +141,15 @@ def test_ready_reports_each_output_in_order_and_lookups_come_late(pipe):
     assert [name for name, _ in seen] == [n for n in OUTPUTS if n in want]
     assert calls == ['info', 'mount'] and out.grid is not None
     calls.clear()
+    # The mask alone: looked up once, for the horizon cut; the confidence alone: not at all.
     frames.process(_frame(), {'mask'}, info, mount)
-    assert calls == []   # no ground output asked for: neither is looked up
+    assert calls == ['info', 'mount']
+    calls.clear()
+    frames.process(_frame(), {'confidence'}, info, mount)
+    assert calls == []
+    # No ground output and no horizon cut asked for: neither is looked up.
+    _processor(pipe, mask_horizon=False).process(_frame(), {'mask', 'free'}, info, mount)
+    assert calls == []
 
 
 def test_an_unusable_camera_info_costs_only_the_ground(pipe):
@@ -147,6 +158,102 @@ def test_an_unusable_camera_info_costs_only_the_ground(pipe):
     out = _processor(pipe).process(_frame(), {'mask', 'grid'}, info)
     assert isinstance(out.ground_error, ValueError) and out.ground is None
     assert out.mask is not None and not out.has_ground
+
+
+def _ceiling_frame():
+    """
+    Free (green) above the horizon of the default mount and in the floor; a red wall between.
+
+    Columns 40-47 are green from top to bottom (a corridor's far end), so there the free
+    pixels above the horizon join the floor; a red speckle lies on the floor.
+    """
+    rgb = np.zeros((H, W, 3), np.uint8)
+    rgb[..., 1] = 200
+    rgb[14:24, :40] = (200, 0, 0)
+    rgb[14:24, 48:] = (200, 0, 0)
+    rgb[3:6, 10:20] = (200, 0, 0)           # a blocked bit of ceiling stays blocked
+    rgb[H - 8:H - 6, 20:26] = (200, 0, 0)
+    return rgb
+
+
+@pytest.mark.parametrize('rule', [{}, {'grid_min_obstacle_run': 0.0,
+                                       'grid_cut_confidence': 0.0}], ids=['default', 'plain'])
+def test_free_pixels_above_the_horizon_come_out_blocked_and_the_grid_is_unchanged(pipe, rule):
+    from freespace_seg.ground.frame import mask_intrinsics
+    from freespace_seg.ground.horizon import HorizonCut
+
+    rgb, info = _ceiling_frame(), _info()
+    frames = _processor(pipe, **rule)
+    out = frames.process(rgb, set(OUTPUTS), info)
+    params = frames.ground_params
+    assert params.mask_horizon and params.horizon_margin_deg == 1.0
+    cut = HorizonCut(mask_intrinsics(info, (H, W)), params.mount, 1.0).mask
+    assert out.horizon is frames.horizon and 'horizon' in out.timings
+    np.testing.assert_array_equal(frames.horizon.mask, cut)
+    # The default mount (pitched 0.3 rad down) sees the horizon near row 12 of 48.
+    assert 10 * W < cut.sum() < 14 * W and not cut[H // 2:].any()
+    model_mask, model_conf = pipe.segment_with_confidence(rgb)
+    model_free = pipe.free_mask(model_mask)
+    assert (model_free[cut] > 0).mean() > 0.7         # the model calls most of it free
+    np.testing.assert_array_equal(out.mask, np.where(cut, 0, model_mask))
+    np.testing.assert_array_equal(out.free, np.where(cut, 0, model_free))
+    np.testing.assert_array_equal(out.free, pipe.free_mask(out.mask))
+    colored = pipe.colorize(out.mask)
+    np.testing.assert_array_equal(out.colored, colored)
+    np.testing.assert_array_equal(out.overlay, pipe.overlay(rgb, colored, 0.5))
+    np.testing.assert_array_equal(out.confidence, model_conf)   # the model's P(free)
+    # The grid, points and scan: as without the cut, and as from the model's own mask.
+    uncut = _processor(pipe, mask_horizon=False, **rule).process(rgb, set(OUTPUTS), info)
+    np.testing.assert_array_equal(uncut.mask, model_mask)
+    assert uncut.horizon is None and 'horizon' not in uncut.timings
+    np.testing.assert_array_equal(out.grid, uncut.grid)
+    np.testing.assert_array_equal(out.points, uncut.points)
+    np.testing.assert_array_equal(out.scan, uncut.scan)
+    assert (out.grid == 0).any() and (out.grid == 100).any()
+    # Without a CameraInfo: the model's masks.
+    alone = frames.process(rgb, {'mask', 'free'})
+    np.testing.assert_array_equal(alone.mask, model_mask)
+    assert alone.horizon is None
+
+
+def test_the_horizon_cut_follows_the_camera_info_pose_and_margin(pipe):
+    from freespace_seg.ground.frame import mask_intrinsics
+    from freespace_seg.ground.geometry import CameraMount
+    from freespace_seg.ground.horizon import HorizonCut
+
+    rgb = np.zeros((H, W, 3), np.uint8)
+    rgb[..., 1] = 200                       # free everywhere
+    frames = _processor(pipe)
+    info = _info()
+    frames.process(rgb, {'mask'}, info)
+    cut = frames.horizon
+    frames.process(rgb, {'free'}, info)
+    assert frames.horizon is cut and cut.rebuild_count == 1   # kept for the next frame
+    # A CameraInfo of twice the mask's size: the intrinsics are scaled to the mask.
+    big = camera_info_for(CameraIntrinsics.from_fov(2 * W, 2 * H, 1.5))
+    out = frames.process(rgb, {'mask'}, big)
+    expect = HorizonCut(mask_intrinsics(big, (H, W)), frames.ground_params.mount, 1.0)
+    np.testing.assert_array_equal(out.mask == 0, expect.mask)
+    # A pose per frame (TF), here a level camera: the rows down to the principal point.
+    level = CameraMount(z=0.25, pitch=0.0).transform_base_from_optical()
+    out = frames.process(rgb, {'mask'}, info, lambda: level)
+    blocked_rows = np.flatnonzero((out.mask == 0).all(axis=1))
+    assert blocked_rows.max() < H // 2 - 1 and blocked_rows.max() > H // 2 - 4
+    # Another margin: fewer rows; off: none.
+    wide = _processor(pipe, horizon_margin_deg=20.0).process(rgb, {'mask'}, info, lambda: level)
+    assert 0 < (wide.mask == 0).sum() < (out.mask == 0).sum()
+    off = _processor(pipe, mask_horizon=False).process(rgb, {'mask'}, info, lambda: level)
+    assert (off.mask == 1).all()
+
+
+def test_an_unusable_camera_info_leaves_the_masks_uncut(pipe):
+    info = _info()
+    info.distortion_model = 'equidistant'
+    rgb = np.zeros((H, W, 3), np.uint8)
+    rgb[..., 1] = 200
+    out = _processor(pipe).process(rgb, {'mask'}, info)
+    assert isinstance(out.ground_error, ValueError) and out.horizon is None
+    assert (out.mask == 1).all()
 
 
 def test_camera_info_history_matches_by_stamp():
@@ -170,3 +277,8 @@ def test_one_set_of_ground_parameters_and_topics():
         GroundParams.from_params({**DEFAULTS, 'scan_angle_increment': 0.0})
     with pytest.raises(ValueError):
         GroundParams.from_params({**DEFAULTS, 'grid_resolution': -1.0})
+    with pytest.raises(ValueError, match='horizon_margin_deg'):
+        GroundParams.from_params({**DEFAULTS, 'horizon_margin_deg': -1.0})
+    params = GroundParams.from_params({**DEFAULTS, 'mask_horizon': False,
+                                       'horizon_margin_deg': 2.5})
+    assert params.mask_horizon is False and params.horizon_margin_deg == 2.5

@@ -285,6 +285,48 @@ def _ranges(msg):
     return np.frombuffer(array.array('f', msg.ranges).tobytes(), np.float32)
 
 
+def test_masks_are_blocked_above_the_horizon_until_mask_horizon_is_off(ground_rig):
+    """A picture the model calls free everywhere: no free pixel above the horizon comes out."""
+    from freespace_seg.ground.horizon import HorizonCut
+
+    rig = ground_rig
+    node = rig.node
+    masks = rig.collect(Image, 'free_space/mask')
+    classes = rig.collect(Image, 'segmentation/mask')
+    _setup_pubs(rig)
+    assert rig.wait_for(lambda: node.wants('free_space/mask')
+                        and node.wants('segmentation/mask'))
+    assert node.horizon == (True, 1.0)
+    intr = default_intrinsics(W, H)
+    green = np.zeros((H, W, 3), np.uint8)
+    green[..., 1] = 255
+
+    def publish(sec):
+        img = array_to_image(green, 'rgb8')
+        img.header.stamp.sec = sec
+        img.header.frame_id = 'camera_optical_frame'
+        rig.info_pub.publish(camera_info_from_intrinsics(intr, img.header))
+        rig.image_pub.publish(img)
+        assert rig.wait_for(lambda: [m for m in masks if m.header.stamp.sec == sec] and
+                            [m for m in classes if m.header.stamp.sec == sec], timeout=15)
+        return (image_to_array([m for m in masks if m.header.stamp.sec == sec][0]),
+                image_to_array([m for m in classes if m.header.stamp.sec == sec][0]))
+
+    free, mask = publish(1)
+    cut = HorizonCut(intr, node.mount, 1.0).mask
+    assert 20 * W < cut.sum() < 30 * W                 # the top ~26 of 360 rows
+    np.testing.assert_array_equal(free, np.where(cut, 0, 255))
+    np.testing.assert_array_equal(mask, np.where(cut, 0, 1))
+    assert node.horizon_cut is not None and node.horizon_cut.rebuild_count == 1
+    # A wider margin at run time: fewer rows, one rebuild.
+    assert node.set_parameters([Parameter('horizon_margin_deg', value=3.0)])[0].successful
+    free, _ = publish(2)
+    assert 0 < (free == 0).sum() < cut.sum() and node.horizon_cut.rebuild_count == 2
+    assert node.set_parameters([Parameter('mask_horizon', value=False)])[0].successful
+    free, mask = publish(3)
+    assert (free == 255).all() and (mask == 1).all()
+
+
 def test_confidence_topic_is_p_free_with_the_input_header(ground_rig):
     rig = ground_rig
     node = rig.node

@@ -450,6 +450,8 @@ def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
         if name.startswith('camera_'):
             field = {'camera_height': 'z'}.get(name, name[len('camera_'):])
             assert _same(getattr(node.mount, field), valid)
+        if name in ('mask_horizon', 'horizon_margin_deg'):
+            assert _same(node.horizon[name == 'horizon_margin_deg'], valid)
     finally:
         node.destroy_node()
 

@@ -193,7 +193,7 @@ def test_bad_frames_are_counted_and_skipped(tmp_path, model):
 
 
 @pytest.mark.parametrize('case', ['missing', 'truncated', 'garbage', 'no_images', 'exists',
-                                  'all_bad', 'wrong_topic', 'bad_rule'])
+                                  'all_bad', 'wrong_topic', 'bad_rule', 'bad_margin'])
 def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
     out = tmp_path / 'out'
     src = tmp_path / 'in'
@@ -225,6 +225,9 @@ def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
     elif case == 'bad_rule':
         write_bag(src, n=2)
         extra = ['--grid-cut-confidence', '1.5']
+    elif case == 'bad_margin':
+        write_bag(src, n=2)
+        extra = ['--horizon-margin-deg', '45']
     proc = run_bag(src, out, '--model', model, *extra)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [x for x in proc.stderr.strip().splitlines() if not x.startswith('bag: ') or
@@ -232,6 +235,8 @@ def test_bad_input_one_line_and_nothing_written(tmp_path, model, case):
     assert len(lines) == 1 and lines[0].startswith('bag: error:'), proc.stderr
     if case == 'bad_rule':
         assert '--grid-cut-confidence' in lines[0]
+    if case == 'bad_margin':
+        assert '--horizon-margin-deg must be <= 30.0' in lines[0], lines[0]
     if case == 'exists':
         assert (out / 'keep.txt').read_text() == 'mine'
         proc = run_bag(src, out, '--model', model, '--overwrite')
@@ -402,6 +407,54 @@ def test_grid_rule_options_reach_the_grid(tmp_path, model):
         expect = projector.ground(free, None, PLAIN_RULE).grid
         np.testing.assert_array_equal(got['/cam/free_space/grid'][i][1].data.reshape(
             expect.shape), expect)
+
+
+def free_frame(i):
+    """Green (free for the tiny model) everywhere, with a red band low in the image."""
+    rgb = green_red_image(W, H, H).copy()
+    rgb[H - 10 - i:H - 7 - i] = (180, 0, 0)
+    return rgb
+
+
+def test_masks_are_blocked_above_the_horizon_with_camera_info(tmp_path, model):
+    """
+    A level camera (--camera-pitch 0) that the model says sees free floor everywhere.
+
+    The masks are the model's below the horizon's 1 degree margin and blocked above it, the
+    grid is the same as with --no-mask-horizon, and --no-mask-horizon keeps the model's masks.
+    """
+    from freespace_seg.ground.frame import mask_intrinsics
+    from freespace_seg.ground.geometry import CameraMount
+    from freespace_seg.ground.horizon import HorizonCut
+
+    n = 2
+    src = write_bag(tmp_path / 'in', n=n, make_frame=free_frame)
+    level = ['--model', model, '--camera-pitch', '0', '--no-scan']
+    proc = run_bag(src, tmp_path / 'cut', *level)
+    assert proc.returncode == 0, proc.stderr
+    off = run_bag(src, tmp_path / 'off', *level, '--no-mask-horizon')
+    assert off.returncode == 0, off.stderr
+    cut_bag, off_bag = read_bag(tmp_path / 'cut'), read_bag(tmp_path / 'off')
+    info = cut_bag['/cam/camera_info'][0][1]
+    _, d = _node_rule()
+    cut = HorizonCut(mask_intrinsics(info, (H, W)),
+                     CameraMount(z=d['camera_height'], pitch=0.0), 1.0).mask
+    # fy = 80, cy = 24: the rows above 24 - 80 tan(1 deg) = 22.6 are cut at the centre.
+    assert cut[:22].all() and not cut[23:].any()
+    pipe = _pipeline(model)
+    for i in range(n):
+        model_mask = pipe.segment(free_frame(i))
+        expect_mask = np.where(cut, 0, model_mask)
+        for topic, array in (('/cam/segmentation/mask', expect_mask),
+                             ('/cam/free_space/mask', pipe.free_mask(expect_mask)),
+                             ('/cam/segmentation/colored_mask', pipe.colorize(expect_mask))):
+            np.testing.assert_array_equal(cut_bag[topic][i][1].data.reshape(array.shape), array)
+        np.testing.assert_array_equal(
+            off_bag['/cam/segmentation/mask'][i][1].data.reshape(H, W), model_mask)
+        assert (model_mask[cut] == 1).all()
+        np.testing.assert_array_equal(cut_bag['/cam/free_space/grid'][i][1].data,
+                                      off_bag['/cam/free_space/grid'][i][1].data)
+        assert (cut_bag['/cam/free_space/grid'][i][1].data == 100).any()
 
 
 def test_no_camera_info_no_scan(tmp_path, model):
