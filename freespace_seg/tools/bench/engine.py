@@ -100,8 +100,9 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
     Per frame: ``msg_to_rgb`` on a ``sensor_msgs/Image`` (zero-copy view), the node's frame
     path (:class:`~freespace_seg.ground.frame.FrameProcessor`: preprocess, inference, class
     decoding, mask back to camera size, the confidence that the node's default grid rule
-    reads, the free-space mask and the ground projection under the default
-    :class:`GridRule`: grid and obstacle points) and the mask and grid messages.
+    reads, the horizon cut of the mask (``mask_horizon``, stage ``horizon``), the free-space
+    mask and the ground projection under the default :class:`GridRule`: grid and obstacle
+    points) and the mask and grid messages.
     """
     from freespace_seg.ground.frame import FrameProcessor, GroundParams
     from freespace_seg.nodes.msgs import array_to_image
@@ -115,7 +116,7 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
     ground = GroundParams.from_params({s.name: s.default for s in SEGMENTATION_PARAMS})
     processor = FrameProcessor(pipe, ground)
     stages = {k: [] for k in ('decode', 'preprocess', 'inference', 'postprocess',
-                              'confidence', 'free_and_projection', 'messages')}
+                              'confidence', 'horizon', 'free_and_projection', 'messages')}
     times = []
 
     def one(msg):
@@ -130,6 +131,7 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
         t4 = time.perf_counter()
         timings = out.timings
         return t4 - t0, {'decode': t1 - t0, 'messages': t4 - t3,
+                         'horizon': timings.get('horizon', 0.0),
                          'free_and_projection': timings['free'] + timings['ground'],
                          **{k: timings[k] for k in ('preprocess', 'inference', 'postprocess',
                                                     'confidence')}}
