@@ -68,8 +68,11 @@ the cut (speckle, a cable, a low thing on the floor) does not cut the column, bu
 under the bottom pixel of each such run is still marked occupied (unless its P(blocked) is
 not more than ``mark_confidence``), so a thin real obstacle
 stays in the grid (and in the obstacle points and the scan, which come from the same cells).
-``GridRule(0, 0)`` is the plain rule above. docs/ground_outputs.md has the measurements the
-defaults come from.
+Two more fields of the rule only take free cells away: ``free_confidence`` (a floor pixel
+makes its cells free only where P(free) is more than this; the others leave them unknown and
+do not cut) and ``unknown_behind`` (the free floor of a column also ends at its lowest
+marking run, as under the plain rule). ``GridRule(0, 0)`` is the plain rule above.
+docs/ground_outputs.md has the measurements the defaults come from.
 
 The mask may come at another resolution than the camera (e.g. the network's input size): it
 must then be a plain resize of the whole camera image (no crop or letterbox), and the camera
@@ -400,6 +403,8 @@ class GroundProjector:
         self._rep_row = (r[keep] - self._row0).astype(np.int16)
         self._rep_col = c[keep].astype(np.intp)
         self._rep_cell = cell[keep].astype(np.intp)
+        # Flat index of each entry's pixel in the band, to read its confidence.
+        self._rep_pixel = self._rep_row.astype(np.intp) * cols + self._rep_col
 
         band_rows = rows - self._row0
         self._weights = []
@@ -474,19 +479,36 @@ class GroundProjector:
         seen = cells >= 0
         return rows[seen], cols[seen], cells[seen].astype(np.intp)
 
-    def _grid_from(self, lowest, foot_cells):
+    def _grid_from(self, lowest, foot_cells, conf_band=None, free_limit=None):
+        """
+        Return the grid: free below ``lowest`` in every column, occupied at ``foot_cells``.
+
+        With ``conf_band`` (the confidence of the band, contiguous) and ``free_limit``, only
+        pixels whose confidence is more than ``free_limit`` make their cells free.
+        """
         flat = np.full(self._grid.size, UNKNOWN, dtype=np.int8)
         counted = self._rep_row > lowest[self._rep_col]
+        if free_limit is not None:
+            counted &= conf_band.reshape(-1)[self._rep_pixel] > free_limit
         flat[self._rep_cell[counted]] = FREE
         flat[foot_cells] = OCCUPIED
         return flat.reshape(self._grid.shape)
+
+    @staticmethod
+    def _checked_confidence(confidence, shape):
+        """Return ``confidence`` as an array if it is uint8 of the mask ``shape``."""
+        conf = np.asarray(confidence)
+        if conf.shape != shape or conf.dtype != np.uint8:
+            raise ValueError(f'confidence must be uint8 of the mask shape {shape}, '
+                             f'got {conf.dtype} {conf.shape}')
+        return conf
 
     def _cut_free(self, free_mask, confidence, rule):
         """
         Band mask (uint8, nonzero = does not cut) under ``rule``, and the blocked band.
 
         Computed on the band plus ``run`` rows above it, so a run that reaches above the
-        band keeps its length.
+        band keeps its length. ``confidence``: a checked confidence image or None.
         """
         mask = np.asarray(free_mask)
         if mask.ndim != 2:
@@ -503,11 +525,7 @@ class GroundProjector:
         blocked = cv2.compare(np.ascontiguousarray(part), 0, cv2.CMP_EQ)
         cut = blocked
         if confidence is not None and rule.cut_confidence > 0.0:
-            conf = np.asarray(confidence)
-            if conf.shape != mask.shape or conf.dtype != np.uint8:
-                raise ValueError(f'confidence must be uint8 of the mask shape {mask.shape}, '
-                                 f'got {conf.dtype} {conf.shape}')
-            sure = cv2.compare(np.ascontiguousarray(conf[top:]), rule.confidence_limit(),
+            sure = cv2.compare(np.ascontiguousarray(confidence[top:]), rule.confidence_limit(),
                                cv2.CMP_LE)
             cut = cv2.bitwise_and(blocked, sure)
         if run > 1:
@@ -540,17 +558,22 @@ class GroundProjector:
         Project a mask (nonzero = floor): the :class:`Ground` outputs under ``rule``.
 
         The projector's one entry point. ``confidence``: uint8 P(free) x 255 of the mask's
-        pixels, or None (then only ``rule.min_run`` applies). With :data:`PLAIN_RULE` (the
-        default) the marking pixels (``rows``, ``cols``) are the obstacle feet, each the
-        lowest non-floor pixel of its column (see :meth:`_feet` for which are kept), handy to
-        draw the floor contact line over the camera image; the obstacle points are the mean
-        foot point per occupied cell (ready for a PointCloud2 marking source of Nav2's
-        obstacle layer).
+        pixels, or None (then only ``rule.min_run`` and ``rule.unknown_behind`` apply). With
+        :data:`PLAIN_RULE` (the default) the marking pixels (``rows``, ``cols``) are the
+        obstacle feet, each the lowest non-floor pixel of its column (see :meth:`_feet` for
+        which are kept), handy to draw the floor contact line over the camera image; the
+        obstacle points are the mean foot point per occupied cell (ready for a PointCloud2
+        marking source of Nav2's obstacle layer).
         """
         if rule.plain:
             lowest = self._lowest_blocked(free_mask)
             rows, cols, cells = self._feet(lowest)
+            grid = self._grid_from(lowest, cells)
         else:
+            if confidence is not None and rule.needs_confidence:
+                confidence = self._checked_confidence(confidence, np.shape(free_mask))
+            else:
+                confidence = None
             cut_free, blocked = self._cut_free(free_mask, confidence, rule)
             lowest = self._lowest_blocked_band(cut_free)
             rows, cols, cells = self._feet(lowest)
@@ -559,12 +582,22 @@ class GroundProjector:
                 sure = confidence[br + self._row0, bc] <= rule.confidence_limit(
                     rule.mark_confidence)
                 br, bc = br[sure], bc[sure]
+            free_end = lowest
+            if rule.unknown_behind and br.size:
+                # The floor run also ends at the lowest marking run below the cut.
+                free_end = lowest.astype(np.intp)
+                np.maximum.at(free_end, bc, br)
             bcells = self._band_lut[br, bc]
             seen = bcells >= 0
             rows = np.concatenate([rows, br[seen]])
             cols = np.concatenate([cols, bc[seen]])
             cells = np.concatenate([cells, bcells[seen].astype(np.intp)])
-        grid = self._grid_from(lowest, cells)
+            if confidence is not None and rule.free_confidence > 0.0:
+                grid = self._grid_from(free_end, cells,
+                                       np.ascontiguousarray(confidence[self._row0:]),
+                                       rule.free_limit())
+            else:
+                grid = self._grid_from(free_end, cells)
         return Ground(grid, rows + self._row0, cols, (self._band_xy, rows, cols, cells))
 
     # -- helpers -------------------------------------------------------------------------

@@ -32,10 +32,12 @@ each grid rule (:class:`freespace_seg.ground.grid.GridRule`). Per rule and set o
 * **phantom**: the share of the predicted grid's occupied cells that are true floor with no
   truly blocked cell within one cell (false obstacles).
 
-Rules are written ``plain`` or ``run<fraction>+conf<probability>+mark<probability>`` (any
-part alone, e.g. ``run0.1``, ``conf0.97``; see GridRule); the node's default is
-``run0.1+conf0.97+mark0.5``. Pick rules on one ``--seed`` and report on another: frames of
-different seeds are different rooms.
+Rules are written ``plain`` or as parts joined by ``+``: ``run<fraction>``,
+``conf<probability>``, ``mark<probability>``, ``free<probability>`` and ``behind`` (any part
+alone, e.g. ``run0.1``, ``free0.9``; they are the fields ``min_run``, ``cut_confidence``,
+``mark_confidence``, ``free_confidence`` and ``unknown_behind`` of GridRule); the node's
+default is ``run0.1+conf0.97+mark0.5``. Pick rules on one ``--seed`` and report on another:
+frames of different seeds are different rooms.
 
 Example (docs/ground_outputs.md)::
 
@@ -89,13 +91,19 @@ def parse_rule(text):
     text = text.strip()
     if text == 'plain':
         return PLAIN_RULE
-    values = {'run': 0.0, 'conf': 0.0, 'mark': 0.0}
+    values = {'run': 0.0, 'conf': 0.0, 'mark': 0.0, 'free': 0.0}
+    behind = False
     for part in text.split('+'):
-        m = re.fullmatch(r'(run|conf|mark)([0-9.]+)', part.strip())
-        if not m:
-            raise ValueError(f'bad rule {text!r}: expected plain or run<x>+conf<p>+mark<p>')
-        values[m.group(1)] = float(m.group(2))
-    return GridRule(values['run'], values['conf'], values['mark'])
+        part = part.strip()
+        m = re.fullmatch(r'(run|conf|mark|free)([0-9]*\.?[0-9]+)', part)
+        if part == 'behind' and not behind:
+            behind = True
+        elif not m:
+            raise ValueError(f'bad rule {text!r}: expected plain or parts run<x>, conf<p>, '
+                             'mark<p>, free<p>, behind joined by +')
+        else:
+            values[m.group(1)] = float(m.group(2))
+    return GridRule(values['run'], values['conf'], values['mark'], values['free'], behind)
 
 
 def score(frame, pred, exact, spec, visible=None):
