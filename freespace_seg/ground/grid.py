@@ -169,28 +169,27 @@ class GridRule:
     Two more fields take free cells away, never add any. ``free_confidence``: with a
     confidence image, a floor pixel below the cut makes its cells free only where P(free) is
     more than this (0: any floor pixel); the others leave their cells unknown (they do not cut
-    either: they are not blocked). ``unknown_behind``: the free floor of a column also ends at
-    the lowest blocked run below the cut that marks a cell (the cells behind it stay unknown
-    instead of free, as under the plain rule); runs that do not mark (ties, with
-    ``mark_confidence``) do not end it. ``GridRule(0.0, 0.0)`` is the plain rule; the defaults
-    are the node's (chosen in docs/ground_outputs.md).
+    either: they are not blocked). ``behind_confidence``: the same for the floor pixels
+    *behind* a blocked pixel that does not cut, above the column's lowest blocked pixel (0:
+    off; 1: the cells behind stay unknown, the free cells of the plain rule, also without a
+    confidence image); its run still marks a cell or not as above.
+    ``GridRule(0.0, 0.0)`` is the plain rule; the defaults are the node's (chosen in
+    docs/ground_outputs.md).
     """
 
     min_run: float = 0.10
     cut_confidence: float = 0.97
     mark_confidence: float = 0.5
     free_confidence: float = 0.0
-    unknown_behind: bool = False
+    behind_confidence: float = 0.0
 
     def __post_init__(self):
-        for name in ('min_run', 'cut_confidence', 'mark_confidence', 'free_confidence'):
+        for name in ('min_run', 'cut_confidence', 'mark_confidence', 'free_confidence',
+                     'behind_confidence'):
             value = getattr(self, name)
             if not isinstance(value, (int, float, np.integer, np.floating)) or \
                     isinstance(value, bool) or not 0.0 <= value <= 1.0:
                 raise ValueError(f'GridRule.{name} must be in [0, 1], got {value!r}')
-        if not isinstance(self.unknown_behind, (bool, np.bool_)):
-            raise ValueError('GridRule.unknown_behind must be a bool, got '
-                             f'{self.unknown_behind!r}')
 
     @property
     def plain(self):
@@ -202,7 +201,7 @@ class GridRule:
     def needs_confidence(self):
         """Whether the rule reads the confidence image (else the pipeline need not make it)."""
         return not self.plain and (self.cut_confidence > 0.0 or self.mark_confidence > 0.0 or
-                                   self.free_confidence > 0.0)
+                                   self.free_confidence > 0.0 or self.behind_confidence > 0.0)
 
     def run_rows(self, mask_rows):
         """Return the run length in mask rows, made odd (1: any run)."""
@@ -213,9 +212,10 @@ class GridRule:
         p = self.cut_confidence if p_blocked is None else p_blocked
         return int(math.ceil(255.0 * (1.0 - p) - 1e-9)) - 1
 
-    def free_limit(self):
-        """Return the largest P(free) x 255 of a pixel with P(free) not more than the limit."""
-        return int(math.floor(255.0 * self.free_confidence + 1e-9))
+    def free_limit(self, p_free=None):
+        """Return the largest P(free) x 255 of a pixel with P(free) not more than ``p_free``."""
+        p = self.free_confidence if p_free is None else p_free
+        return int(math.floor(255.0 * p + 1e-9))
 
 
 #: the plain rule: the lowest blocked pixel of a column cuts it

@@ -70,9 +70,10 @@ not more than ``mark_confidence``), so a thin real obstacle
 stays in the grid (and in the obstacle points and the scan, which come from the same cells).
 Two more fields of the rule only take free cells away: ``free_confidence`` (a floor pixel
 makes its cells free only where P(free) is more than this; the others leave them unknown and
-do not cut) and ``unknown_behind`` (the free floor of a column also ends at its lowest
-marking run, as under the plain rule). ``GridRule(0, 0)`` is the plain rule above.
-docs/ground_outputs.md has the measurements the defaults come from.
+do not cut) and ``behind_confidence`` (the same for the floor seen behind the column's lowest
+blocked pixel when that does not cut; 1: none of it, the plain rule's free cells).
+``GridRule(0, 0)`` is the plain rule above. docs/ground_outputs.md has the measurements the
+defaults come from.
 
 The mask may come at another resolution than the camera (e.g. the network's input size): it
 must then be a plain resize of the whole camera image (no crop or letterbox), and the camera
@@ -479,17 +480,30 @@ class GroundProjector:
         seen = cells >= 0
         return rows[seen], cols[seen], cells[seen].astype(np.intp)
 
-    def _grid_from(self, lowest, foot_cells, conf_band=None, free_limit=None):
+    def _grid_from(self, lowest, foot_cells, conf_band=None, free_limit=None, behind=None):
         """
         Return the grid: free below ``lowest`` in every column, occupied at ``foot_cells``.
 
         With ``conf_band`` (the confidence of the band, contiguous) and ``free_limit``, only
-        pixels whose confidence is more than ``free_limit`` make their cells free.
+        pixels whose confidence is more than ``free_limit`` make their cells free. ``behind``:
+        (per column the band row of the lowest blocked pixel, a limit): the pixels at or above
+        that row make their cells free only where their confidence (255 without a
+        ``conf_band``) is more than the limit.
         """
         flat = np.full(self._grid.size, UNKNOWN, dtype=np.int8)
         counted = self._rep_row > lowest[self._rep_col]
-        if free_limit is not None:
-            counted &= conf_band.reshape(-1)[self._rep_pixel] > free_limit
+        conf = None
+        if conf_band is not None and (free_limit is not None or behind is not None):
+            conf = conf_band.reshape(-1)[self._rep_pixel]
+        if free_limit is not None and conf is not None:
+            counted &= conf > free_limit
+        if behind is not None:
+            end, limit = behind
+            seen_behind = self._rep_row <= end[self._rep_col]
+            if conf is not None:
+                counted &= ~seen_behind | (conf > limit)
+            elif limit >= 255:
+                counted &= ~seen_behind
         flat[self._rep_cell[counted]] = FREE
         flat[foot_cells] = OCCUPIED
         return flat.reshape(self._grid.shape)
@@ -558,7 +572,8 @@ class GroundProjector:
         Project a mask (nonzero = floor): the :class:`Ground` outputs under ``rule``.
 
         The projector's one entry point. ``confidence``: uint8 P(free) x 255 of the mask's
-        pixels, or None (then only ``rule.min_run`` and ``rule.unknown_behind`` apply). With
+        pixels, or None (then only ``rule.min_run`` and a ``rule.behind_confidence`` of 1
+        apply). With
         :data:`PLAIN_RULE` (the default) the marking pixels (``rows``, ``cols``) are the
         obstacle feet, each the lowest non-floor pixel of its column (see :meth:`_feet` for
         which are kept), handy to draw the floor contact line over the camera image; the
@@ -578,26 +593,25 @@ class GroundProjector:
             lowest = self._lowest_blocked_band(cut_free)
             rows, cols, cells = self._feet(lowest)
             br, bc = self._run_bottoms(blocked, lowest)
+            behind = None
+            if rule.behind_confidence > 0.0 and br.size:
+                # The floor seen behind the lowest blocked pixel, which need not cut.
+                end = np.full(lowest.shape, -1, dtype=np.intp)
+                np.maximum.at(end, bc, br)
+                behind = (end, rule.free_limit(rule.behind_confidence))
             if confidence is not None and rule.mark_confidence > 0.0 and br.size:
                 sure = confidence[br + self._row0, bc] <= rule.confidence_limit(
                     rule.mark_confidence)
                 br, bc = br[sure], bc[sure]
-            free_end = lowest
-            if rule.unknown_behind and br.size:
-                # The floor run also ends at the lowest marking run below the cut.
-                free_end = lowest.astype(np.intp)
-                np.maximum.at(free_end, bc, br)
             bcells = self._band_lut[br, bc]
             seen = bcells >= 0
             rows = np.concatenate([rows, br[seen]])
             cols = np.concatenate([cols, bc[seen]])
             cells = np.concatenate([cells, bcells[seen].astype(np.intp)])
-            if confidence is not None and rule.free_confidence > 0.0:
-                grid = self._grid_from(free_end, cells,
-                                       np.ascontiguousarray(confidence[self._row0:]),
-                                       rule.free_limit())
-            else:
-                grid = self._grid_from(free_end, cells)
+            grid = self._grid_from(
+                lowest, cells,
+                None if confidence is None else np.ascontiguousarray(confidence[self._row0:]),
+                rule.free_limit() if rule.free_confidence > 0.0 else None, behind)
         return Ground(grid, rows + self._row0, cols, (self._band_xy, rows, cols, cells))
 
     # -- helpers -------------------------------------------------------------------------

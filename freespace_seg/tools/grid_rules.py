@@ -33,9 +33,10 @@ each grid rule (:class:`freespace_seg.ground.grid.GridRule`). Per rule and set o
   truly blocked cell within one cell (false obstacles).
 
 Rules are written ``plain`` or as parts joined by ``+``: ``run<fraction>``,
-``conf<probability>``, ``mark<probability>``, ``free<probability>`` and ``behind`` (any part
-alone, e.g. ``run0.1``, ``free0.9``; they are the fields ``min_run``, ``cut_confidence``,
-``mark_confidence``, ``free_confidence`` and ``unknown_behind`` of GridRule); the node's
+``conf<probability>``, ``mark<probability>``, ``free<probability>`` and
+``behind<probability>`` (any part alone, e.g. ``run0.1``, ``free0.9``; they are the fields
+``min_run``, ``cut_confidence``, ``mark_confidence``, ``free_confidence`` and
+``behind_confidence`` of GridRule; ``behind`` alone is ``behind1``); the node's
 default is ``run0.1+conf0.97+mark0.5``. Pick rules on one ``--seed`` and report on another:
 frames of different seeds are different rooms.
 
@@ -91,19 +92,17 @@ def parse_rule(text):
     text = text.strip()
     if text == 'plain':
         return PLAIN_RULE
-    values = {'run': 0.0, 'conf': 0.0, 'mark': 0.0, 'free': 0.0}
-    behind = False
+    values = {'run': 0.0, 'conf': 0.0, 'mark': 0.0, 'free': 0.0, 'behind': 0.0}
+    seen = set()
     for part in text.split('+'):
-        part = part.strip()
-        m = re.fullmatch(r'(run|conf|mark|free)([0-9]*\.?[0-9]+)', part)
-        if part == 'behind' and not behind:
-            behind = True
-        elif not m:
+        m = re.fullmatch(r'(run|conf|mark|free|behind)([0-9]*\.?[0-9]+)?', part.strip())
+        if not m or m.group(1) in seen or (m.group(2) is None and m.group(1) != 'behind'):
             raise ValueError(f'bad rule {text!r}: expected plain or parts run<x>, conf<p>, '
-                             'mark<p>, free<p>, behind joined by +')
-        else:
-            values[m.group(1)] = float(m.group(2))
-    return GridRule(values['run'], values['conf'], values['mark'], values['free'], behind)
+                             'mark<p>, free<p>, behind<p> joined by +')
+        seen.add(m.group(1))
+        values[m.group(1)] = 1.0 if m.group(2) is None else float(m.group(2))
+    return GridRule(values['run'], values['conf'], values['mark'], values['free'],
+                    values['behind'])
 
 
 def score(frame, pred, exact, spec, visible=None):

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The grid rule's fields that take free cells away: free_confidence and unknown_behind."""
+"""The grid rule's fields that take free cells away: free_confidence and behind_confidence."""
 
 import hashlib
 import math
@@ -53,7 +53,7 @@ def _digest(ground):
     return h.hexdigest()[:16]
 
 
-# Made by the projector before free_confidence and unknown_behind existed (commit a7c1ff0):
+# Made by the projector before free_confidence and behind_confidence existed (a7c1ff0):
 # (min_run, cut_confidence, mark_confidence), with a confidence image -> digest of the grid,
 # the marking pixels and the obstacle points.
 BEFORE = {
@@ -69,12 +69,12 @@ BEFORE = {
 def test_the_new_fields_off_give_the_outputs_of_before(fields):
     proj = _projector()
     free, conf = _noisy_frame()
-    rule = GridRule(*fields, free_confidence=0.0, unknown_behind=False)
+    rule = GridRule(*fields, free_confidence=0.0, behind_confidence=0.0)
     assert rule == GridRule(*fields)
     assert _digest(proj.ground(free, conf, rule)) == BEFORE[fields]
-    # unknown_behind is a no-op where every blocked pixel cuts (no run is left below a cut).
+    # behind_confidence is a no-op where every blocked pixel cuts (no run is left below one).
     if fields[0] == 0.0 and fields[1] == 0.0:
-        assert _digest(proj.ground(free, conf, GridRule(*fields, unknown_behind=True))) == \
+        assert _digest(proj.ground(free, conf, GridRule(*fields, behind_confidence=1.0))) == \
             BEFORE[fields]
 
 
@@ -86,17 +86,18 @@ def test_rule_fields_are_checked_and_read_the_confidence():
     for bad in (-0.1, 1.5, float('nan'), True):
         with pytest.raises(ValueError):
             GridRule(free_confidence=bad)
-    with pytest.raises(ValueError):
-        GridRule(unknown_behind=1)
+        with pytest.raises(ValueError):
+            GridRule(behind_confidence=bad)
 
 
 def test_rule_names():
     assert parse_rule('plain') == PLAIN_RULE
     assert parse_rule('run0.1+conf0.97+mark0.5') == GridRule(0.1, 0.97, 0.5)
     assert parse_rule('run0.1+conf0.97+mark0.5+free0.9+behind') == GridRule(
-        0.1, 0.97, 0.5, 0.9, True)
+        0.1, 0.97, 0.5, 0.9, 1.0)
+    assert parse_rule('behind0.9+run0.1') == GridRule(0.1, 0.0, 0.0, 0.0, 0.9)
     assert parse_rule('free0.8') == GridRule(0.0, 0.0, 0.0, free_confidence=0.8)
-    for bad in ('behind+behind', 'free', 'fre0.9', 'run0.1+'):
+    for bad in ('behind+behind', 'free', 'fre0.9', 'run0.1+', 'run0.1+run0.2', 'behind2'):
         with pytest.raises(ValueError):
             parse_rule(bad)
 
@@ -148,47 +149,71 @@ def test_a_strip_of_unsure_floor_is_unknown_not_free(rule):
                                   proj.ground(free, None, rule).grid)
 
 
-def _floor_with_a_short_run(p_free_of_run):
+def _floor_with_a_short_run(p_free_of_run, p_free_of_floor=255):
     free = np.ones((H, W), np.uint8)
     free[:70] = 0
     free[140:144, 150:170] = 0                         # 4 rows: too short to cut under run0.1
-    conf = np.where(free > 0, 255, 0).astype(np.uint8)
+    conf = np.where(free > 0, p_free_of_floor, 0).astype(np.uint8)
     conf[140:144, 150:170] = p_free_of_run
     return free, conf
 
 
-def test_cells_behind_a_marking_run_stay_unknown():
+def _seen_only_over_the_run(proj):
+    """Cells seen only by floor pixels of columns 150-169 above row 140 (behind the run)."""
+    r, c, cell = proj.samples
+    size = proj.grid_spec.size
+    over = np.bincount(cell[(c >= 150) & (c < 170) & (r >= 70) & (r < 140)], minlength=size) > 0
+    elsewhere = np.bincount(cell[(c < 150) | (c >= 170) | (r < 70) | (r >= 140)],
+                            minlength=size) > 0
+    return (over & ~elsewhere).reshape(proj.grid_spec.shape)
+
+
+def test_floor_behind_a_run_that_does_not_cut_is_free_only_where_sure():
     proj = _projector()
     free, conf = _floor_with_a_short_run(0)            # a sure blocked run
     rule = GridRule(0.1, 0.97, 0.5)
     generous = proj.ground(free, conf, rule)
-    behind = proj.ground(free, conf, GridRule(0.1, 0.97, 0.5, unknown_behind=True))
+    behind = proj.ground(free, conf, GridRule(0.1, 0.97, 0.5, behind_confidence=1.0))
     plain = proj.ground(free, conf, PLAIN_RULE)
-    above, below = _cells_seen_only_by(proj, np.arange(70, 140))
-    r, c, cell = proj.samples
-    sel = (c >= 150) & (c < 170) & (r < 140)
-    only_run_cols = np.bincount(cell[sel], minlength=proj.grid_spec.size) > 0
-    sel = ((c < 150) | (c >= 170)) & (r < 140)
-    others = np.bincount(cell[sel], minlength=proj.grid_spec.size) > 0
-    run_cols = (only_run_cols & ~others).reshape(proj.grid_spec.shape)
-    hidden = run_cols & above                         # floor seen only over the run
-    assert np.count_nonzero(hidden) > 10
-    assert np.all(generous.grid[hidden] == 0)          # the default rule calls it free
-    assert np.all(behind.grid[hidden] == -1)           # unknown_behind: unknown, as plain
+    hidden = _seen_only_over_the_run(proj)
+    below = _cells_seen_only_by(proj, np.arange(144, H))[0]
+    assert np.count_nonzero(hidden) > 10 and np.count_nonzero(below) > 20
+    assert np.all(generous.grid[hidden] == 0)          # the rule without it calls it free
+    assert np.all(behind.grid[hidden] == -1)           # behind1: unknown, as under plain
     np.testing.assert_array_equal(behind.grid == 0, plain.grid == 0)
-    # The run still marks its cells: the same obstacles as without unknown_behind.
+    # The run still marks its cell: the same obstacles as without behind_confidence.
     np.testing.assert_array_equal(behind.grid == 100, generous.grid == 100)
-    assert np.count_nonzero(behind.grid == 100) > 0
+    assert np.count_nonzero(behind.grid[~hidden] == 100) > 0
     np.testing.assert_array_equal(behind.point_cells, np.flatnonzero(behind.grid.ravel() == 100))
     # The floor below the run is free either way.
-    np.testing.assert_array_equal(behind.grid[below], generous.grid[below])
+    assert np.all(behind.grid[below] == 0) and np.all(generous.grid[below] == 0)
+    # Also without a confidence image (an argmax model), behind1 leaves it unknown.
+    assert np.all(proj.ground(free, None, GridRule(0.1, 0.97, 0.5, 0.0, 1.0)).grid[hidden]
+                  == -1)
+
+    # Below 1, sure floor behind the run stays free, unsure floor does not.
+    some = GridRule(0.1, 0.97, 0.5, behind_confidence=0.9)
+    np.testing.assert_array_equal(proj.ground(free, conf, some).grid, generous.grid)
+    free, unsure = _floor_with_a_short_run(0, p_free_of_floor=200)   # P(free) = 0.78
+    grid = proj.ground(free, unsure, some).grid
+    assert np.all(grid[hidden] == -1) and np.all(grid[below] == 0)
+    np.testing.assert_array_equal(
+        proj.ground(free, unsure, GridRule(0.1, 0.97, 0.5, behind_confidence=0.7)).grid,
+        generous.grid)
 
 
-def test_a_run_that_does_not_mark_does_not_end_the_floor():
-    """A tied run (P(free) = 0.5) neither marks nor, under unknown_behind, ends the floor."""
+def test_a_tied_run_ends_the_sure_floor_without_a_mark():
+    """A tied run (P(free) = 0.5) marks nothing; under behind1 the floor behind it is unknown."""
     proj = _projector()
     free, conf = _floor_with_a_short_run(128)
     clean = np.ones((H, W), np.uint8)
     clean[:70] = 0
-    behind = proj.ground(free, conf, GridRule(0.1, 0.97, 0.5, unknown_behind=True))
-    np.testing.assert_array_equal(behind.grid, proj.ground(clean, None, PLAIN_RULE).grid)
+    before = proj.ground(clean, None, PLAIN_RULE).grid
+    np.testing.assert_array_equal(proj.ground(free, conf, GridRule(0.1, 0.97, 0.5)).grid,
+                                  before)
+    behind = proj.ground(free, conf, GridRule(0.1, 0.97, 0.5, behind_confidence=1.0)).grid
+    np.testing.assert_array_equal(behind == 100, before == 100)
+    hidden = _seen_only_over_the_run(proj)
+    assert np.all(behind[hidden] == -1)
+    changed = behind != before
+    assert np.all(before[changed] == 0) and np.all(behind[changed] == -1)
