@@ -72,7 +72,8 @@ INFO_HISTORY = 30
 GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
                  'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
                  'max_range', 'grid_min_obstacle_run', 'grid_cut_confidence',
-                 'grid_mark_confidence', 'scan_angle_increment')
+                 'grid_mark_confidence', 'grid_free_confidence', 'grid_behind_confidence',
+                 'scan_angle_increment')
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class GroundParams:
                         height=p['grid_height'], origin=tuple(p['grid_origin']),
                         max_range=p['max_range'])
         rule = GridRule(p['grid_min_obstacle_run'], p['grid_cut_confidence'],
-                        p['grid_mark_confidence'])
+                        p['grid_mark_confidence'], p['grid_free_confidence'],
+                        p['grid_behind_confidence'])
         return cls(mount, grid, rule, float(p['scan_angle_increment']))
 
 

@@ -316,7 +316,8 @@ def _node_rule():
     from freespace_seg.nodes.params import SEGMENTATION_PARAMS
     d = {spec.name: spec.default for spec in SEGMENTATION_PARAMS}
     return GridRule(d['grid_min_obstacle_run'], d['grid_cut_confidence'],
-                    d['grid_mark_confidence']), d
+                    d['grid_mark_confidence'], d['grid_free_confidence'],
+                    d['grid_behind_confidence']), d
 
 
 def speckled_frame(i):
