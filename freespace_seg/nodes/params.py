@@ -277,7 +277,7 @@ SEGMENTATION_PARAMS = (
               "cells free only where the model's P(free) is more than this; the others leave "
               'them unknown (and do not cut). 0: every floor pixel (argmax models are always '
               'sure).', 'double', min_value=0.0, max_value=1.0),
-    ParamSpec('grid_behind_confidence', 0.0, 'Grid rule: the same for the floor seen behind a '
+    ParamSpec('grid_behind_confidence', 0.95, 'Grid rule: the same for the floor seen behind a '
               'blocked pixel that does not cut (above the lowest blocked pixel of its column). '
               "1: that floor stays unknown, the plain rule's free cells, also with argmax "
               'models. 0: off.', 'double', min_value=0.0, max_value=1.0),

@@ -37,8 +37,8 @@ Rules are written ``plain`` or as parts joined by ``+``: ``run<fraction>``,
 ``behind<probability>`` (any part alone, e.g. ``run0.1``, ``free0.9``; they are the fields
 ``min_run``, ``cut_confidence``, ``mark_confidence``, ``free_confidence`` and
 ``behind_confidence`` of GridRule; ``behind`` alone is ``behind1``); the node's
-default is ``run0.1+conf0.97+mark0.5``. Pick rules on one ``--seed`` and report on another:
-frames of different seeds are different rooms.
+default is ``run0.1+conf0.97+mark0.5+behind0.95``. Pick rules on one ``--seed`` and report
+on another: frames of different seeds are different rooms.
 
 Example (docs/ground_outputs.md)::
 
@@ -53,7 +53,9 @@ import time
 from freespace_seg.common.markdown import number, table as markdown_table
 import numpy as np
 
-DEFAULT_RULES = 'plain,run0.1,conf0.97,run0.1+conf0.97,run0.1+conf0.97+mark0.5'
+DEFAULT_RULES = ('plain,run0.1+conf0.97+mark0.5,run0.1+conf0.97+mark0.5+behind,'
+                 'run0.1+conf0.97+mark0.5+free0.7,run0.1+conf0.97+mark0.5+free0.7+behind0.95,'
+                 'run0.1+conf0.97+mark0.5+behind0.95')
 #: name -> (renderer style, camera ranges or None)
 SETS = {
     'held-out': ('default', None),
@@ -148,7 +150,7 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
     spec = GridSpec()
     # Every cell where the true mask shows floor: no blocked run of the true mask cuts (a
     # run as tall as the whole image could, but then its column holds no floor either).
-    visible_floor = GridRule(1.0, 0.0, 0.0)
+    visible_floor = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
     result = {}
     for name in sets:
         style, camera = SETS[name]

@@ -70,7 +70,6 @@ def test_the_new_fields_off_give_the_outputs_of_before(fields):
     proj = _projector()
     free, conf = _noisy_frame()
     rule = GridRule(*fields, free_confidence=0.0, behind_confidence=0.0)
-    assert rule == GridRule(*fields)
     assert _digest(proj.ground(free, conf, rule)) == BEFORE[fields]
     # behind_confidence is a no-op where every blocked pixel cuts (no run is left below one).
     if fields[0] == 0.0 and fields[1] == 0.0:
@@ -92,11 +91,12 @@ def test_rule_fields_are_checked_and_read_the_confidence():
 
 def test_rule_names():
     assert parse_rule('plain') == PLAIN_RULE
-    assert parse_rule('run0.1+conf0.97+mark0.5') == GridRule(0.1, 0.97, 0.5)
+    assert parse_rule('run0.1+conf0.97+mark0.5') == GridRule(0.1, 0.97, 0.5, 0.0, 0.0)
+    assert parse_rule('run0.1+conf0.97+mark0.5+behind0.95') == GridRule()   # the default
     assert parse_rule('run0.1+conf0.97+mark0.5+free0.9+behind') == GridRule(
         0.1, 0.97, 0.5, 0.9, 1.0)
     assert parse_rule('behind0.9+run0.1') == GridRule(0.1, 0.0, 0.0, 0.0, 0.9)
-    assert parse_rule('free0.8') == GridRule(0.0, 0.0, 0.0, free_confidence=0.8)
+    assert parse_rule('free0.8') == GridRule(0.0, 0.0, 0.0, 0.8, 0.0)
     for bad in ('behind+behind', 'free', 'fre0.9', 'run0.1+', 'run0.1+run0.2', 'behind2'):
         with pytest.raises(ValueError):
             parse_rule(bad)
@@ -112,7 +112,7 @@ def _cells_seen_only_by(proj, rows):
     return (some_in & ~some_out).reshape(spec.shape), (some_out & ~some_in).reshape(spec.shape)
 
 
-@pytest.mark.parametrize('rule', [GridRule(0.1, 0.97, 0.5), PLAIN_RULE])
+@pytest.mark.parametrize('rule', [GridRule(0.1, 0.97, 0.5, 0.0, 0.0), PLAIN_RULE])
 def test_a_strip_of_unsure_floor_is_unknown_not_free(rule):
     """Floor pixels with P(free) 0.6 in rows 120-134: unknown under free0.9; no cut."""
     proj = _projector()
@@ -129,7 +129,7 @@ def test_a_strip_of_unsure_floor_is_unknown_not_free(rule):
 
     before = proj.ground(free, conf, rule)
     assert np.all(before.grid[only_strip] == 0)        # today: the unsure floor is free
-    sure = GridRule(rule.min_run, rule.cut_confidence, rule.mark_confidence, 0.9)
+    sure = GridRule(rule.min_run, rule.cut_confidence, rule.mark_confidence, 0.9, 0.0)
     after = proj.ground(free, conf, sure)
     assert np.all(after.grid[only_strip] == -1)        # now unknown, not free
     # It does not cut: the floor beyond the strip stays as free as before, the obstacles (the
@@ -142,7 +142,7 @@ def test_a_strip_of_unsure_floor_is_unknown_not_free(rule):
     changed = after.grid != before.grid
     assert np.all(before.grid[changed] == 0) and np.all(after.grid[changed] == -1)
     # At 0.5 every free-class pixel is surer than the limit: nothing changes.
-    half = GridRule(rule.min_run, rule.cut_confidence, rule.mark_confidence, 0.5)
+    half = GridRule(rule.min_run, rule.cut_confidence, rule.mark_confidence, 0.5, 0.0)
     np.testing.assert_array_equal(proj.ground(free, conf, half).grid, before.grid)
     # Without a confidence image (an argmax model) the field has nothing to read.
     np.testing.assert_array_equal(proj.ground(free, None, sure).grid,
@@ -171,7 +171,7 @@ def _seen_only_over_the_run(proj):
 def test_floor_behind_a_run_that_does_not_cut_is_free_only_where_sure():
     proj = _projector()
     free, conf = _floor_with_a_short_run(0)            # a sure blocked run
-    rule = GridRule(0.1, 0.97, 0.5)
+    rule = GridRule(0.1, 0.97, 0.5, 0.0, 0.0)
     generous = proj.ground(free, conf, rule)
     behind = proj.ground(free, conf, GridRule(0.1, 0.97, 0.5, behind_confidence=1.0))
     plain = proj.ground(free, conf, PLAIN_RULE)
@@ -209,8 +209,8 @@ def test_a_tied_run_ends_the_sure_floor_without_a_mark():
     clean = np.ones((H, W), np.uint8)
     clean[:70] = 0
     before = proj.ground(clean, None, PLAIN_RULE).grid
-    np.testing.assert_array_equal(proj.ground(free, conf, GridRule(0.1, 0.97, 0.5)).grid,
-                                  before)
+    np.testing.assert_array_equal(
+        proj.ground(free, conf, GridRule(0.1, 0.97, 0.5, 0.0, 0.0)).grid, before)
     behind = proj.ground(free, conf, GridRule(0.1, 0.97, 0.5, behind_confidence=1.0)).grid
     np.testing.assert_array_equal(behind == 100, before == 100)
     hidden = _seen_only_over_the_run(proj)
