@@ -180,8 +180,8 @@ class GridRule:
     min_run: float = 0.10
     cut_confidence: float = 0.97
     mark_confidence: float = 0.5
-    free_confidence: float = 0.0
-    behind_confidence: float = 0.95
+    free_confidence: float = 0.6
+    behind_confidence: float = 0.97
 
     def __post_init__(self):
         for name in ('min_run', 'cut_confidence', 'mark_confidence', 'free_confidence',
@@ -218,6 +218,7 @@ class GridRule:
         return int(math.floor(255.0 * p + 1e-9))
 
 
-#: the plain rule: the lowest blocked pixel of a column cuts it (behind_confidence, whatever
-#: its value, has nothing to act on: no blocked pixel is left below a cut)
-PLAIN_RULE = GridRule(0.0, 0.0)
+#: the plain rule: the lowest blocked pixel of a column cuts it, every floor pixel below it is
+#: free (behind_confidence, whatever its value, has nothing to act on: no blocked pixel is
+#: left below a cut)
+PLAIN_RULE = GridRule(0.0, 0.0, free_confidence=0.0)

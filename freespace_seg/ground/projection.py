@@ -72,8 +72,8 @@ Two more fields of the rule only take free cells away: ``free_confidence`` (a fl
 makes its cells free only where P(free) is more than this; the others leave them unknown and
 do not cut) and ``behind_confidence`` (the same for the floor seen behind the column's lowest
 blocked pixel when that does not cut; 1: none of it, the plain rule's free cells).
-``GridRule(0, 0)`` is the plain rule above. docs/ground_outputs.md has the measurements the
-defaults come from.
+``GridRule(0, 0, free_confidence=0)`` (:data:`PLAIN_RULE`) is the plain rule above.
+docs/ground_outputs.md has the measurements the defaults come from.
 
 The mask may come at another resolution than the camera (e.g. the network's input size): it
 must then be a plain resize of the whole camera image (no crop or letterbox), and the camera

@@ -273,11 +273,11 @@ SEGMENTATION_PARAMS = (
               'marks its bottom cell occupied only when P(blocked) there is more than this; '
               '0.5 leaves out pixels whose two logits tie (frequent with INT8 models). 0: every '
               'such run marks.', 'double', min_value=0.0, max_value=1.0),
-    ParamSpec('grid_free_confidence', 0.0, 'Grid rule: a floor pixel below the cut makes its '
+    ParamSpec('grid_free_confidence', 0.6, 'Grid rule: a floor pixel below the cut makes its '
               "cells free only where the model's P(free) is more than this; the others leave "
               'them unknown (and do not cut). 0: every floor pixel (argmax models are always '
               'sure).', 'double', min_value=0.0, max_value=1.0),
-    ParamSpec('grid_behind_confidence', 0.95, 'Grid rule: the same for the floor seen behind a '
+    ParamSpec('grid_behind_confidence', 0.97, 'Grid rule: the same for the floor seen behind a '
               'blocked pixel that does not cut (above the lowest blocked pixel of its column). '
               "1: that floor stays unknown, the plain rule's free cells, also with argmax "
               'models. 0: off.', 'double', min_value=0.0, max_value=1.0),

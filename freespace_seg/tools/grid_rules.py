@@ -37,7 +37,7 @@ Rules are written ``plain`` or as parts joined by ``+``: ``run<fraction>``,
 ``behind<probability>`` (any part alone, e.g. ``run0.1``, ``free0.9``; they are the fields
 ``min_run``, ``cut_confidence``, ``mark_confidence``, ``free_confidence`` and
 ``behind_confidence`` of GridRule; ``behind`` alone is ``behind1``); the node's
-default is ``run0.1+conf0.97+mark0.5+behind0.95``. Pick rules on one ``--seed`` and report
+default is ``run0.1+conf0.97+mark0.5+free0.6+behind0.97``. Pick rules on one ``--seed`` and report
 on another: frames of different seeds are different rooms.
 
 Example (docs/ground_outputs.md)::
@@ -54,8 +54,8 @@ from freespace_seg.common.markdown import number, table as markdown_table
 import numpy as np
 
 DEFAULT_RULES = ('plain,run0.1+conf0.97+mark0.5,run0.1+conf0.97+mark0.5+behind,'
-                 'run0.1+conf0.97+mark0.5+free0.7,run0.1+conf0.97+mark0.5+free0.7+behind0.95,'
-                 'run0.1+conf0.97+mark0.5+behind0.95')
+                 'run0.1+conf0.97+mark0.5+free0.7,run0.1+conf0.97+mark0.5+behind0.95,'
+                 'run0.1+conf0.97+mark0.5+free0.6+behind0.97')
 #: name -> (renderer style, camera ranges or None)
 SETS = {
     'held-out': ('default', None),

@@ -73,8 +73,7 @@ def test_the_new_fields_off_give_the_outputs_of_before(fields):
     assert _digest(proj.ground(free, conf, rule)) == BEFORE[fields]
     # behind_confidence is a no-op where every blocked pixel cuts (no run is left below one).
     if fields[0] == 0.0 and fields[1] == 0.0:
-        assert _digest(proj.ground(free, conf, GridRule(*fields, behind_confidence=1.0))) == \
-            BEFORE[fields]
+        assert _digest(proj.ground(free, conf, GridRule(*fields, 0.0, 1.0))) == BEFORE[fields]
 
 
 def test_rule_fields_are_checked_and_read_the_confidence():
@@ -92,7 +91,7 @@ def test_rule_fields_are_checked_and_read_the_confidence():
 def test_rule_names():
     assert parse_rule('plain') == PLAIN_RULE
     assert parse_rule('run0.1+conf0.97+mark0.5') == GridRule(0.1, 0.97, 0.5, 0.0, 0.0)
-    assert parse_rule('run0.1+conf0.97+mark0.5+behind0.95') == GridRule()   # the default
+    assert parse_rule('run0.1+conf0.97+mark0.5+free0.6+behind0.97') == GridRule()   # default
     assert parse_rule('run0.1+conf0.97+mark0.5+free0.9+behind') == GridRule(
         0.1, 0.97, 0.5, 0.9, 1.0)
     assert parse_rule('behind0.9+run0.1') == GridRule(0.1, 0.0, 0.0, 0.0, 0.9)
