@@ -173,8 +173,9 @@ class GridRule:
     *behind* a blocked pixel that does not cut, above the column's lowest blocked pixel (0:
     off; 1: the cells behind stay unknown, the free cells of the plain rule, also without a
     confidence image); its run still marks a cell or not as above.
-    ``GridRule(0.0, 0.0)`` is the plain rule; the defaults are the node's (chosen in
-    docs/ground_outputs.md).
+    ``GridRule(0.0, 0.0, free_confidence=0.0)`` is the plain rule (:data:`PLAIN_RULE`);
+    ``free_confidence=0.0, behind_confidence=0.0`` is the rule of issue #22; the defaults are
+    the node's (chosen in docs/ground_outputs.md).
     """
 
     min_run: float = 0.10
