@@ -84,8 +84,8 @@ INFO_HISTORY = 30
 GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera_pitch',
                  'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
                  'max_range', 'grid_min_obstacle_run', 'grid_cut_confidence',
-                 'grid_mark_confidence', 'scan_angle_increment', 'mask_horizon',
-                 'horizon_margin_deg')
+                 'grid_mark_confidence', 'grid_free_confidence', 'grid_behind_confidence',
+                 'scan_angle_increment', 'mask_horizon', 'horizon_margin_deg')
 #: the outputs the horizon cut changes: the class mask and what is made from it
 HORIZON_OUTPUTS = frozenset({'mask', 'free', 'colored', 'overlay'})
 
@@ -128,7 +128,8 @@ class GroundParams:
                         height=p['grid_height'], origin=tuple(p['grid_origin']),
                         max_range=p['max_range'])
         rule = GridRule(p['grid_min_obstacle_run'], p['grid_cut_confidence'],
-                        p['grid_mark_confidence'])
+                        p['grid_mark_confidence'], p['grid_free_confidence'],
+                        p['grid_behind_confidence'])
         return cls(mount, grid, rule, float(p['scan_angle_increment']),
                    bool(p['mask_horizon']), float(p['horizon_margin_deg']))
 

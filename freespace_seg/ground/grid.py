@@ -164,30 +164,45 @@ class GridRule:
     the cell under their bottom pixel occupied; with a confidence image and
     ``mark_confidence`` > 0 only where that pixel's P(blocked) is more than
     ``mark_confidence``: 0.5 leaves out the pixels whose two logits tie (P exactly 0.5, which
-    the class mask calls blocked; frequent with INT8 models). ``GridRule(0.0, 0.0)`` is the
-    plain rule; the defaults are the node's (chosen in docs/ground_outputs.md).
+    the class mask calls blocked; frequent with INT8 models).
+
+    Two more fields take free cells away, never add any. ``free_confidence``: with a
+    confidence image, a floor pixel below the cut makes its cells free only where P(free) is
+    more than this (0: any floor pixel); the others leave their cells unknown (they do not cut
+    either: they are not blocked). ``behind_confidence``: the same for the floor pixels
+    *behind* a blocked pixel that does not cut, above the column's lowest blocked pixel (0:
+    off; 1: the cells behind stay unknown, the free cells of the plain rule, also without a
+    confidence image); its run still marks a cell or not as above.
+    ``GridRule(0.0, 0.0, free_confidence=0.0)`` is the plain rule (:data:`PLAIN_RULE`);
+    ``free_confidence=0.0, behind_confidence=0.0`` is the rule of issue #22; the defaults are
+    the node's (chosen in docs/ground_outputs.md).
     """
 
     min_run: float = 0.10
     cut_confidence: float = 0.97
     mark_confidence: float = 0.5
+    free_confidence: float = 0.6
+    behind_confidence: float = 0.97
 
     def __post_init__(self):
-        for name in ('min_run', 'cut_confidence', 'mark_confidence'):
+        for name in ('min_run', 'cut_confidence', 'mark_confidence', 'free_confidence',
+                     'behind_confidence'):
             value = getattr(self, name)
             if not isinstance(value, (int, float, np.integer, np.floating)) or \
-                    not 0.0 <= value <= 1.0:
+                    isinstance(value, bool) or not 0.0 <= value <= 1.0:
                 raise ValueError(f'GridRule.{name} must be in [0, 1], got {value!r}')
 
     @property
     def plain(self):
-        """Whether this is the plain rule: every blocked pixel cuts its column."""
-        return self.min_run <= 0.0 and self.cut_confidence <= 0.0
+        """Whether this is the plain rule: every blocked pixel cuts, every floor pixel frees."""
+        return self.min_run <= 0.0 and self.cut_confidence <= 0.0 and \
+            self.free_confidence <= 0.0
 
     @property
     def needs_confidence(self):
         """Whether the rule reads the confidence image (else the pipeline need not make it)."""
-        return not self.plain and (self.cut_confidence > 0.0 or self.mark_confidence > 0.0)
+        return not self.plain and (self.cut_confidence > 0.0 or self.mark_confidence > 0.0 or
+                                   self.free_confidence > 0.0 or self.behind_confidence > 0.0)
 
     def run_rows(self, mask_rows):
         """Return the run length in mask rows, made odd (1: any run)."""
@@ -198,6 +213,13 @@ class GridRule:
         p = self.cut_confidence if p_blocked is None else p_blocked
         return int(math.ceil(255.0 * (1.0 - p) - 1e-9)) - 1
 
+    def free_limit(self, p_free=None):
+        """Return the largest P(free) x 255 of a pixel with P(free) not more than ``p_free``."""
+        p = self.free_confidence if p_free is None else p_free
+        return int(math.floor(255.0 * p + 1e-9))
 
-#: the plain rule: the lowest blocked pixel of a column cuts it
-PLAIN_RULE = GridRule(0.0, 0.0)
+
+#: the plain rule: the lowest blocked pixel of a column cuts it, every floor pixel below it is
+#: free (behind_confidence, whatever its value, has nothing to act on: no blocked pixel is
+#: left below a cut)
+PLAIN_RULE = GridRule(0.0, 0.0, free_confidence=0.0)

@@ -68,8 +68,12 @@ the cut (speckle, a cable, a low thing on the floor) does not cut the column, bu
 under the bottom pixel of each such run is still marked occupied (unless its P(blocked) is
 not more than ``mark_confidence``), so a thin real obstacle
 stays in the grid (and in the obstacle points and the scan, which come from the same cells).
-``GridRule(0, 0)`` is the plain rule above. docs/ground_outputs.md has the measurements the
-defaults come from.
+Two more fields of the rule only take free cells away: ``free_confidence`` (a floor pixel
+makes its cells free only where P(free) is more than this; the others leave them unknown and
+do not cut) and ``behind_confidence`` (the same for the floor seen behind the column's lowest
+blocked pixel when that does not cut; 1: none of it, the plain rule's free cells).
+``GridRule(0, 0, free_confidence=0)`` (:data:`PLAIN_RULE`) is the plain rule above.
+docs/ground_outputs.md has the measurements the defaults come from.
 
 The mask may come at another resolution than the camera (e.g. the network's input size): it
 must then be a plain resize of the whole camera image (no crop or letterbox), and the camera
@@ -400,6 +404,8 @@ class GroundProjector:
         self._rep_row = (r[keep] - self._row0).astype(np.int16)
         self._rep_col = c[keep].astype(np.intp)
         self._rep_cell = cell[keep].astype(np.intp)
+        # Flat index of each entry's pixel in the band, to read its confidence.
+        self._rep_pixel = self._rep_row.astype(np.intp) * cols + self._rep_col
 
         band_rows = rows - self._row0
         self._weights = []
@@ -474,19 +480,49 @@ class GroundProjector:
         seen = cells >= 0
         return rows[seen], cols[seen], cells[seen].astype(np.intp)
 
-    def _grid_from(self, lowest, foot_cells):
+    def _grid_from(self, lowest, foot_cells, conf_band=None, free_limit=None, behind=None):
+        """
+        Return the grid: free below ``lowest`` in every column, occupied at ``foot_cells``.
+
+        With ``conf_band`` (the confidence of the band, contiguous) and ``free_limit``, only
+        pixels whose confidence is more than ``free_limit`` make their cells free. ``behind``:
+        (per column the band row of the lowest blocked pixel, a limit): the pixels at or above
+        that row make their cells free only where their confidence (255 without a
+        ``conf_band``) is more than the limit.
+        """
         flat = np.full(self._grid.size, UNKNOWN, dtype=np.int8)
         counted = self._rep_row > lowest[self._rep_col]
+        conf = None
+        if conf_band is not None and (free_limit is not None or behind is not None):
+            conf = conf_band.reshape(-1)[self._rep_pixel]
+        if free_limit is not None and conf is not None:
+            counted &= conf > free_limit
+        if behind is not None:
+            end, limit = behind
+            seen_behind = self._rep_row <= end[self._rep_col]
+            if conf is not None:
+                counted &= ~seen_behind | (conf > limit)
+            elif limit >= 255:
+                counted &= ~seen_behind
         flat[self._rep_cell[counted]] = FREE
         flat[foot_cells] = OCCUPIED
         return flat.reshape(self._grid.shape)
+
+    @staticmethod
+    def _checked_confidence(confidence, shape):
+        """Return ``confidence`` as an array if it is uint8 of the mask ``shape``."""
+        conf = np.asarray(confidence)
+        if conf.shape != shape or conf.dtype != np.uint8:
+            raise ValueError(f'confidence must be uint8 of the mask shape {shape}, '
+                             f'got {conf.dtype} {conf.shape}')
+        return conf
 
     def _cut_free(self, free_mask, confidence, rule):
         """
         Band mask (uint8, nonzero = does not cut) under ``rule``, and the blocked band.
 
         Computed on the band plus ``run`` rows above it, so a run that reaches above the
-        band keeps its length.
+        band keeps its length. ``confidence``: a checked confidence image or None.
         """
         mask = np.asarray(free_mask)
         if mask.ndim != 2:
@@ -503,11 +539,7 @@ class GroundProjector:
         blocked = cv2.compare(np.ascontiguousarray(part), 0, cv2.CMP_EQ)
         cut = blocked
         if confidence is not None and rule.cut_confidence > 0.0:
-            conf = np.asarray(confidence)
-            if conf.shape != mask.shape or conf.dtype != np.uint8:
-                raise ValueError(f'confidence must be uint8 of the mask shape {mask.shape}, '
-                                 f'got {conf.dtype} {conf.shape}')
-            sure = cv2.compare(np.ascontiguousarray(conf[top:]), rule.confidence_limit(),
+            sure = cv2.compare(np.ascontiguousarray(confidence[top:]), rule.confidence_limit(),
                                cv2.CMP_LE)
             cut = cv2.bitwise_and(blocked, sure)
         if run > 1:
@@ -540,21 +572,33 @@ class GroundProjector:
         Project a mask (nonzero = floor): the :class:`Ground` outputs under ``rule``.
 
         The projector's one entry point. ``confidence``: uint8 P(free) x 255 of the mask's
-        pixels, or None (then only ``rule.min_run`` applies). With :data:`PLAIN_RULE` (the
-        default) the marking pixels (``rows``, ``cols``) are the obstacle feet, each the
-        lowest non-floor pixel of its column (see :meth:`_feet` for which are kept), handy to
-        draw the floor contact line over the camera image; the obstacle points are the mean
-        foot point per occupied cell (ready for a PointCloud2 marking source of Nav2's
-        obstacle layer).
+        pixels, or None (then only ``rule.min_run`` and a ``rule.behind_confidence`` of 1
+        apply). With
+        :data:`PLAIN_RULE` (the default) the marking pixels (``rows``, ``cols``) are the
+        obstacle feet, each the lowest non-floor pixel of its column (see :meth:`_feet` for
+        which are kept), handy to draw the floor contact line over the camera image; the
+        obstacle points are the mean foot point per occupied cell (ready for a PointCloud2
+        marking source of Nav2's obstacle layer).
         """
         if rule.plain:
             lowest = self._lowest_blocked(free_mask)
             rows, cols, cells = self._feet(lowest)
+            grid = self._grid_from(lowest, cells)
         else:
+            if confidence is not None and rule.needs_confidence:
+                confidence = self._checked_confidence(confidence, np.shape(free_mask))
+            else:
+                confidence = None
             cut_free, blocked = self._cut_free(free_mask, confidence, rule)
             lowest = self._lowest_blocked_band(cut_free)
             rows, cols, cells = self._feet(lowest)
             br, bc = self._run_bottoms(blocked, lowest)
+            behind = None
+            if rule.behind_confidence > 0.0 and br.size:
+                # The floor seen behind the lowest blocked pixel, which need not cut.
+                end = np.full(lowest.shape, -1, dtype=np.intp)
+                np.maximum.at(end, bc, br)
+                behind = (end, rule.free_limit(rule.behind_confidence))
             if confidence is not None and rule.mark_confidence > 0.0 and br.size:
                 sure = confidence[br + self._row0, bc] <= rule.confidence_limit(
                     rule.mark_confidence)
@@ -564,7 +608,10 @@ class GroundProjector:
             rows = np.concatenate([rows, br[seen]])
             cols = np.concatenate([cols, bc[seen]])
             cells = np.concatenate([cells, bcells[seen].astype(np.intp)])
-        grid = self._grid_from(lowest, cells)
+            grid = self._grid_from(
+                lowest, cells,
+                None if confidence is None else np.ascontiguousarray(confidence[self._row0:]),
+                rule.free_limit() if rule.free_confidence > 0.0 else None, behind)
         return Ground(grid, rows + self._row0, cols, (self._band_xy, rows, cols, cells))
 
     # -- helpers -------------------------------------------------------------------------

@@ -268,12 +268,20 @@ SEGMENTATION_PARAMS = (
     ParamSpec('grid_cut_confidence', 0.97, 'Grid rule: a blocked pixel cuts its column only '
               "when the model's P(blocked) there is more than this (models with probabilities "
               'or logits; argmax models are always sure). 0: ignore the confidence. With '
-              'grid_min_obstacle_run 0 as well: the plain rule.', 'double',
-              min_value=0.0, max_value=1.0),
+              'grid_min_obstacle_run and grid_free_confidence 0 as well: the plain rule.',
+              'double', min_value=0.0, max_value=1.0),
     ParamSpec('grid_mark_confidence', 0.5, 'Grid rule: a short blocked run below the cut '
               'marks its bottom cell occupied only when P(blocked) there is more than this; '
               '0.5 leaves out pixels whose two logits tie (frequent with INT8 models). 0: every '
               'such run marks.', 'double', min_value=0.0, max_value=1.0),
+    ParamSpec('grid_free_confidence', 0.6, 'Grid rule: a floor pixel below the cut makes its '
+              "cells free only where the model's P(free) is more than this; the others leave "
+              'them unknown (and do not cut). 0: every floor pixel (argmax models are always '
+              'sure).', 'double', min_value=0.0, max_value=1.0),
+    ParamSpec('grid_behind_confidence', 0.97, 'Grid rule: the same for the floor seen behind a '
+              'blocked pixel that does not cut (above the lowest blocked pixel of its column). '
+              "1: that floor stays unknown, the plain rule's free cells, also with argmax "
+              'models. 0: off.', 'double', min_value=0.0, max_value=1.0),
     ParamSpec('scan_angle_increment', 0.01, 'Angle between the rays of free_space/scan (rad); '
               'the rays span the floor the camera sees.', 'double', min_value=0.001,
               max_value=0.5),

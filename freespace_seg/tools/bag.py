@@ -315,7 +315,8 @@ def process_bag(args, out=sys.stdout, progress_file=None):
 
     if os.path.lexists(args.output) and not args.overwrite:
         raise BagError(f'{args.output} exists; pass --overwrite to replace it')
-    for name in ('grid_min_obstacle_run', 'grid_cut_confidence', 'grid_mark_confidence'):
+    for name in ('grid_min_obstacle_run', 'grid_cut_confidence', 'grid_mark_confidence',
+                 'grid_free_confidence', 'grid_behind_confidence'):
         if not 0.0 <= getattr(args, name) <= 1.0:
             raise BagError(f'--{name.replace("_", "-")} must be in [0, 1], got '
                            f'{getattr(args, name)}')

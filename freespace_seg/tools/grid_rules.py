@@ -32,10 +32,13 @@ each grid rule (:class:`freespace_seg.ground.grid.GridRule`). Per rule and set o
 * **phantom**: the share of the predicted grid's occupied cells that are true floor with no
   truly blocked cell within one cell (false obstacles).
 
-Rules are written ``plain`` or ``run<fraction>+conf<probability>+mark<probability>`` (any
-part alone, e.g. ``run0.1``, ``conf0.97``; see GridRule); the node's default is
-``run0.1+conf0.97+mark0.5``. Pick rules on one ``--seed`` and report on another: frames of
-different seeds are different rooms.
+Rules are written ``plain`` or as parts joined by ``+``: ``run<fraction>``,
+``conf<probability>``, ``mark<probability>``, ``free<probability>`` and
+``behind<probability>`` (any part alone, e.g. ``run0.1``, ``free0.9``; they are the fields
+``min_run``, ``cut_confidence``, ``mark_confidence``, ``free_confidence`` and
+``behind_confidence`` of GridRule; ``behind`` alone is ``behind1``); the node's
+default is ``run0.1+conf0.97+mark0.5+free0.6+behind0.97``. Pick rules on one ``--seed`` and report
+on another: frames of different seeds are different rooms.
 
 Example (docs/ground_outputs.md)::
 
@@ -50,7 +53,9 @@ import time
 from freespace_seg.common.markdown import number, table as markdown_table
 import numpy as np
 
-DEFAULT_RULES = 'plain,run0.1,conf0.97,run0.1+conf0.97,run0.1+conf0.97+mark0.5'
+DEFAULT_RULES = ('plain,run0.1+conf0.97+mark0.5,run0.1+conf0.97+mark0.5+behind,'
+                 'run0.1+conf0.97+mark0.5+free0.7,run0.1+conf0.97+mark0.5+behind0.95,'
+                 'run0.1+conf0.97+mark0.5+free0.6+behind0.97')
 #: name -> (renderer style, camera ranges or None)
 SETS = {
     'held-out': ('default', None),
@@ -89,13 +94,17 @@ def parse_rule(text):
     text = text.strip()
     if text == 'plain':
         return PLAIN_RULE
-    values = {'run': 0.0, 'conf': 0.0, 'mark': 0.0}
+    values = {'run': 0.0, 'conf': 0.0, 'mark': 0.0, 'free': 0.0, 'behind': 0.0}
+    seen = set()
     for part in text.split('+'):
-        m = re.fullmatch(r'(run|conf|mark)([0-9.]+)', part.strip())
-        if not m:
-            raise ValueError(f'bad rule {text!r}: expected plain or run<x>+conf<p>+mark<p>')
-        values[m.group(1)] = float(m.group(2))
-    return GridRule(values['run'], values['conf'], values['mark'])
+        m = re.fullmatch(r'(run|conf|mark|free|behind)([0-9]*\.?[0-9]+)?', part.strip())
+        if not m or m.group(1) in seen or (m.group(2) is None and m.group(1) != 'behind'):
+            raise ValueError(f'bad rule {text!r}: expected plain or parts run<x>, conf<p>, '
+                             'mark<p>, free<p>, behind<p> joined by +')
+        seen.add(m.group(1))
+        values[m.group(1)] = 1.0 if m.group(2) is None else float(m.group(2))
+    return GridRule(values['run'], values['conf'], values['mark'], values['free'],
+                    values['behind'])
 
 
 def score(frame, pred, exact, spec, visible=None):
@@ -141,7 +150,7 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
     spec = GridSpec()
     # Every cell where the true mask shows floor: no blocked run of the true mask cuts (a
     # run as tall as the whole image could, but then its column holds no floor either).
-    visible_floor = GridRule(1.0, 0.0, 0.0)
+    visible_floor = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
     result = {}
     for name in sets:
         style, camera = SETS[name]

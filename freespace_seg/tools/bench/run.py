@@ -50,7 +50,8 @@ Examples::
 ``--ground-outputs`` adds two node conditions at 30 Hz (INT8 where there is one, the most
 threads): **before**, the ground outputs that existed before free_space/scan
 (free_space/grid, free_space/obstacles, free_space/grid_image) under the plain grid rule
-(``grid_min_obstacle_run:=0 grid_cut_confidence:=0``, so no confidence is computed), and
+(``grid_min_obstacle_run:=0 grid_cut_confidence:=0 grid_free_confidence:=0``, so no
+confidence is computed), and
 **after**, every ground output (those plus free_space/scan and segmentation/confidence)
 under the default rule, all subscribed by this process; both also subscribe
 segmentation/mask, as every node row.

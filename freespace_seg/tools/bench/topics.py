@@ -114,7 +114,8 @@ class TopicBench:
             if cond.all_outputs:
                 cmd += ['-p', 'publish_unsubscribed:=true']
             if cond.ground == 'before':
-                cmd += ['-p', 'grid_min_obstacle_run:=0.0', '-p', 'grid_cut_confidence:=0.0']
+                cmd += ['-p', 'grid_min_obstacle_run:=0.0', '-p', 'grid_cut_confidence:=0.0',
+                        '-p', 'grid_free_confidence:=0.0']
         return cmd, ready
 
     def robot(self, cond, own_messages=False):

@@ -116,7 +116,8 @@ def test_the_outputs_are_what_the_parts_make(pipe):
 
 
 def test_the_plain_rule_needs_no_confidence(pipe):
-    frames = _processor(pipe, grid_min_obstacle_run=0.0, grid_cut_confidence=0.0)
+    frames = _processor(pipe, grid_min_obstacle_run=0.0, grid_cut_confidence=0.0,
+                        grid_free_confidence=0.0)
     assert frames.ground_params.rule == PLAIN_RULE and not PLAIN_RULE.needs_confidence
     out = frames.process(_frame(), {'grid'}, _info())
     assert out.confidence is None and out.grid is not None

@@ -251,7 +251,7 @@ def test_rules_without_a_run_or_confidence_are_the_plain_rule(clean_room):
     plain = proj.ground(noisy)
     grid, points = plain.grid, plain.points
     for rule, conf in ((PLAIN_RULE, None), (GridRule(0.0, 0.97), None),
-                       (GridRule(0.0, 0.0, 0.0), np.zeros_like(noisy))):
+                       (GridRule(0.0, 0.0, 0.0, 0.0), np.zeros_like(noisy))):
         g = proj.ground(noisy, conf, rule)
         np.testing.assert_array_equal(g.grid, grid)
         np.testing.assert_allclose(g.points, points, atol=1e-6)

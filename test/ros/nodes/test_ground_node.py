@@ -443,6 +443,7 @@ def test_grid_rule_and_scan_parameters_apply_at_run_time(ground_rig):
     assert len(scan.ranges) == ScanLayout(proj, 0.01).size
     ok = node.set_parameters([Parameter('grid_min_obstacle_run', value=0.0),
                               Parameter('grid_cut_confidence', value=0.0),
+                              Parameter('grid_free_confidence', value=0.0),
                               Parameter('scan_angle_increment', value=0.02)])
     assert all(r.successful for r in ok)
     bad = node.set_parameters([Parameter('grid_cut_confidence', value=1.5)])[0]

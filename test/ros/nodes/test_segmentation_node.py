@@ -439,7 +439,9 @@ def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
         if name == 'publish_unsubscribed':
             assert node.publish_unsubscribed is valid
         rule_field = {'grid_min_obstacle_run': 'min_run', 'grid_cut_confidence': 'cut_confidence',
-                      'grid_mark_confidence': 'mark_confidence'}
+                      'grid_mark_confidence': 'mark_confidence',
+                      'grid_free_confidence': 'free_confidence',
+                      'grid_behind_confidence': 'behind_confidence'}
         if name in rule_field:
             assert _same(getattr(node.grid_rule, rule_field[name]), valid)
         elif name.startswith('grid_') or name == 'max_range':

@@ -321,7 +321,8 @@ def _node_rule():
     from freespace_seg.nodes.params import SEGMENTATION_PARAMS
     d = {spec.name: spec.default for spec in SEGMENTATION_PARAMS}
     return GridRule(d['grid_min_obstacle_run'], d['grid_cut_confidence'],
-                    d['grid_mark_confidence']), d
+                    d['grid_mark_confidence'], d['grid_free_confidence'],
+                    d['grid_behind_confidence']), d
 
 
 def speckled_frame(i):
@@ -386,13 +387,13 @@ def test_scan_and_grid_follow_the_node(tmp_path, model):
 
 
 def test_grid_rule_options_reach_the_grid(tmp_path, model):
-    """--grid-min-obstacle-run 0 --grid-cut-confidence 0: the plain rule's grid; --no-scan."""
+    """--grid-min-obstacle-run 0 --grid-cut-confidence 0 --grid-free-confidence 0: plain."""
     from freespace_seg.ground.frame import GroundParams, projector_for_camera_info
     from freespace_seg.ground.grid import PLAIN_RULE
 
     src = write_bag(tmp_path / 'in', n=2, make_frame=speckled_frame)
     proc = run_bag(src, tmp_path / 'out', '--model', model, '--grid-min-obstacle-run', '0',
-                   '--grid-cut-confidence', '0', '--no-scan')
+                   '--grid-cut-confidence', '0', '--grid-free-confidence', '0', '--no-scan')
     assert proc.returncode == 0, proc.stderr
     got = read_bag(tmp_path / 'out')
     assert '/cam/free_space/scan' not in got and '/cam/segmentation/confidence' not in got
