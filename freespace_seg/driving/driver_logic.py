@@ -90,7 +90,8 @@ The algorithm, once per grid and once per control step:
    ``backup_speed`` along it (pure pursuit backwards), for ``backup_distance`` metres. It
    stops early at the path's first point, after ``recovery_timeout`` seconds, when it is
    more than ``backup_tolerance`` from the path, or when a remembered obstacle lies on it.
-   Without odometry, or off its path, it does not back up at all. Then it turns in place
+   Without odometry, or off its path, it does not back up at all (and a dead end just turns
+   on, as in step 7). Then it turns in place
    towards the side with more free cells, at least by the escape angle (``hazard_turn`` in
    the node) or ``recovery_turn``, and on until an arc has ``resume_distance``, as in step 7.
 
@@ -720,7 +721,12 @@ class DriverLogic:
 
     # -- recovery -----------------------------------------------------------------------------
     def _start_recovery(self, reason, turn, start):
-        """Back up along the path driven if the robot is on it, then turn by ``turn``."""
+        """
+        Back up along the path driven if the robot is on it, then turn by ``turn``.
+
+        Without a path to back up on, a hazard still turns by ``turn``; a dead end just turns
+        on (a forced turn would only pass by a path that opens meanwhile).
+        """
         cfg = self.config
         self._blocked_time = 0.0
         self._backup = None
@@ -734,7 +740,7 @@ class DriverLogic:
             self._escape_left = 0.0
             self._rotating = False
             self.recoveries += 1
-        else:
+        elif reason == 'hazard':
             self._begin_turn(turn, start)
 
     def _begin_turn(self, turn, start):

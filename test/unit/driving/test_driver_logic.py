@@ -441,6 +441,18 @@ def test_without_recovery_after_a_dead_end_only_turns():
     assert log[-1][2] == 0.0 and d.recoveries == 0
 
 
+def test_a_dead_end_without_a_path_driven_turns_on_and_takes_the_first_opening():
+    d = DriverLogic(DriverConfig(recovery_after=2.0))
+    d.set_grid(seen(grid()), LAYOUT)                  # the cells the camera sees
+    d.set_grid(wall_grid(0.3, UNKNOWN), LAYOUT)       # no odometry: no path driven
+    for _ in range(45):                                 # past recovery_after
+        assert d.step(0.05)[0] == 0.0
+    assert d.last_plan.mode == 'rotate' and d.recoveries == 0
+    d.set_grid(grid(), LAYOUT)
+    # No forced turn: it drives as soon as a path opens.
+    assert d.plan().mode == 'drive'
+
+
 def test_hazard_backs_up_then_turns_then_drives():
     cfg = DriverConfig()
     d = DriverLogic(cfg)
