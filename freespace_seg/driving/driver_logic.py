@@ -18,7 +18,8 @@ Steering from a free-space occupancy grid in the robot base frame: the ROS-free 
 :class:`DriverLogic` turns the newest grid (nav_msgs/OccupancyGrid layout: int8 cells, 0 free,
 100 occupied, -1 unknown, row-major, ``origin`` = base-frame corner of cell (0, 0)) into a
 velocity command ``(v, w)`` for a circular differential-drive robot (Create 3: radius 0.17 m).
-It only ever drives forward: the camera looks forward, so nothing behind the robot is known.
+It drives forward: the camera looks forward, so nothing behind the robot is known. The one
+exception is a recovery (step 9), which backs up over the path the robot drove, and only there.
 
 The algorithm, once per grid and once per control step:
 
@@ -62,6 +63,11 @@ The algorithm, once per grid and once per control step:
    minus small penalties for turning (``|k|``) and for changing the previous choice; the best
    score wins. In an open room the straight arc wins; an obstacle on the left makes the left
    arcs short, so a right arc wins.
+   **Exploration.** With odometry the driver remembers the floor its footprint swept (cells
+   of ``0.1`` m in the odometry frame). Among the drivable arcs with at least as much room
+   beside them as the best one, each gets ``explore_weight`` times the share of its free part
+   (centre line and both footprint edges) not swept yet, and the best total wins: the robot
+   prefers new floor, and never gives up room beside its path for it.
 6. **Speed.** ``v`` falls linearly from ``max_linear`` at ``L >= slow_distance`` to
    ``min_linear`` (at most ``max_linear``) at ``L = stop_distance`` (so it never creeps
    towards the stop point for ever), and ``v <= sqrt(2 * max_linear_decel * (L -
@@ -72,16 +78,28 @@ The algorithm, once per grid and once per control step:
    robot stops and turns in place at ``rotate_speed`` towards the side (left, y > 0, or right)
    with more free cells within ``lookahead``; it keeps that direction and keeps turning until
    an arc has ``L >= resume_distance`` (hysteresis, so it never dithers at the threshold).
-   After a bump (:meth:`DriverLogic.escape`) it first turns by a fixed angle the same way,
-   since the grid evidently missed what it hit.
 8. **Acceleration limits.** Each output moves towards its target by at most
    ``max_linear_accel * dt`` when speeding up, ``max_linear_decel * dt`` when slowing down and
    ``max_angular_accel * dt`` for the turn rate. Safety stops (stale grid, hazard, e-stop) do
    not go through here: :meth:`DriverLogic.stop` zeroes the output at once.
+9. **Recovery.** With odometry the driver keeps the path it drove (a point every 2 cm, the
+   last 10 m). A recovery starts after a bump (:meth:`DriverLogic.escape`: the grid evidently
+   missed what the robot hit) or in a dead end (turning in place for ``recovery_after``
+   seconds without an arc of ``resume_distance``). It backs up along that path: first it
+   turns in place until its back points at the path 0.1 m behind it, then it reverses at
+   ``backup_speed`` along it (pure pursuit backwards), for ``backup_distance`` metres. It
+   stops early at the path's first point, after ``recovery_timeout`` seconds, when it is
+   more than ``backup_tolerance`` from the path, or when a remembered obstacle lies on it.
+   Without odometry, or off its path, it does not back up at all (and a dead end just turns
+   on, as in step 7). Then it turns in place
+   towards the side with more free cells, at least by the escape angle (``hazard_turn`` in
+   the node) or ``recovery_turn``, and on until an arc has ``resume_distance``, as in step 7.
 
-Outputs always satisfy ``0 <= v <= max_linear`` and ``|w| <= max_angular``.
+Outputs always satisfy ``-backup_speed <= v <= max_linear`` and ``|w| <= max_angular``; ``v``
+is negative only while backing up.
 """
 
+import collections
 from dataclasses import dataclass, fields, replace
 import math
 
@@ -92,6 +110,26 @@ import numpy as np
 
 #: largest clearance bonus counted, metres
 _CLEARANCE_BONUS_CAP = 0.5
+#: the path driven (odometry): one point each time the robot moved this far (m) ...
+_TRAIL_STEP = 0.02
+#: ... and at most this many points (10 m); a jump of more than _TRAIL_JUMP (m) between two
+#: steps starts it afresh
+_TRAIL_POINTS = 500
+_TRAIL_JUMP = 0.25
+#: a backup steers for the point of the path driven this far (m) behind the robot
+_BACKUP_REACH = 0.1
+#: ... and checks that it stays on the path driven by the last points it passed; the path's
+#: first point counts as reached this close (m)
+_BACKUP_PASSED = 10
+_BACKUP_ARRIVED = 0.01
+#: a backup first turns in place until its back points within this angle (rad) of that point
+_BACKUP_ALIGN = 0.3
+#: cell size (m) of the memory of the floor the footprint swept, and its size in cells
+_VISIT_CELL = 0.1
+_VISIT_CELLS = 100_000
+#: visited-cell keys: (ix + _KEY_OFFSET) * _KEY_SCALE + (iy + _KEY_OFFSET)
+_KEY_OFFSET = 1 << 20
+_KEY_SCALE = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -126,6 +164,13 @@ class DriverConfig:
     memory_time: float = 10.0
     memory_range: float = 2.0
     memory_free_hits: int = 0
+    recovery_after: float = 5.0
+    recovery_turn: float = 1.57
+    backup_distance: float = 0.3
+    backup_speed: float = 0.1
+    backup_tolerance: float = 0.05
+    recovery_timeout: float = 10.0
+    explore_weight: float = 0.3
 
     def __post_init__(self):
         for f in fields(self):
@@ -136,7 +181,8 @@ class DriverConfig:
             if value < 0:
                 raise ValueError(f'{f.name} must be >= 0, got {value!r}')
         positive = ('max_linear_accel', 'max_linear_decel', 'max_angular_accel',
-                    'robot_radius', 'lookahead', 'max_curvature', 'memory_range')
+                    'robot_radius', 'lookahead', 'max_curvature', 'memory_range',
+                    'backup_speed', 'backup_tolerance', 'recovery_timeout')
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f'{name} must be > 0, got {getattr(self, name)!r}')
@@ -176,8 +222,10 @@ class Plan:
     """
     One decision before acceleration limits.
 
-    ``mode`` is ``drive`` or ``rotate``; ``free_distance`` is the free length of the chosen
-    arc (``L``), ``ahead_distance`` that of the straight one, ``curvature`` the chosen arc's.
+    ``mode`` is ``drive``, ``rotate`` or ``backup`` (a recovery: back along the path driven);
+    ``free_distance`` is the free length of the chosen arc (``L``), ``ahead_distance`` that of
+    the straight one, ``curvature`` the chosen arc's; ``reason`` says why a backup runs
+    (``dead end`` or ``hazard``), empty otherwise.
     """
 
     linear: float
@@ -186,6 +234,7 @@ class Plan:
     curvature: float
     free_distance: float
     ahead_distance: float
+    reason: str = ''
 
 
 class ClearanceMap:
@@ -317,13 +366,43 @@ def _approach(current, target, up, down, dt):
     return current + math.copysign(step, target - current)
 
 
+def compose(pose, local):
+    """Return ``local`` (x, y, yaw in the frame of ``pose``) in the frame ``pose`` is in."""
+    x0, y0, t0 = pose
+    x, y, t = local
+    c, s = math.cos(t0), math.sin(t0)
+    return x0 + c * x - s * y, y0 + s * x + c * y, t0 + t
+
+
+def _wrap(angle):
+    """Return ``angle`` in [-pi, pi)."""
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def _segment_distance(p, a, b):
+    """Distance from point ``p`` to the segment ``a``-``b`` (2-D tuples)."""
+    ax, ay = a
+    dx, dy = b[0] - ax, b[1] - ay
+    n = dx * dx + dy * dy
+    t = 0.0 if n == 0.0 else min(max(((p[0] - ax) * dx + (p[1] - ay) * dy) / n, 0.0), 1.0)
+    return math.hypot(p[0] - ax - t * dx, p[1] - ay - t * dy)
+
+
+def _visit_keys(x, y):
+    """Keys of the visited-memory cells holding odometry points ``x``, ``y`` (arrays)."""
+    ix = np.floor(np.asarray(x) / _VISIT_CELL).astype(np.int64)
+    iy = np.floor(np.asarray(y) / _VISIT_CELL).astype(np.int64)
+    return (ix + _KEY_OFFSET) * _KEY_SCALE + (iy + _KEY_OFFSET)
+
+
 class DriverLogic:
     """
     The stateful driver: set a grid, then call :meth:`step` at the control rate.
 
     State kept between steps: the last output (for acceleration limits and for where the robot
-    is now), the last chosen curvature (to smooth the choice) and the turning direction while
-    blocked.
+    is now), the last chosen curvature (to smooth the choice), the turning direction while
+    blocked and, with odometry, the path driven (for backing up) and the floor the footprint
+    swept (for the exploration preference).
     """
 
     def __init__(self, config=None):
@@ -332,6 +411,7 @@ class DriverLogic:
         self.angular = 0.0
         self._map = None
         self._grid = None
+        self._grid_pose = None
         self._extra = None
         self._observed = None
         self._observed_key = None
@@ -343,6 +423,21 @@ class DriverLogic:
         self._rotating = False
         self._rotate_dir = 1.0
         self._escape_left = 0.0
+        #: odometry pose now, when the last plan had odometry
+        self._odom_now = None
+        #: the path driven, odometry (x, y), oldest first
+        self._trail = collections.deque(maxlen=_TRAIL_POINTS)
+        #: the visited-memory cells (keys, oldest first) and their sorted array, when current
+        self._visited = {}
+        self._visited_sorted = None
+        self._visit_last = None
+        #: seconds turned in place without an open path (a dead end after recovery_after)
+        self._blocked_time = 0.0
+        #: a recovery asked for, (reason, turn), started at the next plan
+        self._pending = None
+        #: the backup under way: reason, distance and time left, turn after, last pose...
+        self._backup = None
+        self.recoveries = 0
         self.last_plan = None
 
     # -- inputs -------------------------------------------------------------------------------
@@ -362,7 +457,9 @@ class DriverLogic:
         ``(x, y, yaw)`` at the grid's stamp (``stamp``, seconds): with it the occupied cells
         are remembered for ``memory_time`` seconds within ``memory_range`` metres, and a
         remembered obstacle keeps blocking after it left the camera's view (beside the robot
-        after a turn, under the camera's lower edge), until a grid shows its cell free.
+        after a turn, under the camera's lower edge), until a grid shows its cell free. With
+        it, and the motion since given to :meth:`step`, the driver also keeps the path driven
+        and the floor swept.
         """
         self._grid = np.asarray(grid)
         key = (self._grid.shape, layout)
@@ -371,6 +468,7 @@ class DriverLogic:
             self._observed_key = key
         self._observed |= self._grid >= 0
         self._extra = None
+        self._grid_pose = None if pose is None else tuple(float(v) for v in pose)
         if pose is not None and self.config.memory_time > 0:
             self._extra = self._remember(self._grid, layout, pose, stamp)
         self._map = ClearanceMap(self._grid, layout, self.config, self._observed, self._extra)
@@ -428,6 +526,18 @@ class DriverLogic:
         return self._mem_xy.copy()
 
     @property
+    def trail(self):
+        """Return the path driven that a backup may use, (N, 2) odometry points, oldest first."""
+        return np.array(self._trail, dtype=np.float64).reshape(-1, 2)
+
+    @property
+    def visited(self):
+        """Return the centres of the floor cells the footprint swept, (N, 2) in odometry."""
+        keys = np.fromiter(self._visited, dtype=np.int64, count=len(self._visited))
+        ix, iy = keys // _KEY_SCALE - _KEY_OFFSET, keys % _KEY_SCALE - _KEY_OFFSET
+        return np.stack([(ix + 0.5) * _VISIT_CELL, (iy + 0.5) * _VISIT_CELL], axis=1)
+
+    @property
     def observed(self):
         """Return the cells some grid with the current layout has shown (None before any)."""
         return self._observed
@@ -480,14 +590,49 @@ class DriverLogic:
             spare.append(float(np.min(part)) - inflated if part.size else 0.0)
         return np.array(lengths), np.maximum(np.array(spare), 0.0)
 
+    def unvisited_fractions(self, curvatures, lengths, start=(0.0, 0.0, 0.0)):
+        """
+        Share of each arc's free part whose floor the footprint has not swept yet.
+
+        Samples every cell along the arc (``lengths`` each, from ``start`` in the grid's base
+        frame) on three lines: the centre and both edges of the footprint; returns one value in
+        [0, 1] per arc (0 for an arc shorter than a cell), or None without the grid's odometry
+        pose or before anything was visited.
+        """
+        if self._grid_pose is None or not self._visited:
+            return None
+        if self._visited_sorted is None:
+            self._visited_sorted = np.sort(np.fromiter(self._visited, dtype=np.int64,
+                                                       count=len(self._visited)))
+        visited = self._visited_sorted
+        res = self._map.layout.resolution
+        r = self.config.robot_radius
+        gx, gy, gyaw = self._grid_pose
+        c, s_ = math.cos(gyaw), math.sin(gyaw)
+        x0, y0, yaw0 = start
+        out = np.zeros(len(curvatures))
+        for i, (k, length) in enumerate(zip(curvatures, lengths)):
+            s = np.arange(res, length + 1e-9, res)
+            if not s.size:
+                continue
+            xs, ys = arc_points(k, s, x0, y0, yaw0)
+            heading = yaw0 + k * s
+            ox, oy = -np.sin(heading) * r, np.cos(heading) * r
+            bx = np.concatenate([xs, xs + ox, xs - ox])
+            by = np.concatenate([ys, ys + oy, ys - oy])
+            keys = _visit_keys(gx + c * bx - s_ * by, gy + s_ * bx + c * by)
+            pos = np.minimum(np.searchsorted(visited, keys), len(visited) - 1)
+            out[i] = 1.0 - float(np.mean(visited[pos] == keys))
+        return out
+
     def plan(self, grid_age=0.0, motion=None):
         """
         Decide the target ``(v, w)`` for now, ``grid_age`` seconds after the grid's image.
 
         ``motion`` is the robot's pose now in the grid's base frame ``(x, y, yaw)`` as
         odometry measured it; without it the last command held for ``grid_age`` is assumed.
-        Updates the chosen curvature and the blocked/rotating state. Without a grid the plan is
-        to stand still.
+        Updates the chosen curvature, the blocked/rotating state and a recovery under way.
+        Without a grid the plan is to stand still.
         """
         cfg = self.config
         if self._map is None:
@@ -498,19 +643,38 @@ class DriverLogic:
         else:
             age = min(max(float(grid_age), 0.0), 1.0)
             start = pose_after(self.linear, self.angular, age)
+        self._odom_now = None if motion is None or self._grid_pose is None \
+            else compose(self._grid_pose, start)
+        if self._pending is not None:
+            reason, turn = self._pending
+            self._pending = None
+            self._start_recovery(reason, turn, start)
+        if self._backup is not None:
+            p = self._plan_backup(start)
+            if p is not None:
+                self._prev_k = 0.0
+                self.last_plan = p
+                return p
         ks = np.linspace(-cfg.max_curvature, cfg.max_curvature, int(cfg.num_arcs)) \
             if cfg.num_arcs > 1 else np.zeros(1)
         ks = np.union1d(ks, [0.0])
         lengths, spare = self.free_lengths(ks, start)
         kmax = cfg.max_curvature
+        side_room = np.minimum(spare, _CLEARANCE_BONUS_CAP)
         score = (lengths / cfg.lookahead
-                 + cfg.clearance_weight * np.minimum(spare, _CLEARANCE_BONUS_CAP)
-                 / _CLEARANCE_BONUS_CAP
+                 + cfg.clearance_weight * side_room / _CLEARANCE_BONUS_CAP
                  - cfg.turn_weight * np.abs(ks) / kmax
                  - cfg.change_weight * np.abs(ks - self._prev_k) / (2.0 * kmax))
         # An arc that cannot be driven scores by its length only; never prefer it for room.
         score = np.where(lengths <= cfg.stop_distance, lengths / cfg.lookahead - 1.0, score)
         best = int(np.argmax(score))
+        if cfg.explore_weight > 0.0 and lengths[best] > cfg.stop_distance:
+            # Towards floor not swept yet, among the arcs with at least the best one's room.
+            unvisited = self.unvisited_fractions(ks, lengths, start)
+            if unvisited is not None:
+                fair = (lengths > cfg.stop_distance) & (side_room >= side_room[best] - 1e-9)
+                best = int(np.argmax(np.where(fair, score + cfg.explore_weight * unvisited,
+                                              -np.inf)))
         k, free_len = float(ks[best]), float(lengths[best])
         ahead = float(lengths[int(np.argmin(np.abs(ks)))])
         best_len = float(lengths.max())
@@ -522,9 +686,7 @@ class DriverLogic:
                 self._rotating = False
         elif free_len <= cfg.stop_distance:
             self._rotating = True
-            left, right = self._map.free_cells_by_side(*start, cfg.lookahead)
-            if left != right:
-                self._rotate_dir = 1.0 if left > right else -1.0
+            self._turn_to_open_side(start)
 
         if self._rotating:
             self._prev_k = 0.0
@@ -551,6 +713,132 @@ class DriverLogic:
         self.last_plan = Plan(v, w, 'drive', k, free_len, ahead)
         return self.last_plan
 
+    def _turn_to_open_side(self, start):
+        """Turn towards the side (left or right of the robot at ``start``) with more free cells."""
+        left, right = self._map.free_cells_by_side(*start, self.config.lookahead)
+        if left != right:
+            self._rotate_dir = 1.0 if left > right else -1.0
+
+    # -- recovery -----------------------------------------------------------------------------
+    def _start_recovery(self, reason, turn, start):
+        """
+        Back up along the path driven if the robot is on it, then turn by ``turn``.
+
+        Without a path to back up on, a hazard still turns by ``turn``; a dead end just turns
+        on (a forced turn would only pass by a path that opens meanwhile).
+        """
+        cfg = self.config
+        self._blocked_time = 0.0
+        self._backup = None
+        odom, trail = self._odom_now, self._trail
+        if cfg.backup_distance > 0.0 and odom is not None and len(trail) >= 2 and \
+                math.hypot(odom[0] - trail[-1][0], odom[1] - trail[-1][1]) <= \
+                cfg.backup_tolerance + _TRAIL_STEP:
+            self._backup = {'reason': reason, 'left': cfg.backup_distance,
+                            'time': cfg.recovery_timeout, 'turn': turn,
+                            'last': odom[:2], 'passed': [odom[:2]]}
+            self._escape_left = 0.0
+            self._rotating = False
+            self.recoveries += 1
+        elif reason == 'hazard':
+            self._begin_turn(turn, start)
+
+    def _begin_turn(self, turn, start):
+        """Turn in place by at least ``turn`` rad towards the side with more free cells."""
+        self._escape_left = max(0.0, float(turn))
+        self._blocked_time = 0.0
+        self._turn_to_open_side(start)
+
+    def _plan_backup(self, start):
+        """
+        Return the backup's command now, or None when it is over (the turn after it begins).
+
+        It ends after ``backup_distance`` (odometry) or ``recovery_timeout``, at the end of
+        the path driven, without odometry, when the robot is more than ``backup_tolerance``
+        from the path driven, or when a remembered obstacle lies on it.
+        """
+        cfg = self.config
+        b = self._backup
+        odom = self._odom_now
+        if odom is None:
+            return self._end_backup(start)
+        b['left'] -= math.hypot(odom[0] - b['last'][0], odom[1] - b['last'][1])
+        b['last'] = odom[:2]
+        if b['left'] <= 0.0 or b['time'] <= 0.0:
+            return self._end_backup(start)
+        trail = self._trail
+        passed = b['passed']
+        while len(trail) > 1 and \
+                math.hypot(odom[0] - trail[-1][0], odom[1] - trail[-1][1]) < _BACKUP_REACH:
+            passed.append(trail.pop())
+        del passed[:-_BACKUP_PASSED]
+        tx, ty = trail[-1]
+        if math.hypot(odom[0] - tx, odom[1] - ty) < _BACKUP_ARRIVED:
+            return self._end_backup(start)          # at the start of the path driven
+        # Off the path driven: farther than backup_tolerance from it (the points just passed
+        # and the target).
+        path = passed + [(tx, ty)]
+        if min(_segment_distance(odom, a, b_) for a, b_ in zip(path, path[1:])) > \
+                cfg.backup_tolerance:
+            return self._end_backup(start)
+        if len(self._mem_xy):
+            near = cfg.robot_radius - 0.5 * math.sqrt(2.0) * self._map.layout.resolution
+            if float(np.min(np.hypot(self._mem_xy[:, 0] - tx, self._mem_xy[:, 1] - ty))) < near:
+                return self._end_backup(start)
+        c, s_ = math.cos(odom[2]), math.sin(odom[2])
+        dx, dy = tx - odom[0], ty - odom[1]
+        xt, yt = c * dx + s_ * dy, -s_ * dx + c * dy
+        # How far the back is from pointing at the target: turn in place first if too far.
+        err = _wrap(math.atan2(yt, xt) - math.pi)
+        if abs(err) > _BACKUP_ALIGN:
+            return Plan(0.0, math.copysign(cfg.rotate_speed, err), 'backup', 0.0, 0.0, 0.0,
+                        b['reason'])
+        # Pure pursuit backwards: the arc through the target, tangent to the heading.
+        k = 2.0 * yt / (xt * xt + yt * yt)
+        v = -cfg.backup_speed
+        w = v * k
+        if abs(w) > cfg.max_angular:
+            scale = cfg.max_angular / abs(w)
+            v, w = v * scale, w * scale
+        return Plan(v, w, 'backup', k, 0.0, 0.0, b['reason'])
+
+    def _end_backup(self, start):
+        turn = self._backup['turn']
+        self._backup = None
+        self._begin_turn(turn, start)
+        return None
+
+    def _remember_path(self):
+        """Add the odometry pose now to the path driven and the floor swept."""
+        odom = self._odom_now
+        if odom is None:
+            return
+        x, y = odom[0], odom[1]
+        trail = self._trail
+        if self._backup is None:
+            gap = math.hypot(x - trail[-1][0], y - trail[-1][1]) if trail else math.inf
+            if gap > _TRAIL_JUMP:
+                trail.clear()          # a jump (or the first pose): nothing links it to before
+            if gap >= _TRAIL_STEP:
+                trail.append((x, y))
+        last = self._visit_last
+        if last is not None and math.hypot(x - last[0], y - last[1]) < 0.5 * _VISIT_CELL:
+            return
+        self._visit_last = (x, y)
+        r = self.config.robot_radius
+        ix = np.arange(math.floor((x - r) / _VISIT_CELL), math.floor((x + r) / _VISIT_CELL) + 1)
+        iy = np.arange(math.floor((y - r) / _VISIT_CELL), math.floor((y + r) / _VISIT_CELL) + 1)
+        cx, cy = np.meshgrid((ix + 0.5) * _VISIT_CELL, (iy + 0.5) * _VISIT_CELL)
+        inside = np.hypot(cx - x, cy - y) <= r
+        for key in _visit_keys(cx[inside], cy[inside]).tolist():
+            if key in self._visited:
+                del self._visited[key]         # to be added again as the newest
+            else:
+                self._visited_sorted = None    # a new cell
+            self._visited[key] = None
+        while len(self._visited) > _VISIT_CELLS:
+            del self._visited[next(iter(self._visited))]
+
     def step(self, dt, grid_age=0.0, motion=None):
         """Plan, then move the output towards the plan within the acceleration limits."""
         cfg = self.config
@@ -558,31 +846,41 @@ class DriverLogic:
         dt = max(float(dt), 0.0)
         if self._escape_left > 0.0:
             self._escape_left -= abs(self.angular) * dt
+        if self._backup is not None:
+            self._backup['time'] -= dt
+        if self._map is not None and p.mode == 'rotate' and self._escape_left <= 0.0:
+            # Turning in place without a path: a dead end after recovery_after seconds.
+            self._blocked_time += dt
+            if 0.0 < cfg.recovery_after <= self._blocked_time:
+                self._pending = ('dead end', cfg.recovery_turn)
+                self._blocked_time = 0.0
+        elif p.mode == 'drive':
+            self._blocked_time = 0.0
         v = _approach(self.linear, p.linear, cfg.max_linear_accel, cfg.max_linear_decel, dt)
         w = _approach(self.angular, p.angular, cfg.max_angular_accel, cfg.max_angular_accel, dt)
-        self.linear = min(max(v, 0.0), cfg.max_linear)
+        self.linear = min(max(v, -cfg.backup_speed), cfg.max_linear)
         self.angular = min(max(w, -cfg.max_angular), cfg.max_angular)
+        self._remember_path()
         return self.linear, self.angular
 
     def escape(self, angle):
         """
-        Turn in place by at least ``angle`` radians before driving on (after a bump).
+        Recover after a bump: back up along the path driven, then turn by ``angle`` radians.
 
         A bump means the grid missed something ahead, so the next plan would likely drive
-        into it again. The turn goes towards the side with more free cells (or the last turning
-        direction), counted on the commanded turn rate; afterwards the robot turns on until a
-        path of ``resume_distance`` is free, as when blocked.
+        into it again. With odometry the robot first backs up along the path it came
+        (``backup_distance``, see :meth:`step`); then it turns in place towards the side with
+        more free cells (or the last turning direction), at least by ``angle`` counted on the
+        commanded turn rate; afterwards it turns on until a path of ``resume_distance`` is
+        free, as when blocked.
         """
-        self._escape_left = max(0.0, float(angle))
-        if self._map is not None:
-            left, right = self._map.free_cells_by_side(0.0, 0.0, 0.0, self.config.lookahead)
-            if left != right:
-                self._rotate_dir = 1.0 if left > right else -1.0
+        self._pending = ('hazard', max(0.0, float(angle)))
 
     @property
     def escaping(self):
-        """Return True while an :meth:`escape` turn is under way."""
-        return self._escape_left > 0.0
+        """Return True while a recovery (backup or escape turn) is asked for or under way."""
+        return self._pending is not None or self._backup is not None or \
+            self._escape_left > 0.0
 
     def stop(self):
         """Zero the output at once (a safety stop); planning resumes from standstill."""

@@ -30,8 +30,9 @@ Safety: the command is zero, at once and for as long as the condition holds, whe
 * a hazard fires: ``hazard_detection`` (irobot_create_msgs/HazardDetectionVector, only when
   that package is importable) holds a detection of one of ``hazard_types``, or ``hazard``
   (std_msgs/Bool, always subscribed: a bumper, a cliff sensor, a simulator) is true; the stop
-  lasts ``hazard_hold_time`` seconds after the last one, then the robot turns in place by
-  ``hazard_turn`` before it drives on (the grid missed whatever it hit);
+  lasts ``hazard_hold_time`` seconds after the last one, then the robot backs up along the
+  path it drove (``backup_distance``, with odometry) and turns in place by ``hazard_turn``
+  before it drives on (the grid missed whatever it hit);
 * ``e_stop`` (std_msgs/Bool) is latched true: true stops until a false arrives. It is
   subscribed twice, reliable + transient_local (gets a latched value published before the
   driver started) and best effort + volatile (matches any other publisher, such as a plain
@@ -49,8 +50,13 @@ runs on the node clock, so with /clock it steps when simulated time does. Set at
 ``use_sim_time`` moves both (rclpy switches the node clock; the times kept so far are
 dropped, so the grid counts as missing until the next one).
 
+A dead end (turning in place for ``recovery_after`` seconds without a path) starts the same
+recovery: back up along the path driven, then turn by ``recovery_turn``. Backing up needs
+odometry and only ever retraces the path the robot drove.
+
 Topics: ``~/state`` (std_msgs/String, latched) says what the driver does and why
-(``driving``, ``rotating``, ``stopped: stale grid``, ...) whenever that changes.
+(``driving``, ``rotating``, ``backing up (dead end)``, ``backing up (hazard)``, ``stopped:
+stale grid``, ...) whenever that changes.
 Parameters: :data:`DRIVER_PARAMS`.
 """
 
@@ -112,8 +118,9 @@ DRIVER_PARAMS = (
               max_value=10.0),
     ParamSpec('hazard_hold_time', 0.5, 'Stay stopped this long after the last hazard (s).',
               'double', min_value=0.0, max_value=30.0),
-    ParamSpec('hazard_turn', 1.57, 'After a hazard clears, turn in place by this much (rad) '
-              'before driving on: the grid missed what the robot hit. 0: no turn.', 'double',
+    ParamSpec('hazard_turn', 1.57, 'After a hazard clears, back up along the path driven '
+              '(backup_distance, with odom), then turn in place by this much (rad) before '
+              'driving on: the grid missed what the robot hit. 0: no turn.', 'double',
               min_value=0.0, max_value=6.3),
     ParamSpec('hazard_types', [1, 2, 3, 4], 'HazardDetection types on hazard_detection that '
               'stop the robot: 0 BACKUP_LIMIT, 1 BUMP, 2 CLIFF, 3 STALL, 4 WHEEL_DROP, '
@@ -169,9 +176,34 @@ DRIVER_PARAMS = (
               'once this many grids showed its cell free; 0: only age and distance forget '
               '(safer against a model that misses obstacles seen from close by).', 'int',
               min_value=0, max_value=1000),
+    ParamSpec('recovery_after', _DEFAULTS.recovery_after, 'A dead end: after turning in place '
+              'this long (s) without a path of resume_distance, back up along the path driven '
+              '(backup_distance), then turn by recovery_turn. 0: no dead-end recovery (turn '
+              'until a path opens).', 'double', min_value=0.0, max_value=120.0),
+    ParamSpec('recovery_turn', _DEFAULTS.recovery_turn, 'After backing up out of a dead end, '
+              'turn in place at least this much (rad) towards the side with more free cells, '
+              'then on until a path opens.', 'double', min_value=0.0, max_value=6.3),
+    ParamSpec('backup_distance', _DEFAULTS.backup_distance, 'How far a recovery (dead end, '
+              'hazard) backs up (m). Only with odom, and only over the path the robot drove: '
+              'never into floor behind it that it has not driven. 0: never back up.',
+              'double', min_value=0.0, max_value=2.0),
+    ParamSpec('backup_speed', _DEFAULTS.backup_speed, 'Reverse speed of a backup (m/s).',
+              'double', min_value=0.01, max_value=0.3),
+    ParamSpec('backup_tolerance', _DEFAULTS.backup_tolerance, 'A backup stops when the robot '
+              'is farther than this (m) from the path it drove.', 'double', min_value=0.005,
+              max_value=0.2),
+    ParamSpec('recovery_timeout', _DEFAULTS.recovery_timeout, 'A backup (turning its back to '
+              'the path driven, then reversing along it) ends after this long (s) at the '
+              'latest.', 'double', min_value=1.0, max_value=60.0),
+    ParamSpec('explore_weight', _DEFAULTS.explore_weight, 'Preference for paths over floor the '
+              'footprint has not swept yet (odom memory). It only chooses among paths with at '
+              'least as much room beside them as the best one, so it never trades clearance '
+              'for coverage. 0: off.', 'double', min_value=0.0, max_value=2.0),
 )
 
 _CONFIG_FIELDS = {f.name for f in fields(DriverConfig)}
+#: ~/state while driving, by the plan's mode
+_STATES = {'drive': 'driving', 'rotate': 'rotating', 'backup': 'backing up'}
 
 #: e_stop publishers that latch (transient_local) and those that do not
 _ANY_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -459,7 +491,7 @@ class FreespaceDriver(Node):
         hazard = 'hazard' in reasons
         if hazard and not self._hazard:
             self.hazard_stops += 1
-        if self._hazard and not hazard and self.params['hazard_turn'] > 0:
+        if self._hazard and not hazard:
             self.logic.escape(self.params['hazard_turn'])
         self._hazard = hazard
         if reasons:
@@ -469,7 +501,10 @@ class FreespaceDriver(Node):
             age = (self.get_clock().now() - self._grid_stamp).nanoseconds * 1e-9
             age = min(max(age, 0.0), self._stale_timeout)
             v, w = self.logic.step(dt, age, self.motion_since_grid())
-            state = 'rotating' if self.logic.last_plan.mode == 'rotate' else 'driving'
+            plan = self.logic.last_plan
+            state = _STATES[plan.mode]
+            if plan.reason:
+                state += f' ({plan.reason})'
         if not self._drive:
             state += ' (drive is false)'
         self._set_state(state)
@@ -483,7 +518,7 @@ class FreespaceDriver(Node):
         self._state = state
         self._pub_state.publish(String(data=state))
         moving = not state.startswith('stopped')
-        if moving != was_moving or not moving:
+        if moving != was_moving or not moving or state.startswith('backing up'):
             self.get_logger().info(f'state: {state}')
         else:
             self.get_logger().debug(f'state: {state}')

@@ -571,3 +571,45 @@ def test_shutdown_sends_a_final_zero(ros_init, sig):
         h.close()
     assert proc.returncode == 0, err
     assert 'Traceback' not in err
+
+
+def test_hazard_with_odometry_backs_up_along_the_path_driven(rig):
+    """With odometry the escape after a hazard first backs up over the path it came."""
+    assert rig.wait_for_match(rig.odom_pub, subscriptions_on(rig.node, 'odom'))
+    rig.odom_xy = (0.0, 0.0)
+    rig.sending = True
+
+    xs = []
+
+    def step_moving(n=1):
+        # The odometry follows the commands (straight along x: the turns are in place).
+        for _ in range(n):
+            v = rig.step()[-1][1]
+            rig.odom_xy = (rig.odom_xy[0] + v * PERIOD, 0.0)
+            xs.append(rig.odom_xy[0])
+
+    step_moving(30)
+    driven = rig.odom_xy[0]
+    assert driven > 0.3 and len(rig.node.logic.trail) > 10
+    pub = rig.publisher(Bool, 'hazard')
+    assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'hazard'))
+    assert rig.publish_and_wait_for_command(pub, Bool(data=True))[1:] == (0.0, 0.0)
+    hit, before = rig.odom_xy[0], len(xs)
+    pub.publish(Bool(data=False))
+    cleared = rig.clock.now
+    assert rig.wait_for(lambda: 'hazard' not in rig.node.stop_reasons(cleared + 0.5 + PERIOD))
+    states = []
+    for _ in range(140):
+        step_moving()
+        states.append(rig.node.state)
+        if states[-1] == 'driving' and 'rotating' in states:
+            break
+    speeds = rig.speeds(cleared + PERIOD)
+    assert [s for i, s in enumerate(states) if i == 0 or s != states[i - 1]][-3:] == [
+        'backing up (hazard)', 'rotating', 'driving']
+    # Backed up by backup_distance (0.3 m), at most backup_speed (0.1 m/s), then it turned.
+    backed = -sum(v * PERIOD for _, v, _ in speeds if v < 0.0)
+    assert backed == pytest.approx(0.3, abs=0.03)
+    assert hit - min(xs[before:]) == pytest.approx(backed) and backed < driven
+    assert min(v for _, v, _ in speeds) >= -0.1 - 1e-9
+    assert rig.node.logic.recoveries == 1

@@ -359,3 +359,221 @@ def test_escape_turns_in_place_by_the_angle_first():
         steps += 1
     assert turned == pytest.approx(math.pi / 2, abs=0.05)
     assert run_to_steady(d)[0] > 0.2               # then it drives on the open grid
+
+
+# -- recovery and exploration (odometry: a pose with each grid, the motion since it) --------
+
+def drive(d, pose, world, steps, dt=0.05, t0=0.0, log=None):
+    """
+    Close the loop on a unicycle: ``world(pose)`` gives the grid seen at ``pose``.
+
+    Each step the grid comes with its odometry pose (the pose now, so no motion since);
+    returns the pose after ``steps`` and appends (mode, reason, v, w, x, y, yaw) to ``log``.
+    """
+    x, y, yaw = pose
+    for i in range(steps):
+        d.set_grid(world((x, y, yaw)), LAYOUT, pose=(x, y, yaw), stamp=t0 + i * dt)
+        v, w = d.step(dt, motion=(0.0, 0.0, 0.0))
+        if log is not None:
+            log.append((d.last_plan.mode, d.last_plan.reason, v, w, x, y, yaw))
+        x += v * math.cos(yaw) * dt
+        y += v * math.sin(yaw) * dt
+        yaw += w * dt
+    return x, y, yaw
+
+
+def open_world(pose):
+    return seen(grid())
+
+
+def dead_end_world(pose):
+    """Wherever the robot looks, no floor is seen beyond 0.3 m: no path anywhere."""
+    return wall_grid(0.3, UNKNOWN)
+
+
+def modes(log):
+    """Return the modes of a log, repeats dropped: e.g. ['drive', 'rotate', 'backup']."""
+    out = []
+    for m in log:
+        if not out or out[-1] != m[0]:
+            out.append(m[0])
+    return out
+
+
+def test_dead_end_backs_up_along_the_path_then_turns_then_drives():
+    cfg = DriverConfig(recovery_after=2.0)
+    d = DriverLogic(cfg)
+    pose = drive(d, (0.0, 0.0, 0.0), open_world, 40)            # ~0.45 m along +x
+    assert pose[0] > 0.4 and d.last_plan.mode == 'drive'
+    log = []
+    pose = drive(d, pose, dead_end_world, 300, t0=2.0, log=log)
+    assert modes(log)[:3] == ['rotate', 'backup', 'rotate']
+    first_backup = next(i for i, m in enumerate(log) if m[0] == 'backup')
+    stuck_x = log[first_backup][4]
+    # It turned in place for recovery_after seconds first (give or take a step).
+    assert first_backup * 0.05 == pytest.approx(cfg.recovery_after, abs=0.11)
+    backup = [m for m in log if m[0] == 'backup']
+    assert all(m[1] == 'dead end' for m in backup)
+    assert all(m[2] <= 0.0 for m in backup) and min(m[2] for m in backup) < -0.05
+    assert all(m[2] >= -cfg.backup_speed - 1e-12 for m in log)
+    # Back along the path it came (the x axis): backup_distance, never off the path.
+    end = next(i for i in range(first_backup, len(log)) if log[i][0] != 'backup')
+    x_end = log[end][4]
+    assert stuck_x - x_end == pytest.approx(cfg.backup_distance, abs=0.03)
+    assert max(abs(m[5]) for m in log) <= cfg.backup_tolerance
+    # Then it turned in place (at least recovery_turn) before anything else.
+    turn = log[end:]
+    first_other = next((i for i, m in enumerate(turn) if m[0] != 'rotate'), len(turn))
+    assert sum(abs(m[3]) * 0.05 for m in turn[:first_other]) >= cfg.recovery_turn - 0.05
+    assert d.recoveries >= 1
+    # Floor opens up: it drives on (after the recovery under way, if any).
+    log = []
+    drive(d, pose, open_world, 300, t0=20.0, log=log)
+    assert log[-1][0] == 'drive' and log[-1][2] > 0.1
+
+
+def test_without_recovery_after_a_dead_end_only_turns():
+    d = DriverLogic(DriverConfig(recovery_after=0.0))
+    pose = drive(d, (0.0, 0.0, 0.0), open_world, 40)
+    log = []
+    drive(d, pose, dead_end_world, 300, t0=2.0, log=log)
+    assert modes(log) == ['rotate'] and all(m[2] >= 0.0 for m in log)
+    assert log[-1][2] == 0.0 and d.recoveries == 0
+
+
+def test_a_dead_end_without_a_path_driven_turns_on_and_takes_the_first_opening():
+    d = DriverLogic(DriverConfig(recovery_after=2.0))
+    d.set_grid(seen(grid()), LAYOUT)                  # the cells the camera sees
+    d.set_grid(wall_grid(0.3, UNKNOWN), LAYOUT)       # no odometry: no path driven
+    for _ in range(45):                                 # past recovery_after
+        assert d.step(0.05)[0] == 0.0
+    assert d.last_plan.mode == 'rotate' and d.recoveries == 0
+    d.set_grid(grid(), LAYOUT)
+    # No forced turn: it drives as soon as a path opens.
+    assert d.plan().mode == 'drive'
+
+
+def test_hazard_backs_up_then_turns_then_drives():
+    cfg = DriverConfig()
+    d = DriverLogic(cfg)
+    pose = drive(d, (0.0, 0.0, 0.0), open_world, 60)
+    hit_x = pose[0]
+    d.stop()                                      # the bumper: a safety stop...
+    d.escape(math.pi / 2)                         # ...then, once it clears, the escape
+    assert d.escaping
+    log = []
+    pose = drive(d, pose, open_world, 200, t0=5.0, log=log)
+    assert modes(log)[:3] == ['backup', 'rotate', 'drive']
+    backup = [m for m in log if m[0] == 'backup']
+    assert all(m[1] == 'hazard' for m in backup) and min(m[2] for m in backup) < -0.05
+    end = len(backup)
+    assert hit_x - log[end][4] == pytest.approx(cfg.backup_distance, abs=0.03)
+    turn = [m for m in log[end:] if m[0] == 'rotate']
+    assert sum(abs(m[3]) * 0.05 for m in turn) == pytest.approx(math.pi / 2, abs=0.1)
+    assert not d.escaping
+
+
+def test_backup_never_leaves_the_path_driven():
+    cfg = DriverConfig()
+    # A path of 0.12 m only: the backup stops at its start, short of backup_distance.
+    d = DriverLogic(cfg)
+    start = (1.0, 2.0, 0.5)
+    pose = drive(d, start, open_world, 12)
+    driven = math.hypot(pose[0] - start[0], pose[1] - start[1])
+    assert 0.05 < driven < 0.2
+    d.stop()
+    d.escape(0.0)
+    log = []
+    drive(d, pose, open_world, 100, t0=5.0, log=log)
+    assert log[0][0] == 'backup'
+    back = [m for m in log if m[0] == 'backup']
+    # Measured along the heading it came with: never behind the path's first point.
+    along = [(m[4] - start[0]) * math.cos(0.5) + (m[5] - start[1]) * math.sin(0.5)
+             for m in log]
+    assert min(along) >= -0.01
+    assert len(back) < 100
+    # Moved off its path (odometry jumps 0.3 m sideways): no backup at all, only the turn.
+    d = DriverLogic(cfg)
+    pose = drive(d, (0.0, 0.0, 0.0), open_world, 40)
+    d.stop()
+    d.escape(0.5)
+    log = []
+    drive(d, (pose[0], pose[1] + 0.3, pose[2]), open_world, 40, t0=5.0, log=log)
+    assert all(m[0] != 'backup' and m[2] >= 0.0 for m in log)
+    assert log[0][0] == 'rotate'
+    # Without odometry there is no path driven: the old escape, a turn in place.
+    d = DriverLogic(cfg)
+    d.set_grid(grid(), LAYOUT)
+    run_to_steady(d)
+    d.stop()
+    d.escape(0.5)
+    assert all(d.step(0.05)[0] >= 0.0 for _ in range(40))
+    assert len(d.trail) == 0
+
+
+def test_the_path_driven_is_bounded_and_starts_afresh_after_a_jump():
+    d = DriverLogic()
+    pose = drive(d, (0.0, 0.0, 0.0), open_world, 40)
+    n = len(d.trail)
+    assert n > 10 and np.all(np.abs(d.trail[:, 1]) < 1e-9)
+    assert np.all(np.diff(d.trail[:, 0]) >= 0.02 - 1e-9)
+    drive(d, (pose[0] + 1.0, pose[1], pose[2]), open_world, 1, t0=5.0)
+    assert len(d.trail) == 1
+
+
+def _two_ways_grid():
+    """Return a grid with an obstacle ahead and the same open floor to its left and right."""
+    g = paint(grid(), 1.0, 1.4, -0.25, 0.25, OCCUPIED)
+    assert np.array_equal(g, g[::-1])            # mirror-symmetric about y = 0
+    return g
+
+
+@pytest.mark.parametrize('visited_side', [1, -1], ids=['left_visited', 'right_visited'])
+def test_exploration_prefers_floor_not_yet_visited(visited_side):
+    g = _two_ways_grid()
+    cfg = DriverConfig()
+    d = DriverLogic(cfg)
+    # Earlier, the robot drove along one side (in odometry: y = visited_side * 0.6).
+    x, y = 0.3, visited_side * 0.6
+    for i in range(40):
+        d.set_grid(grid(), LAYOUT, pose=(x + 0.05 * i, y, 0.0), stamp=0.05 * i)
+        d.step(0.05, motion=(0.0, 0.0, 0.0))
+    assert len(d.visited) > 20
+    d = _with_memory_of(d, cfg)
+    d.set_grid(g, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=10.0)
+    p = d.plan(motion=(0.0, 0.0, 0.0))
+    assert p.mode == 'drive'
+    assert p.curvature == pytest.approx(-visited_side * abs(p.curvature))
+    assert p.curvature != 0.0
+    # Both ways have the same room and length: only the memory of the floor decides.
+    ks = np.array([p.curvature, -p.curvature])
+    lengths, spare = d.free_lengths(ks)
+    assert lengths[0] == pytest.approx(lengths[1]) and spare[0] == pytest.approx(spare[1])
+    frac = d.unvisited_fractions(ks, lengths)
+    assert frac[0] > frac[1]
+
+
+def _with_memory_of(d, cfg):
+    """Return a fresh driver (at the odometry origin) that knows ``d``'s visited floor only."""
+    fresh = DriverLogic(cfg)
+    fresh._visited = dict(d._visited)
+    return fresh
+
+
+def test_exploration_never_trades_room_beside_the_path():
+    # Visited floor on the right, a wall close beside the left arcs: the roomier right wins.
+    g = _two_ways_grid()
+    paint(g, 0.3, 1.5, 0.75, 0.85, OCCUPIED)
+    cfg = DriverConfig(explore_weight=2.0)
+    d = DriverLogic(cfg)
+    for i in range(40):
+        d.set_grid(grid(), LAYOUT, pose=(0.3 + 0.05 * i, -0.6, 0.0), stamp=0.05 * i)
+        d.step(0.05, motion=(0.0, 0.0, 0.0))
+    walled = _with_memory_of(d, cfg)
+    walled.set_grid(g, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=10.0)
+    p = walled.plan(motion=(0.0, 0.0, 0.0))
+    assert p.mode == 'drive' and p.curvature < 0.0
+    # Without the wall the same memory sends it left.
+    d = _with_memory_of(d, cfg)
+    d.set_grid(_two_ways_grid(), LAYOUT, pose=(0.0, 0.0, 0.0), stamp=10.0)
+    assert d.plan(motion=(0.0, 0.0, 0.0)).curvature > 0.0
