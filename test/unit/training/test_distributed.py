@@ -69,6 +69,10 @@ def _rank(rank, world, port, out_dir):
                      ranks=ranks, on_step=on_step, augment_data='full')
     with open(os.path.join(out_dir, f'rank{rank}.txt'), 'w') as f:
         f.write('\n'.join(digests))
+    # Both ranks are done before either leaves the group: a rank that tears gloo down while
+    # its peer still talks to it can abort at exit ("terminate called without an active
+    # exception", once in a fresh clone).
+    ranks.barrier()
     ranks.close()
 
 
