@@ -73,11 +73,17 @@ def add_arguments(parser):
 
 
 def wait_for_connection(camera, listener, namespace, timeout=30.0):
-    """Wait until the node subscribes to the camera and publishes the mask (or timeout)."""
+    """
+    Wait until the node subscribes to the camera and publishes every output (or timeout).
+
+    Every output topic, not only the mask: the node makes only what is subscribed, and on a
+    busy machine discovery of the picture topics can lag the mask's by seconds (a short demo
+    then saved no panel).
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and (
             camera._pub_image.get_subscription_count() == 0
-            or listener.count_publishers(f'{namespace}/segmentation/mask') == 0):
+            or any(listener.count_publishers(f'{namespace}/{t}') == 0 for t in OUTPUT_TOPICS)):
         time.sleep(0.05)
     time.sleep(0.5)
 
