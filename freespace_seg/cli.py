@@ -75,6 +75,9 @@ COMMANDS = {
                   'label a rosbag2 from where the robot drove: free, blocked, unchecked'),
     'autolabel-sim': ('freespace_seg.tools.autolabel_sim',
                       'drive-over labels against the exact truth in simulated rooms'),
+    'own-floor-sim': ('freespace_seg.tools.own_floor_sim',
+                      'the own-floor loop in simulation: drive, record, autolabel, finetune, '
+                      'check'),
     'real-set': ('freespace_seg.training.real_set',
                  'write the real-photo evaluation set (stereo ground truth)'),
 }

@@ -52,7 +52,8 @@ from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
 from freespace_seg.nodes.params import ParamSpec
 from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, on_parameter_changes,
                                           spin_node, StartupError)
-from freespace_seg.sim import default_intrinsics, make_scene, render
+from freespace_seg.sim import default_intrinsics, make_scene, RandomizationConfig, render
+from freespace_seg.sim.randomization import STYLES
 from freespace_seg.sim.robot import RobotBody, start_pose as pick_start_pose
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
@@ -72,6 +73,9 @@ except ImportError:  # pragma: no cover - depends on the installation
 SIM_PARAMS = (
     ParamSpec('seed', 0, 'Seed of the room and the start pose.', 'int', min_value=0,
               max_value=2 ** 31 - 1, read_only=True),
+    ParamSpec('style', 'default', 'Appearance style of the room: default (what the models '
+              'train on) or shifted (held-out materials and light).', 'string',
+              choices=STYLES, read_only=True),
     ParamSpec('step_rate', 20.0, 'Simulation steps per second (fixed steps of 1/step_rate '
               's of simulated time); odom is published every step.', 'double',
               min_value=5.0, max_value=200.0, read_only=True),
@@ -130,7 +134,8 @@ class SimRobot(Node):
         p = self.params = declare_and_validate(self, SIM_PARAMS)
         rng = np.random.default_rng(p['seed'])
         # In-process users (tests) may bring their own room and start pose.
-        self.scene = scene if scene is not None else make_scene(rng)
+        self._look = RandomizationConfig(style=p['style'])
+        self.scene = scene if scene is not None else make_scene(rng, self._look)
         if start_pose:
             self.start_pose = tuple(float(v) for v in start_pose)
             if self.scene.collides(*self.start_pose[:2], p['robot_radius']):
@@ -312,7 +317,8 @@ class SimRobot(Node):
             return False
         rng = np.random.default_rng([p['seed'], self.frames]) if p['camera_noise'] else None
         frame = render(self.scene, self.intrinsics, self.mount,
-                       robot_pose=(self.x, self.y, self.yaw), rng=rng)
+                       robot_pose=(self.x, self.y, self.yaw), rng=rng,
+                       randomization=self._look)
         self.frames += 1
         image = array_to_image(frame.image, 'rgb8')
         image.header.stamp = stamp

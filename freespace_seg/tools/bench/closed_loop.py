@@ -33,6 +33,7 @@ import os
 import sys
 import time
 
+from freespace_seg.sim.randomization import STYLES
 from freespace_seg.tools.closed_loop import (ClosedLoopResult, draw_path_png, markdown_table,
                                              PERCEPTIONS, run_room)
 import numpy as np
@@ -56,7 +57,7 @@ def sim_parameters(args):
             raise ValueError(f'{flag} must be in [{low:g}, {high:g}], got {value:g}')
     return {'width': args.width, 'height': args.height, 'camera_rate': args.camera_rate,
             'camera_noise': args.camera_noise, 'camera_height': float(args.camera_height),
-            'camera_pitch': float(args.camera_pitch)}
+            'camera_pitch': float(args.camera_pitch), 'style': args.style}
 
 
 def add_arguments(ap):
@@ -85,6 +86,9 @@ def add_arguments(ap):
                     % (*CAMERA_PITCH_RANGE, CAMERA_PITCH_DEFAULT))
     ap.add_argument('--camera-noise', action='store_true',
                     help='render camera effects (noise, blur, exposure, JPEG)')
+    ap.add_argument('--style', choices=STYLES, default='default',
+                    help="the rooms' appearance: default (the training style) or shifted "
+                    '(held-out materials and light) (default: default)')
     ap.add_argument('--realtime', action='store_true',
                     help='run on a wall-clock timer instead of lockstep (results then depend '
                     'on the machine and its load)')
@@ -93,7 +97,11 @@ def add_arguments(ap):
                     'camera period (default 0.1)')
     ap.add_argument('--png-dir', default=None,
                     help='write room_<seed>.png (top-down room with the path) here')
-    ap.add_argument('--json', default=None, help="also write the rooms' numbers here")
+    ap.add_argument('--json', default=None,
+                    help="also write the rooms' numbers here, after every room")
+    ap.add_argument('--resume', action='store_true',
+                    help='with --json: keep the rooms already in that file (same options) and '
+                    'run only the others')
     ap.add_argument('--from-json', nargs='+', default=None, metavar='FILE',
                     help='run nothing: print one table of the rooms in these --json files')
 
@@ -120,6 +128,31 @@ def _from_json(files):
     return 1 if any(r.collisions for r in results) else 0
 
 
+#: options that must match between a run and its --resume
+_SAME = ('minutes', 'perception', 'model', 'width', 'height', 'camera_rate', 'camera_height',
+         'camera_pitch', 'camera_noise', 'style', 'realtime', 'latency')
+
+
+def _resumed(args):
+    """Return the results of --json's rooms for --resume; ValueError if they do not fit."""
+    if not args.json:
+        raise ValueError('--resume needs --json FILE (the file it resumes)')
+    if not os.path.isfile(args.json):
+        return []
+    with open(args.json) as f:
+        data = json.load(f)
+    before = data.get('args', {})
+    differ = [k for k in _SAME if before.get(k, getattr(args, k)) != getattr(args, k)]
+    if differ:
+        raise ValueError(f'--resume: {args.json} was run with other options: '
+                         + ', '.join(f'--{k.replace("_", "-")} {before[k]}' for k in differ))
+    wanted = range(args.first_seed, args.first_seed + args.rooms)
+    results = [result_from_dict(d) for d in data.get('rooms', [])]
+    results = [r for r in results if r.seed in wanted]
+    print(f'resume: {len(results)} rooms from {args.json}', file=sys.stderr, flush=True)
+    return results
+
+
 def run(args):
     """Run the benchmark; print the table; return 1 if any room had a collision."""
     if args.from_json:
@@ -135,8 +168,17 @@ def run(args):
         print(f'error: {e}', file=sys.stderr)
         return 2
     results = []
+    if args.resume:
+        try:
+            results = _resumed(args)
+        except ValueError as e:
+            print(f'error: {e}', file=sys.stderr)
+            return 2
+    done = {r.seed for r in results}
     t0 = time.monotonic()
     for seed in range(args.first_seed, args.first_seed + args.rooms):
+        if seed in done:
+            continue
         try:
             r = run_room(seed, duration=60.0 * args.minutes, perception=args.perception,
                          model_path=args.model, num_threads=args.threads,
@@ -147,6 +189,7 @@ def run(args):
             print(f'error: {e}', file=sys.stderr)
             return 2
         results.append(r)
+        results.sort(key=lambda x: x.seed)
         notes = f' ({"; ".join(r.notes)})' if r.notes else ''
         print(f'room {seed}: {r.collisions} collisions, {r.distance:.1f} m, coverage '
               f'{100.0 * r.coverage:.1f} %, {r.stale_stops} stale stops{notes}',

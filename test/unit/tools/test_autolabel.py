@@ -24,23 +24,15 @@ from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.sim import Box, default_intrinsics, make_scene, RandomizationConfig, Scene
 from freespace_seg.sim.render import free_mask
 from freespace_seg.sim.wander import wander
-from freespace_seg.tools.autolabel_inputs import BUMP_ZONES
 from freespace_seg.training.evaluate import image_pairs, read_user_pair
 import numpy as np
 import pytest
 
 rosbags = pytest.importorskip('rosbags', reason='the autolabel command needs rosbags')
-from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
-from rosbags.typesys import get_types_from_msg, get_typestore, Stores  # noqa: E402
+from freespace_seg.tools.sim_bag import write_drive_bag  # noqa: E402
 
 W, H = 160, 90
 MOUNT = CameraMount(z=0.3, pitch=0.3)
-HAZARD_MSGS = {
-    'irobot_create_msgs/msg/HazardDetection':
-        'uint8 BACKUP_LIMIT=0\nuint8 BUMP=1\nstd_msgs/Header header\nuint8 type\n',
-    'irobot_create_msgs/msg/HazardDetectionVector':
-        'std_msgs/Header header\nirobot_create_msgs/HazardDetection[] detections\n',
-}
 
 
 @pytest.fixture(scope='module')
@@ -146,111 +138,18 @@ def test_trajectory_interpolates_and_refuses_gaps():
 
 # --- the bag command ----------------------------------------------------------------------
 
-def _quaternion(r):
-    w = math.sqrt(max(0.0, 1.0 + r[0, 0] + r[1, 1] + r[2, 2])) / 2.0
-    x = math.copysign(math.sqrt(max(0.0, 1.0 + r[0, 0] - r[1, 1] - r[2, 2])) / 2.0,
-                      r[2, 1] - r[1, 2])
-    y = math.copysign(math.sqrt(max(0.0, 1.0 - r[0, 0] + r[1, 1] - r[2, 2])) / 2.0,
-                      r[0, 2] - r[2, 0])
-    z = math.copysign(math.sqrt(max(0.0, 1.0 - r[0, 0] - r[1, 1] + r[2, 2])) / 2.0,
-                      r[1, 0] - r[0, 1])
-    return x, y, z, w
-
-
-def write_bag(path, scene, drive, pose_via='odom', info=True, hazard='vector',
-              static_tf=True, clock_jump=False, teleport=False, frame_every=1.0, base=100.0):
+def write_bag(path, scene, drive, frame_every=1.0, **kw):
     """Write a rosbag2 of ``drive``: truth-coloured images, CameraInfo, odom or TF, bumps."""
-    store = get_typestore(Stores.ROS2_KILTED)
-    if hazard == 'vector':
-        for name, text in HAZARD_MSGS.items():
-            store.register(get_types_from_msg(text, name))
-    t = store.types
     intrinsics = default_intrinsics(W, H)
 
-    def header(sec, frame):
-        return t['std_msgs/msg/Header'](
-            stamp=t['builtin_interfaces/msg/Time'](sec=int(sec), nanosec=int(sec % 1 * 1e9)),
-            frame_id=frame)
-
-    def tfs(sec, parent, child, xyz, q):
-        return t['geometry_msgs/msg/TransformStamped'](
-            header=header(sec, parent), child_frame_id=child,
-            transform=t['geometry_msgs/msg/Transform'](
-                translation=t['geometry_msgs/msg/Vector3'](x=xyz[0], y=xyz[1], z=xyz[2]),
-                rotation=t['geometry_msgs/msg/Quaternion'](x=q[0], y=q[1], z=q[2], w=q[3])))
-
-    msgs = []
-    jump = drive.path[-1, 0] / 2.0
-    for k, (tt, x, y, yaw) in enumerate(drive.path[::2]):
-        sec = base + tt - (3.0 if clock_jump and tt > jump else 0.0)
-        if teleport and tt > jump:
-            x += 5.0
-        q = (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
-        if pose_via == 'odom':
-            pose = t['geometry_msgs/msg/Pose'](
-                position=t['geometry_msgs/msg/Point'](x=x, y=y, z=0.0),
-                orientation=t['geometry_msgs/msg/Quaternion'](x=q[0], y=q[1], z=q[2], w=q[3]))
-            msg = t['nav_msgs/msg/Odometry'](
-                header=header(sec, 'odom'), child_frame_id='base_link',
-                pose=t['geometry_msgs/msg/PoseWithCovariance'](pose=pose,
-                                                               covariance=np.zeros(36)),
-                twist=t['geometry_msgs/msg/TwistWithCovariance'](
-                    twist=t['geometry_msgs/msg/Twist'](
-                        linear=t['geometry_msgs/msg/Vector3'](x=0.0, y=0.0, z=0.0),
-                        angular=t['geometry_msgs/msg/Vector3'](x=0.0, y=0.0, z=0.0)),
-                    covariance=np.zeros(36)))
-            msgs.append(('/odom', 'nav_msgs/msg/Odometry', sec, msg))
-        elif pose_via == 'tf':
-            msg = t['tf2_msgs/msg/TFMessage'](
-                transforms=[tfs(sec, 'odom', 'base_link', (x, y, 0.0), q)])
-            msgs.append(('/tf', 'tf2_msgs/msg/TFMessage', sec, msg))
-    if static_tf:
-        m = MOUNT.transform_base_from_optical()
-        msg = t['tf2_msgs/msg/TFMessage'](transforms=[
-            tfs(base, 'base_link', 'camera_link', m[:3, 3], (0.0, 0.0, 0.0, 1.0)),
-            tfs(base, 'camera_link', 'camera_optical', (0.0, 0.0, 0.0),
-                _quaternion(m[:3, :3]))])
-        msgs.append(('/tf_static', 'tf2_msgs/msg/TFMessage', base - 0.5, msg))
-    for tt, _pose, bearing in drive.hazards:
-        if hazard == 'vector':
-            zone = min(BUMP_ZONES, key=lambda z: abs(BUMP_ZONES[z] - math.degrees(bearing)))
-            det = t['irobot_create_msgs/msg/HazardDetection'](
-                header=header(base + tt, zone), type=1)
-            msg = t['irobot_create_msgs/msg/HazardDetectionVector'](
-                header=header(base + tt, 'base_link'), detections=[det])
-            msgs.append(('/hazard_detection', 'irobot_create_msgs/msg/HazardDetectionVector',
-                         base + tt, msg))
-        elif hazard == 'bool':
-            for dt, val in ((0.0, True), (0.3, False)):
-                msgs.append(('/hazard', 'std_msgs/msg/Bool', base + tt + dt,
-                             t['std_msgs/msg/Bool'](data=val)))
-    for tt in np.arange(0.0, drive.path[-1, 0], frame_every):
-        sec = base + tt - (3.0 if clock_jump and tt > jump else 0.0)
+    def image_at(t, pose):
         # green where the floor is free, red elsewhere: the tiny test model reads that
-        free = free_mask(scene, intrinsics, MOUNT, drive.pose_at(tt)).astype(bool)
-        rgb = np.where(free[..., None], np.uint8([30, 200, 30]), np.uint8([200, 30, 30]))
-        msgs.append(('/cam/image_raw', 'sensor_msgs/msg/Image', sec, t['sensor_msgs/msg/Image'](
-            header=header(sec, 'camera_optical'), height=H, width=W, encoding='rgb8',
-            is_bigendian=0, step=W * 3, data=rgb.reshape(-1))))
-        if info:
-            k = intrinsics.k.reshape(-1)
-            p = np.hstack([intrinsics.k, np.zeros((3, 1))]).reshape(-1)
-            roi = t['sensor_msgs/msg/RegionOfInterest'](x_offset=0, y_offset=0, height=0,
-                                                        width=0, do_rectify=False)
-            msgs.append(('/cam/camera_info', 'sensor_msgs/msg/CameraInfo', sec,
-                         t['sensor_msgs/msg/CameraInfo'](
-                             header=header(sec, 'camera_optical'), height=H, width=W,
-                             distortion_model='plumb_bob', d=np.zeros(5), k=k,
-                             r=np.eye(3).reshape(-1), p=p, binning_x=0, binning_y=0,
-                             roi=roi)))
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        conns = {}
-        for i, (topic, msgtype, sec, msg) in enumerate(msgs):
-            if topic not in conns:
-                conns[topic] = w.add_connection(topic, msgtype, typestore=store)
-            # bag time in message order: a clock jump is in the stamps only
-            w.write(conns[topic], int(1e9 * (base + i * 1e-4)) if clock_jump
-                    else int(sec * 1e9), store.serialize_cdr(msg, msgtype))
+        free = free_mask(scene, intrinsics, MOUNT, pose).astype(bool)
+        return np.where(free[..., None], np.uint8([30, 200, 30]), np.uint8([200, 30, 30]))
+
+    write_drive_bag(path, drive, intrinsics, MOUNT, image_at, frame_every=frame_every,
+                    image_topic='/cam/image_raw', info_topic='/cam/camera_info',
+                    camera_frame='camera_optical', **kw)
     return path
 
 

@@ -1,0 +1,364 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``python -m freespace_seg own-floor-sim OUT``: the own-floor loop in simulation, end to end.
+
+It does what a user does on the robot, in rooms of a style the model did not train on:
+
+1. **Drive and record.** The simulated Create 3 drives through ``--rooms`` rooms of
+   ``--style`` for ``--minutes`` each (bump and turn, :mod:`freespace_seg.sim.wander`). Each
+   drive is written as a rosbag2 with the robot's topics (``OUT/bags/room_<seed>``: the
+   camera image and CameraInfo, ``/odom``, ``/tf_static``, ``/hazard_detection``).
+2. **Label.** ``autolabel`` labels each bag (``OUT/labels``, one folder for all rooms). The
+   labels are scored against the renderer's exact masks: free and blocked precision, the
+   share of the true floor labelled free.
+3. **Fine-tune.** ``finetune --images OUT/labels`` from ``--model`` (default: the shipped fp32
+   model), then ``quantize`` (``OUT/model/own_floor.onnx`` and ``_int8.onnx``).
+4. **Check.** ``eval`` of the base and the fine-tuned model, fp32 and INT8, on held-out rooms
+   of the same style (``--render N --seed S --style STYLE``: other rooms than the driven ones)
+   and of the default style (the model must not forget what it knew).
+5. **Drive again** (``--loop-minutes``, optional): the closed loop (sim_robot, segmentation
+   node, freespace_driver) in the driven rooms with the base and the fine-tuned INT8 model:
+   collisions and coverage.
+
+``OUT/summary.md`` and ``OUT/summary.json`` hold the tables.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+import cv2
+from freespace_seg import cli
+from freespace_seg.common import markdown
+from freespace_seg.common.progress import Progress
+from freespace_seg.ground.geometry import CameraMount
+from freespace_seg.perception.pipeline import packaged_model_path
+from freespace_seg.sim import default_intrinsics, make_scene, RandomizationConfig, render
+from freespace_seg.sim.randomization import STYLES
+from freespace_seg.sim.render import free_mask
+from freespace_seg.sim.wander import wander
+from freespace_seg.tools import autolabel
+from freespace_seg.tools.sim_bag import write_drive_bag
+import numpy as np
+
+
+def add_arguments(parser):
+    parser.add_argument('output', metavar='OUT', help='folder to write (must not exist)')
+    parser.add_argument('--overwrite', action='store_true', help='replace an existing OUT')
+    parser.add_argument('--rooms', type=int, default=6, help='rooms to drive (6)')
+    parser.add_argument('--first-seed', type=int, default=300,
+                        help='seed of the first room; the others follow (300)')
+    parser.add_argument('--style', choices=STYLES, default='shifted',
+                        help="the rooms' look: shifted (held-out materials and light, the "
+                             'default) or default (the training style)')
+    parser.add_argument('--minutes', type=float, default=2.0,
+                        help='simulated minutes of driving per room (2)')
+    parser.add_argument('--frame-every', type=float, default=0.5,
+                        help='seconds between recorded camera frames (0.5)')
+    parser.add_argument('--width', type=int, default=480, help='image width (480)')
+    parser.add_argument('--height', type=int, default=270, help='image height (270)')
+    parser.add_argument('--camera-height', type=float, nargs=2, default=(0.1, 0.5),
+                        metavar=('LOW', 'HIGH'),
+                        help='camera heights over the rooms, spread evenly (0.1 0.5 m)')
+    parser.add_argument('--camera-pitch', type=float, nargs=2, default=(0.15, 0.45),
+                        metavar=('LOW', 'HIGH'),
+                        help='camera pitches over the rooms (0.15 0.45 rad)')
+    parser.add_argument('--no-camera-effects', action='store_true',
+                        help='clean images (default: noise, blur, exposure and JPEG as '
+                             '`generate` draws them)')
+    parser.add_argument('--model', default='',
+                        help='fp32 model to fine-tune (default: the shipped one)')
+    parser.add_argument('--model-int8', default='',
+                        help='its INT8 copy for the checks (default: beside --model, '
+                             '<stem>_int8.onnx, when it exists)')
+    parser.add_argument('--model-fill', type=float, default=0.0, metavar='P',
+                        help="autolabel's --model-fill (0: off, the default)")
+    parser.add_argument('--steps', type=int, default=300, help="finetune's --steps (300)")
+    parser.add_argument('--batch-size', type=int, default=4, help="finetune's --batch-size (4)")
+    parser.add_argument('--lr', type=float, default=3e-4, help="finetune's --lr (0.0003)")
+    parser.add_argument('--augment', default='full', help="finetune's --augment (full)")
+    parser.add_argument('--quantize-frames', type=int, default=64,
+                        help="quantize's calibration --frames (64)")
+    parser.add_argument('--eval-frames', type=int, default=300,
+                        help='held-out frames per check set (300)')
+    parser.add_argument('--eval-seed', type=int, default=1000,
+                        help="seed of the check sets' rooms (1000)")
+    parser.add_argument('--loop-minutes', type=float, default=0.0,
+                        help='closed loop per driven room and model, simulated minutes '
+                             '(0: skip, the default)')
+    parser.add_argument('--threads', type=int, default=2, help='threads (2)')
+
+
+def _spread(low, high, i, n):
+    return low if n <= 1 else low + (high - low) * i / (n - 1)
+
+
+class Room:
+    """One driven room: its scene, camera, drive and the times of the recorded frames."""
+
+    def __init__(self, index, args):
+        self.seed = args.first_seed + index
+        self.look = RandomizationConfig(style=args.style)
+        rng = np.random.default_rng(self.seed)
+        self.scene = make_scene(rng, self.look)
+        self.drive = wander(self.scene, rng, duration=60.0 * args.minutes)
+        self.intrinsics = default_intrinsics(args.width, args.height)
+        self.mount = CameraMount(
+            z=_spread(*args.camera_height, index, args.rooms),
+            pitch=_spread(*args.camera_pitch, (index * 3) % args.rooms, args.rooms))
+        self.effects = not args.no_camera_effects
+        self.name = f'room_{self.seed}'
+        self.times = []
+
+    def image_at(self, t, pose):
+        rng = (np.random.default_rng([self.seed, int(round(1000 * t))]) if self.effects
+               else None)
+        return render(self.scene, self.intrinsics, self.mount, pose, rng=rng,
+                      randomization=self.look).image
+
+    def truth(self, k):
+        return free_mask(self.scene, self.intrinsics, self.mount,
+                         self.drive.pose_at(self.times[k]))
+
+
+def _check(args):
+    if args.rooms < 1 or args.minutes <= 0 or args.frame_every <= 0:
+        raise ValueError('--rooms must be >= 1, --minutes and --frame-every > 0')
+    if args.eval_frames < 1 or args.steps < 1 or args.quantize_frames < 1:
+        raise ValueError('--eval-frames, --quantize-frames and --steps must be >= 1')
+    for flag, (low, high), lo, hi in (('--camera-height', args.camera_height, 0.05, 2.0),
+                                      ('--camera-pitch', args.camera_pitch, -0.5, 1.5)):
+        if not (lo <= low <= high <= hi):
+            raise ValueError(f'{flag}: need {lo} <= LOW <= HIGH <= {hi}')
+    if args.model and not os.path.isfile(args.model):
+        raise ValueError(f'--model {args.model}: no such file')
+
+
+def _run_cli(argv, what):
+    print(f'own-floor-sim: python -m freespace_seg {" ".join(argv)}', file=sys.stderr,
+          flush=True)
+    rc = cli.main(argv)
+    if rc:
+        raise RuntimeError(f'{what} failed (exit status {rc})')
+
+
+def _score_labels(rooms, labels_dir):
+    """Score the label files against the renderer: per room and in all."""
+    keys = ('frames', 'free', 'free_ok', 'blocked', 'blocked_ok', 'truth_free', 'pixels')
+    per_room = {}
+    for room in rooms:
+        c = dict.fromkeys(keys, 0)
+        prefix = room.name + '_'
+        for name in sorted(os.listdir(labels_dir)):
+            if not name.startswith(prefix) or name.endswith('_mask.png'):
+                continue
+            stem = os.path.splitext(name)[0]
+            k = int(stem[len(prefix):])
+            mask = cv2.imread(os.path.join(labels_dir, stem + '_mask.png'), cv2.IMREAD_UNCHANGED)
+            truth = room.truth(k) > 0
+            checked = mask[..., 3] > 0
+            free = checked & (mask[..., 0] > 127)
+            blocked = checked & (mask[..., 0] <= 127)
+            c['frames'] += 1
+            c['pixels'] += mask.size
+            c['free'] += int(free.sum())
+            c['free_ok'] += int((free & truth).sum())
+            c['blocked'] += int(blocked.sum())
+            c['blocked_ok'] += int((blocked & ~truth).sum())
+            c['truth_free'] += int(truth.sum())
+        per_room[room.seed] = c
+    total = {k: sum(c[k] for c in per_room.values()) for k in keys}
+    return per_room, total
+
+
+def _label_row(name, c):
+    def ratio(a, b):
+        return round(a / b, 4) if b else None
+    return {'rooms': name, 'frames': c['frames'],
+            'free_precision': ratio(c['free_ok'], c['free']),
+            'blocked_precision': ratio(c['blocked_ok'], c['blocked']),
+            'free_coverage': ratio(c['free_ok'], c['truth_free']),
+            'free_share': ratio(c['free'], c['pixels']),
+            'blocked_share': ratio(c['blocked'], c['pixels'])}
+
+
+def _metrics(path):
+    with open(path) as f:
+        m = json.load(f)['metrics']
+    return {'miou': round(m['miou'], 4), 'blocked_called_free': round(m['blocked_called_free'], 4)}
+
+
+def run(args):
+    try:
+        _check(args)
+    except ValueError as e:
+        print(f'own-floor-sim: error: {e}', file=sys.stderr)
+        return 2
+    out = args.output
+    if os.path.exists(out):
+        if not args.overwrite:
+            print(f'own-floor-sim: error: {out} exists (--overwrite to replace it)',
+                  file=sys.stderr)
+            return 2
+        shutil.rmtree(out)
+    try:
+        summary = _loop(args, out)
+    except (RuntimeError, autolabel.LabelError, OSError) as e:
+        print(f'own-floor-sim: error: {e}', file=sys.stderr)
+        return 1
+    print(summary)
+    return 0
+
+
+def _loop(args, out):
+    t0 = time.monotonic()
+    model = args.model or packaged_model_path()
+    model_int8 = args.model_int8 or os.path.splitext(model)[0] + '_int8.onnx'
+    if not os.path.isfile(model_int8):
+        model_int8 = ''
+    os.makedirs(os.path.join(out, 'bags'))
+    labels = os.path.join(out, 'labels')
+    os.makedirs(labels)
+    rooms = []
+    timing = {}
+    # 1-2: drive, record, label
+    bar = Progress(None, total=args.rooms, desc='own-floor-sim: rooms')
+    for i in range(args.rooms):
+        room = Room(i, args)
+        bag = os.path.join(out, 'bags', room.name)
+        room.times = write_drive_bag(bag, room.drive, room.intrinsics, room.mount,
+                                     room.image_at, frame_every=args.frame_every)
+        parser = argparse.ArgumentParser()
+        autolabel.add_arguments(parser)
+        la = parser.parse_args([bag, os.path.join(out, 'tmp_labels'), '--overwrite',
+                                '--min-interval', str(0.9 * args.frame_every),
+                                '--model-fill', str(args.model_fill), '--model', model])
+        autolabel.label_bag(la, out=sys.stderr)
+        for name in os.listdir(la.output):
+            os.replace(os.path.join(la.output, name), os.path.join(labels, name))
+        os.rmdir(la.output)
+        rooms.append(room)
+        bar.update(1)
+    bar.close()
+    timing['drive_record_label_s'] = round(time.monotonic() - t0, 1)
+    per_room, total = _score_labels(rooms, labels)
+    label_rows = [dict(_label_row(str(seed), c),
+                       height=round(r.mount.z, 3), pitch=round(r.mount.pitch, 3),
+                       distance=round(r.drive.distance, 1), bumps=len(r.drive.hazards))
+                  for (seed, c), r in zip(per_room.items(), rooms)]
+    label_total = _label_row('all', total)
+
+    # 3: fine-tune and quantize
+    t1 = time.monotonic()
+    tuned = os.path.join(out, 'model', 'own_floor.onnx')
+    os.makedirs(os.path.dirname(tuned))
+    _run_cli(['finetune', '--images', labels, '--model', model, '--out', tuned,
+              '--steps', str(args.steps), '--batch-size', str(args.batch_size),
+              '--lr', str(args.lr), '--augment', args.augment, '--threads', str(args.threads)],
+             'finetune')
+    _run_cli(['quantize', '--model', tuned, '--frames', str(args.quantize_frames),
+              '--check-frames', str(min(8, args.quantize_frames))], 'quantize')
+    tuned_int8 = os.path.splitext(tuned)[0] + '_int8.onnx'
+    timing['finetune_quantize_s'] = round(time.monotonic() - t1, 1)
+
+    # 4: check on held-out rooms of the style and of the default style
+    t2 = time.monotonic()
+    models = [('base fp32', model), ('fine-tuned fp32', tuned)]
+    if model_int8:
+        models.insert(1, ('base INT8', model_int8))
+    models.append(('fine-tuned INT8', tuned_int8))
+    styles = [args.style] + (['default'] if args.style != 'default' else [])
+    checks = {}
+    for label, path in models:
+        for style in styles:
+            where = os.path.join(out, 'eval', label.replace(' ', '_'), style)
+            _run_cli(['eval', '--model', path, '--render', str(args.eval_frames), '--seed',
+                      str(args.eval_seed), '--style', style, '--latency-runs', '0',
+                      '--figures', '0', '--threads', str(args.threads), '--out', where],
+                     'eval')
+            checks[(label, style)] = _metrics(os.path.join(where, 'metrics.json'))
+    timing['eval_s'] = round(time.monotonic() - t2, 1)
+
+    # 5: the closed loop in the driven rooms
+    loop = {}
+    if args.loop_minutes > 0:
+        t3 = time.monotonic()
+        from freespace_seg.tools.closed_loop import run_room
+        for label, path in models:
+            if 'INT8' not in label and model_int8:
+                continue
+            rs = [run_room(r.seed, duration=60.0 * args.loop_minutes, model_path=path,
+                           sim_params={'style': args.style})
+                  for r in rooms]
+            loop[label] = {'rooms': len(rs), 'collisions': sum(r.collisions for r in rs),
+                           'distance_m': round(sum(r.distance for r in rs), 1),
+                           'mean_coverage': round(float(np.mean([r.coverage for r in rs])), 4),
+                           'per_room': [{'seed': r.seed, 'collisions': r.collisions,
+                                         'coverage': round(r.coverage, 4)} for r in rs]}
+            print(f'own-floor-sim: closed loop, {label}: {loop[label]["collisions"]} '
+                  f'collisions, coverage {100 * loop[label]["mean_coverage"]:.1f} %',
+                  file=sys.stderr, flush=True)
+        timing['closed_loop_s'] = round(time.monotonic() - t3, 1)
+    timing['total_s'] = round(time.monotonic() - t0, 1)
+
+    data = {'command': 'python -m freespace_seg own-floor-sim ' + ' '.join(sys.argv[2:]),
+            'options': {k: v for k, v in vars(args).items() if k != 'func'},
+            'labels': {'rooms': label_rows, 'all': label_total},
+            'checks': [{'model': m, 'style': s, **v} for (m, s), v in checks.items()],
+            'closed_loop': loop, 'timing': timing}
+    with open(os.path.join(out, 'summary.json'), 'w') as f:
+        json.dump(data, f, indent=1, default=str)
+    text = _markdown(args, data, checks, styles, models)
+    with open(os.path.join(out, 'summary.md'), 'w') as f:
+        f.write(text + '\n')
+    return text
+
+
+def _pct(v):
+    return '-' if v is None else f'{100 * v:.1f} %'
+
+
+def _markdown(args, data, checks, styles, models):
+    lines = [f'## Labels ({args.rooms} rooms of style {args.style}, {args.minutes:g} min each)',
+             '']
+    rows = [[r['rooms'], r.get('height', ''), r.get('pitch', ''), r.get('distance', ''),
+             r.get('bumps', ''), r['frames'],
+             '-' if r['free_precision'] is None else f'{r["free_precision"]:.4f}',
+             '-' if r['blocked_precision'] is None else f'{r["blocked_precision"]:.4f}',
+             '-' if r['free_coverage'] is None else f'{r["free_coverage"]:.3f}',
+             _pct(r['free_share']), _pct(r['blocked_share'])]
+            for r in data['labels']['rooms'] + [data['labels']['all']]]
+    lines += (markdown.table(
+        ['room (seed)', 'camera height (m)', 'pitch (rad)', 'driven (m)', 'bumps', 'frames',
+         'free precision', 'blocked precision', 'free coverage', 'free (% px)',
+         'blocked (% px)'], rows))
+    lines += ['', f'## Held-out rooms (`eval --render {args.eval_frames} --seed '
+              f'{args.eval_seed} --style S`): mIoU / blocked called free', '']
+    rows = [[label] + [f'{checks[(label, s)]["miou"]:.3f} / '
+                       f'{_pct(checks[(label, s)]["blocked_called_free"])}' for s in styles]
+            for label, _ in models]
+    lines += (markdown.table(['model'] + [f'style {s}' for s in styles], rows))
+    if data['closed_loop']:
+        lines += ['', f'## Closed loop in the driven rooms ({args.loop_minutes:g} min each)', '']
+        rows = [[m, v['rooms'], v['collisions'], v['distance_m'],
+                 f'{100 * v["mean_coverage"]:.1f} %'] for m, v in data['closed_loop'].items()]
+        lines += (markdown.table(['model', 'rooms', 'collisions', 'distance (m)',
+                                     'mean coverage'], rows))
+    lines += ['', 'Time (s): ' + ', '.join(f'{k} {v}' for k, v in data['timing'].items())]
+    return '\n'.join(lines)

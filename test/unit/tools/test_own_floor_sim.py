@@ -1,0 +1,63 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""own-floor-sim: drive, record a bag, autolabel, finetune, quantize, check, on tiny settings."""
+
+import json
+import os
+
+from freespace_seg import cli
+import pytest
+
+pytest.importorskip('rosbags', reason='own-floor-sim writes and reads rosbag2 with rosbags')
+pytest.importorskip('torch', reason='own-floor-sim fine-tunes with torch')
+
+
+def test_the_loop_writes_bags_labels_models_and_checks(tmp_path, capsys):
+    out = tmp_path / 'loop'
+    rc = cli.main(['own-floor-sim', str(out), '--rooms', '2', '--minutes', '0.15',
+                   '--steps', '2', '--batch-size', '2', '--eval-frames', '3',
+                   '--quantize-frames', '2', '--threads', '1'])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert sorted(os.listdir(out / 'bags')) == ['room_300', 'room_301']
+    labels = os.listdir(out / 'labels')
+    assert any(n.startswith('room_300_') for n in labels)
+    assert any(n.startswith('room_301_') for n in labels)
+    assert len([n for n in labels if n.endswith('_mask.png')]) * 2 == len(labels)
+    for name in ('own_floor.onnx', 'own_floor.yaml', 'own_floor_int8.onnx'):
+        assert (out / 'model' / name).is_file()
+    data = json.loads((out / 'summary.json').read_text())
+    total = data['labels']['all']
+    assert total['frames'] == len(labels) // 2
+    # drive-over labels against the renderer's exact masks
+    assert total['free_precision'] >= 0.995
+    checks = {(c['model'], c['style']) for c in data['checks']}
+    assert checks == {(m, s) for m in ('base fp32', 'base INT8', 'fine-tuned fp32',
+                                       'fine-tuned INT8') for s in ('shifted', 'default')}
+    assert all(0.0 < c['miou'] <= 1.0 for c in data['checks'])
+    assert '## Labels' in text and 'fine-tuned INT8' in text
+    assert text.strip().endswith((out / 'summary.md').read_text().strip())
+
+
+def test_bad_options_and_an_existing_out_are_refused(tmp_path, capsys):
+    assert cli.main(['own-floor-sim', str(tmp_path / 'a'), '--rooms', '0']) == 2
+    assert '--rooms' in capsys.readouterr().err
+    assert cli.main(['own-floor-sim', str(tmp_path / 'b'), '--camera-height', '0.5',
+                     '0.1']) == 2
+    assert '--camera-height' in capsys.readouterr().err
+    (tmp_path / 'c').mkdir()
+    assert cli.main(['own-floor-sim', str(tmp_path / 'c')]) == 2
+    assert 'exists' in capsys.readouterr().err
+    assert not (tmp_path / 'a').exists() and not (tmp_path / 'b').exists()
