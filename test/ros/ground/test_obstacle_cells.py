@@ -91,9 +91,14 @@ class Case:
     seen: int = 1
 
 
-def xfail(reason):
-    """Mark a case whose grid, measured, calls cells over the obstacle free."""
-    return pytest.mark.xfail(strict=True, raises=FreeOverObstacle, reason=reason)
+def xfail(reason, strict=True):
+    """
+    Mark a case whose grid, measured, calls cells over the obstacle free.
+
+    ``strict=False`` for the cases of one or two cells: their count can differ with the CPU's
+    INT8 kernels or another ONNX Runtime, and an unexpected pass must not fail the run.
+    """
+    return pytest.mark.xfail(strict=strict, raises=FreeOverObstacle, reason=reason)
 
 
 TABLE_LEGS = ((0.925, -0.325), (0.925, 0.275), (1.425, -0.325), (1.425, 0.275))
@@ -113,7 +118,7 @@ CASES = [
         ((0.625, -0.075), (0.625, 0.275), (0.975, -0.075), (0.975, 0.275)), 0.01, 0.45)),
         seen=4), marks=xfail('the mask: 1 of the 4 leg cells free (1.01 m; plain 1, fp32 1). '
                              'The bottom rows of the grey 2 cm leg are called floor (P(free) '
-                             '0.62-0.89); the occupied cell is the next one behind')),
+                             '0.62-0.89); the occupied cell is the next one behind', strict=False)),
     pytest.param(Case('legs_3cm_table', tuple(legged(
         ((1.275, -0.625), (1.275, 0.125), (1.525, -0.625), (1.525, 0.125)), 0.015, 0.75)),
         seen=4), marks=xfail('the mask, and the rule for one leg: 3 of the 4 leg cells free '
@@ -143,11 +148,11 @@ CASES = [
                  marks=xfail('the mask: 1 of the 48 footprint cells free (13 occupied in the '
                              'truth; plain 1, fp32 0): the far corner cell at 1.39 m, where the '
                              'foot line along the visible side of the box is 1-2 rows high and '
-                             'one side pixel has P(free) 0.65')),
+                             'one side pixel has P(free) 0.65', strict=False)),
     pytest.param(Case('low_box_6cm', (rect(1.20, -0.60, 1.50, -0.30, 0.06),)),
                  marks=xfail('the mask: 1 of the 36 footprint cells free (11 occupied in the '
                              'truth; plain 1, fp32 1): the far corner cell at 1.51 m, two side '
-                             'pixels with P(free) 0.75, as low_box_10cm')),
+                             'pixels with P(free) 0.75, as low_box_10cm', strict=False)),
     pytest.param(Case('low_box_yawed', (Box(0.95, -0.05, 0.35, 0.25, 0.08, 0.5),))),
     pytest.param(Case('glass_framed', tuple(glass_partition((1.025, -1.5), (1.025, 1.5), 2.0,
                                                             2)))),
@@ -158,7 +163,7 @@ CASES = [
                     '2 cm floor channel there is an exact INT8 logit tie (P = 0.5), which the '
                     'plain rule marks and grid_mark_confidence 0.5 leaves out, and channel and '
                     'pane pixels with P(free) 0.62-0.72 (over grid_free_confidence 0.6) free '
-                    'the cells')),
+                    'the cells', strict=False)),
     pytest.param(Case('glass_angled', tuple(glass_partition((0.8, -1.2), (1.4, 1.2), 2.0, 2)))),
 ]
 IDS = [p.values[0].name for p in CASES]
