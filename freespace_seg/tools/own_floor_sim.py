@@ -344,21 +344,21 @@ def _markdown(args, data, checks, styles, models):
              '-' if r['free_coverage'] is None else f'{r["free_coverage"]:.3f}',
              _pct(r['free_share']), _pct(r['blocked_share'])]
             for r in data['labels']['rooms'] + [data['labels']['all']]]
-    lines += (markdown.table(
+    lines += markdown.table(
         ['room (seed)', 'camera height (m)', 'pitch (rad)', 'driven (m)', 'bumps', 'frames',
          'free precision', 'blocked precision', 'free coverage', 'free (% px)',
-         'blocked (% px)'], rows))
+         'blocked (% px)'], rows)
     lines += ['', f'## Held-out rooms (`eval --render {args.eval_frames} --seed '
               f'{args.eval_seed} --style S`): mIoU / blocked called free', '']
     rows = [[label] + [f'{checks[(label, s)]["miou"]:.3f} / '
                        f'{_pct(checks[(label, s)]["blocked_called_free"])}' for s in styles]
             for label, _ in models]
-    lines += (markdown.table(['model'] + [f'style {s}' for s in styles], rows))
+    lines += markdown.table(['model'] + [f'style {s}' for s in styles], rows)
     if data['closed_loop']:
         lines += ['', f'## Closed loop in the driven rooms ({args.loop_minutes:g} min each)', '']
         rows = [[m, v['rooms'], v['collisions'], v['distance_m'],
                  f'{100 * v["mean_coverage"]:.1f} %'] for m, v in data['closed_loop'].items()]
-        lines += (markdown.table(['model', 'rooms', 'collisions', 'distance (m)',
-                                     'mean coverage'], rows))
+        lines += markdown.table(['model', 'rooms', 'collisions', 'distance (m)',
+                                 'mean coverage'], rows)
     lines += ['', 'Time (s): ' + ', '.join(f'{k} {v}' for k, v in data['timing'].items())]
     return '\n'.join(lines)

@@ -141,6 +141,12 @@ def add_arguments(parser):
         help='seed of the split, torch, numpy and random (default: %(default)s)')
     opt('--threads', type=int, default=2, help='torch and ONNX Runtime threads '
         '(default: %(default)s)')
+    opt('--replay', metavar='DIR', default=None,
+        help="a synthetic dataset (`generate`, e.g. the base model's own training frames): "
+             'its train split is mixed into the fine-tuning so that the model keeps what it '
+             'knew; needed when the images are only partly labelled (autolabel)')
+    opt('--replay-frames', type=int, default=0,
+        help='synthetic frames to mix in (default: as many as the training images)')
     opt('--log-every', type=int, default=50, help='default: %(default)s')
 
 
@@ -163,6 +169,10 @@ def _check_args(args):
         raise FinetuneError('--out must differ from --model (the base model is kept)')
     if not os.path.isfile(args.model):
         raise FinetuneError(f'--model {args.model}: no such file')
+    if args.replay_frames < 0:
+        raise FinetuneError('--replay-frames must be at least 0')
+    if args.replay and not os.path.isdir(args.replay):
+        raise FinetuneError(f'--replay {args.replay}: no such folder')
 
 
 def finetune(args):
@@ -201,8 +211,25 @@ def finetune(args):
 
     boxed = [letterbox_pair(*frames[p], width, height, tensors.PAD_VALUE)
              for p in train_pairs]
-    train_x, train_y = tensors.to_tensors(np.stack([b[0] for b in boxed]),
-                                          np.stack([b[1] for b in boxed]))
+    images = np.stack([b[0] for b in boxed])
+    labels = np.stack([b[1] for b in boxed])
+    replayed = 0
+    if args.replay:
+        want = args.replay_frames or len(train_pairs)
+        try:
+            have = datasets.count_frames(args.replay, 'train')
+        except (OSError, ValueError) as e:
+            raise FinetuneError(f'--replay {args.replay}: {e}') from None
+        if have < 1:
+            raise FinetuneError(f'--replay {args.replay}: no training frames')
+        extra_x, extra_y = datasets.stack_letterboxed(
+            datasets.dataset_frames(args.replay, 'train', limit=want), min(want, have), width,
+            height, tensors.PAD_VALUE, desc='finetune: replay')
+        images = np.concatenate([images, extra_x])
+        labels = np.concatenate([labels, extra_y])
+        replayed = len(extra_x)
+        print(f'finetune: {replayed} synthetic frames of {args.replay} mixed in', flush=True)
+    train_x, train_y = tensors.to_tensors(images, labels)
     freeze_batchnorm(model)
     t_train = time.perf_counter()
     history = loop.train_model(
@@ -245,6 +272,8 @@ def finetune(args):
             'num_val': len(val_pairs),
             'val_fraction': args.val_fraction,
             'val_images': [os.path.basename(p[0]) for p in val_pairs],
+            'replay': ({'dataset': display_path(args.replay), 'frames': replayed}
+                       if args.replay else None),
         },
         'optimizer': {'name': 'AdamW', 'lr': args.lr, 'weight_decay': 0.0,
                       'schedule': 'one-cycle'},
@@ -269,7 +298,9 @@ def finetune(args):
         'evaluation': {},
         'training': training,
         'data_sources': list(base_raw.get('data_sources') or []) + [
-            f'{len(train_pairs)} user images with masks from {images_dir} (fine-tuning)'],
+            f'{len(train_pairs)} user images with masks from {images_dir} (fine-tuning)'] + (
+            [f'{replayed} synthetic frames of {display_path(args.replay)} (replayed in the '
+             'fine-tuning)'] if args.replay else []),
         'licence': base_raw.get('licence', 'Apache-2.0'),
     }
     card_path = os.path.splitext(args.out)[0] + '.yaml'

@@ -118,7 +118,8 @@ CASES = [
         ((0.625, -0.075), (0.625, 0.275), (0.975, -0.075), (0.975, 0.275)), 0.01, 0.45)),
         seen=4), marks=xfail('the mask: 1 of the 4 leg cells free (1.01 m; plain 1, fp32 1). '
                              'The bottom rows of the grey 2 cm leg are called floor (P(free) '
-                             '0.62-0.89); the occupied cell is the next one behind', strict=False)),
+                             '0.62-0.89); the occupied cell is the next one behind',
+                             strict=False)),
     pytest.param(Case('legs_3cm_table', tuple(legged(
         ((1.275, -0.625), (1.275, 0.125), (1.525, -0.625), (1.525, 0.125)), 0.015, 0.75)),
         seen=4), marks=xfail('the mask, and the rule for one leg: 3 of the 4 leg cells free '

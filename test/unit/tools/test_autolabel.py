@@ -24,12 +24,12 @@ from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.sim import Box, default_intrinsics, make_scene, RandomizationConfig, Scene
 from freespace_seg.sim.render import free_mask
 from freespace_seg.sim.wander import wander
+from freespace_seg.tools.sim_bag import write_drive_bag
 from freespace_seg.training.evaluate import image_pairs, read_user_pair
 import numpy as np
 import pytest
 
 rosbags = pytest.importorskip('rosbags', reason='the autolabel command needs rosbags')
-from freespace_seg.tools.sim_bag import write_drive_bag  # noqa: E402
 
 W, H = 160, 90
 MOUNT = CameraMount(z=0.3, pitch=0.3)

@@ -119,6 +119,29 @@ def test_finetune_end_to_end(tmp_path, capsys):
     assert set(np.unique(mask)) <= {0, 1}
 
 
+def test_replay_mixes_synthetic_frames_in_and_the_card_says_so(tmp_path, capsys):
+    images = tmp_path / 'real'
+    write_user_images(str(images), n=4)
+    replay = tmp_path / 'synthetic'
+    assert cli.main(['generate', '--out', str(replay), '--num', '10', '--width', str(W),
+                     '--height', str(H), '--seed', '3']) == 0
+    out = tmp_path / 'ft' / 'mine.onnx'
+    rc = cli.main(['finetune', '--images', str(images), '--out', str(out), '--steps', '2',
+                   '--batch-size', '2', '--val-fraction', '0.25', '--threads', '1',
+                   '--log-every', '0', '--replay', str(replay), '--replay-frames', '5'])
+    assert rc == 0
+    assert '5 synthetic frames of' in capsys.readouterr().out
+    card = load_card(str(out))
+    data = card.raw['training']['data']
+    assert data['num_train'] == 3 and data['replay']['frames'] == 5
+    assert any('synthetic frames of' in s and 'replayed' in s for s in card.raw['data_sources'])
+    assert '--replay' in card.raw['training']['command']
+
+    assert cli.main(['finetune', '--images', str(images), '--out', str(tmp_path / 'b.onnx'),
+                     '--replay', str(tmp_path / 'nowhere')]) == 2
+    assert 'no such folder' in capsys.readouterr().err
+
+
 def test_clear_errors(tmp_path, capsys):
     empty = tmp_path / 'empty'
     empty.mkdir()
