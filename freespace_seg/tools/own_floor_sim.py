@@ -38,6 +38,7 @@ It does what a user does on the robot, in rooms of a style the model did not tra
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -89,6 +90,13 @@ def add_arguments(parser):
                              '<stem>_int8.onnx, when it exists)')
     parser.add_argument('--model-fill', type=float, default=0.0, metavar='P',
                         help="autolabel's --model-fill (0: off, the default)")
+    parser.add_argument('--replay', default='generate', metavar='DIR',
+                        help="synthetic frames mixed into the fine-tuning (finetune's "
+                             '--replay): a `generate` dataset, `generate` (the default: render '
+                             'as many default-style frames as there are labelled ones into '
+                             'OUT/replay) or `none`')
+    parser.add_argument('--replay-seed', type=int, default=77,
+                        help='seed of the generated replay frames (77)')
     parser.add_argument('--steps', type=int, default=300, help="finetune's --steps (300)")
     parser.add_argument('--batch-size', type=int, default=4, help="finetune's --batch-size (4)")
     parser.add_argument('--lr', type=float, default=3e-4, help="finetune's --lr (0.0003)")
@@ -146,6 +154,8 @@ def _check(args):
                                       ('--camera-pitch', args.camera_pitch, -0.5, 1.5)):
         if not (lo <= low <= high <= hi):
             raise ValueError(f'{flag}: need {lo} <= LOW <= HIGH <= {hi}')
+    if args.replay not in ('generate', 'none') and not os.path.isdir(args.replay):
+        raise ValueError(f'--replay {args.replay}: no such folder')
     if args.model and not os.path.isfile(args.model):
         raise ValueError(f'--model {args.model}: no such file')
 
@@ -266,12 +276,23 @@ def _loop(args, out):
 
     # 3: fine-tune and quantize
     t1 = time.monotonic()
+    replay = []
+    if args.replay == 'generate':
+        # as many training frames as labelled ones (generate keeps 80 % for training)
+        num = max(2, math.ceil(total['frames'] / 0.8))
+        _run_cli(['generate', '--out', os.path.join(out, 'replay'), '--num', str(num),
+                  '--seed', str(args.replay_seed), '--jobs', str(args.threads)], 'generate')
+        replay = ['--replay', os.path.join(out, 'replay'), '--replay-frames',
+                  str(total['frames'])]
+    elif args.replay != 'none':
+        replay = ['--replay', args.replay, '--replay-frames', str(total['frames'])]
+    timing['replay_s'] = round(time.monotonic() - t1, 1)
     tuned = os.path.join(out, 'model', 'own_floor.onnx')
     os.makedirs(os.path.dirname(tuned))
     _run_cli(['finetune', '--images', labels, '--model', model, '--out', tuned,
               '--steps', str(args.steps), '--batch-size', str(args.batch_size),
-              '--lr', str(args.lr), '--augment', args.augment, '--threads', str(args.threads)],
-             'finetune')
+              '--lr', str(args.lr), '--augment', args.augment, '--threads', str(args.threads)]
+             + replay, 'finetune')
     _run_cli(['quantize', '--model', tuned, '--frames', str(args.quantize_frames),
               '--check-frames', str(min(8, args.quantize_frames))], 'quantize')
     tuned_int8 = os.path.splitext(tuned)[0] + '_int8.onnx'

@@ -19,6 +19,7 @@ import os
 
 from freespace_seg import cli
 import pytest
+import yaml
 
 pytest.importorskip('rosbags', reason='own-floor-sim writes and reads rosbag2 with rosbags')
 pytest.importorskip('torch', reason='own-floor-sim fine-tunes with torch')
@@ -26,8 +27,9 @@ pytest.importorskip('torch', reason='own-floor-sim fine-tunes with torch')
 
 def test_the_loop_writes_bags_labels_models_and_checks(tmp_path, capsys):
     out = tmp_path / 'loop'
-    rc = cli.main(['own-floor-sim', str(out), '--rooms', '2', '--minutes', '0.15',
-                   '--steps', '2', '--batch-size', '2', '--eval-frames', '3',
+    rc = cli.main(['own-floor-sim', str(out), '--rooms', '2', '--minutes', '0.1',
+                   '--frame-every', '1.0', '--width', '240', '--height', '135',
+                   '--steps', '2', '--batch-size', '2', '--eval-frames', '2',
                    '--quantize-frames', '2', '--threads', '1'])
     text = capsys.readouterr().out
     assert rc == 0
@@ -38,6 +40,10 @@ def test_the_loop_writes_bags_labels_models_and_checks(tmp_path, capsys):
     assert len([n for n in labels if n.endswith('_mask.png')]) * 2 == len(labels)
     for name in ('own_floor.onnx', 'own_floor.yaml', 'own_floor_int8.onnx'):
         assert (out / 'model' / name).is_file()
+    # synthetic frames replayed in the fine-tuning (generated into OUT/replay by default)
+    card = yaml.safe_load((out / 'model' / 'own_floor.yaml').read_text())
+    assert card['training']['data']['replay']['frames'] >= 1
+    assert any('replayed in the fine-tuning' in s for s in card['data_sources'])
     data = json.loads((out / 'summary.json').read_text())
     total = data['labels']['all']
     assert total['frames'] == len(labels) // 2
