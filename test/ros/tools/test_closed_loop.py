@@ -22,6 +22,7 @@ Rooms with exact perception (the renderer's own masks) run always, so the driver
 simulator are covered without a model.
 """
 
+import json
 import os
 import threading
 
@@ -187,3 +188,52 @@ def test_benchmark_camera_mount_options(tmp_path, capsys):
                      '--minutes', '0.05', '--perception', 'truth', '--camera-height', '1.0',
                      '--json', str(out)]) == 0
     assert '1 m up, pitched 0.3 rad' in capsys.readouterr().out
+
+
+def test_benchmark_resumes_from_its_json_and_refuses_other_options(tmp_path, capsys):
+    from freespace_seg import cli
+    out = tmp_path / 'rooms.json'
+    base = ['bench-closed-loop', '--minutes', '0.05', '--perception', 'truth', '--first-seed',
+            '3', '--json', str(out), '--resume']
+    assert cli.main(base + ['--rooms', '1']) == 0
+    first = json.loads(out.read_text())['rooms']
+    assert [r['seed'] for r in first] == [3]
+    capsys.readouterr()
+    # room 3 is kept as it was (its wall time too); only room 4 runs
+    assert cli.main(base + ['--rooms', '2']) == 0
+    captured = capsys.readouterr()
+    assert 'resume: 1 rooms from' in captured.err
+    assert 'room 4:' in captured.err and 'room 3:' not in captured.err
+    rooms = json.loads(out.read_text())['rooms']
+    assert [r['seed'] for r in rooms] == [3, 4]
+    assert rooms[0]['wall_time'] == first[0]['wall_time']
+    assert '**total (2 rooms)**' in captured.out
+    assert cli.main(base + ['--rooms', '2', '--style', 'shifted']) == 2
+    assert '--style default' in capsys.readouterr().err
+    assert cli.main(['bench-closed-loop', '--rooms', '1', '--perception', 'truth',
+                     '--resume']) == 2
+    assert '--resume needs --json' in capsys.readouterr().err
+
+
+def test_shifted_style_rooms_keep_their_geometry():
+    """sim_robot's style changes the look of a room, never where its walls and obstacles are."""
+    from freespace_seg.nodes.sim_robot import SimRobot
+    import rclpy
+    from rclpy.parameter import Parameter
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    rooms = {}
+    try:
+        for style in ('default', 'shifted'):
+            node = SimRobot(context=context, autostep=False, parameter_overrides=[
+                Parameter('seed', value=5), Parameter('style', value=style)])
+            rooms[style] = (node.scene, node.start_pose)
+            node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    (a, pose_a), (b, pose_b) = rooms['default'], rooms['shifted']
+    assert pose_a == pose_b
+    assert np.array_equal(np.asarray(a.outline), np.asarray(b.outline))
+    assert [(type(o).__name__, o.x, o.y) for o in a.obstacles] == \
+        [(type(o).__name__, o.x, o.y) for o in b.obstacles]
+    assert a.appearance != b.appearance
