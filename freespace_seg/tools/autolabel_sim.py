@@ -161,6 +161,12 @@ def _spread(low, high, i, n):
     return low if n <= 1 else low + (high - low) * i / (n - 1)
 
 
+def room_mount(args, index):
+    """Return room ``index``'s camera: ``--camera-height`` and ``--camera-pitch`` spread out."""
+    return CameraMount(z=_spread(*args.camera_height, index, args.rooms),
+                       pitch=_spread(*args.camera_pitch, (index * 3) % args.rooms, args.rooms))
+
+
 def _score(counts, labels, truth):
     m = labels.mask
     free = m == FREE
@@ -180,8 +186,7 @@ def measure_room(index, args, config, conditions, progress=None):
     scene = make_scene(rng, RandomizationConfig(style=style))
     drive = wander(scene, rng, duration=args.duration, radius=config.robot_radius)
     intrinsics = default_intrinsics(args.width, args.height)
-    mount = CameraMount(z=_spread(*args.camera_height, index, args.rooms),
-                        pitch=_spread(*args.camera_pitch, (index * 3) % args.rooms, args.rooms))
+    mount = room_mount(args, index)
     path = drive.path
     odom = drifted(path, args.odom_scale, math.radians(args.heading_drift))
     tracks = {'exact': Trajectory(path[:, 0], path[:, 1:]),

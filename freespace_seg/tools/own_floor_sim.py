@@ -48,13 +48,13 @@ import cv2
 from freespace_seg import cli
 from freespace_seg.common import markdown
 from freespace_seg.common.progress import Progress
-from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.perception.pipeline import packaged_model_path
 from freespace_seg.sim import default_intrinsics, make_scene, RandomizationConfig, render
 from freespace_seg.sim.randomization import STYLES
 from freespace_seg.sim.render import free_mask
 from freespace_seg.sim.wander import wander
 from freespace_seg.tools import autolabel
+from freespace_seg.tools.autolabel_sim import room_mount
 from freespace_seg.tools.sim_bag import write_drive_bag
 import numpy as np
 
@@ -113,10 +113,6 @@ def add_arguments(parser):
     parser.add_argument('--threads', type=int, default=2, help='threads (2)')
 
 
-def _spread(low, high, i, n):
-    return low if n <= 1 else low + (high - low) * i / (n - 1)
-
-
 class Room:
     """One driven room: its scene, camera, drive and the times of the recorded frames."""
 
@@ -127,9 +123,7 @@ class Room:
         self.scene = make_scene(rng, self.look)
         self.drive = wander(self.scene, rng, duration=60.0 * args.minutes)
         self.intrinsics = default_intrinsics(args.width, args.height)
-        self.mount = CameraMount(
-            z=_spread(*args.camera_height, index, args.rooms),
-            pitch=_spread(*args.camera_pitch, (index * 3) % args.rooms, args.rooms))
+        self.mount = room_mount(args, index)
         self.effects = not args.no_camera_effects
         self.name = f'room_{self.seed}'
         self.times = []
