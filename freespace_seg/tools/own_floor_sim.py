@@ -54,6 +54,7 @@ from freespace_seg.sim.randomization import STYLES
 from freespace_seg.sim.render import free_mask
 from freespace_seg.sim.wander import wander
 from freespace_seg.tools import autolabel
+from freespace_seg.tools.autolabel_inputs import InputError
 from freespace_seg.tools.autolabel_sim import room_mount
 from freespace_seg.tools.sim_bag import write_drive_bag
 import numpy as np
@@ -223,7 +224,7 @@ def run(args):
         shutil.rmtree(out)
     try:
         summary = _loop(args, out)
-    except (RuntimeError, autolabel.LabelError, OSError) as e:
+    except (RuntimeError, autolabel.LabelError, InputError, OSError) as e:
         print(f'own-floor-sim: error: {e}', file=sys.stderr)
         return 1
     print(summary)
