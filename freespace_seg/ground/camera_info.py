@@ -23,12 +23,12 @@ a rosbags typestore one), so ``segmentation_node`` and ``bag`` share it.
 
 import math
 
-from freespace_seg.ground.geometry import CameraIntrinsics
+from freespace_seg.ground.geometry import CameraIntrinsics, EQUIDISTANT, STANDARD_MODELS
 import numpy as np
 
 
 def intrinsics_from_camera_info(k, d, width, height, binning_x=0, binning_y=0, roi=None,
-                                do_rectify=False, p=None):
+                                do_rectify=False, p=None, distortion_model=''):
     """
     Return the CameraIntrinsics of the image a camera driver actually delivers.
 
@@ -51,14 +51,22 @@ def intrinsics_from_camera_info(k, d, width, height, binning_x=0, binning_y=0, r
     outline of the raw ROI (an approximation of image_geometry's rectified ROI, not checked
     against image_proc).
     Distortion coefficients live in normalized coordinates and do not change with ROI or
-    binning.
+    binning. ``distortion_model``: CameraInfo's, ``plumb_bob`` or ``rational_polynomial``
+    (or empty: D of 0, 4, 5, 8, 12 or 14 numbers) or ``equidistant`` (the fisheye, D of 4
+    numbers or none).
     """
     k = np.asarray(k, dtype=np.float64).reshape(-1)
     if k.size != 9:
         raise ValueError(f'K must have 9 elements, got {k.size}')
     d = tuple(float(c) for c in np.asarray(d if d is not None else (), dtype=np.float64)
               .reshape(-1))
-    if len(d) not in (0, 4, 5, 8, 12, 14):
+    model = distortion_model or ''
+    if model not in STANDARD_MODELS + (EQUIDISTANT,):
+        raise ValueError(f'unsupported distortion model {model!r}')
+    if model == EQUIDISTANT:
+        if len(d) not in (0, 4):
+            raise ValueError(f'D of the equidistant model must have 4 coefficients, got {len(d)}')
+    elif len(d) not in (0, 4, 5, 8, 12, 14):
         raise ValueError(f'D must have 0, 4, 5, 8, 12 or 14 coefficients, got {len(d)}')
     width, height = int(width), int(height)
     if width <= 0 or height <= 0:
@@ -69,7 +77,7 @@ def intrinsics_from_camera_info(k, d, width, height, binning_x=0, binning_y=0, r
         raise ValueError(f'binning must be >= 0, got {binning_x}, {binning_y}')
 
     x_off, y_off, roi_w, roi_h = _checked_roi(roi, width, height)
-    full = CameraIntrinsics.from_k(width, height, k, d)
+    full = CameraIntrinsics.from_k(width, height, k, d, model)
     if do_rectify:
         cam = _rectified_camera(full, p)
         if (x_off, y_off, roi_w, roi_h) != (0, 0, width, height):
@@ -82,7 +90,8 @@ def intrinsics_from_camera_info(k, d, width, height, binning_x=0, binning_y=0, r
         raise ValueError(f'ROI {roi_w}x{roi_h} with binning {bx}x{by} leaves no pixels')
     return CameraIntrinsics(out_w, out_h, cam.fx / bx, cam.fy / by,
                             (cam.cx - x_off + 0.5) / bx - 0.5,
-                            (cam.cy - y_off + 0.5) / by - 0.5, cam.distortion)
+                            (cam.cy - y_off + 0.5) / by - 0.5, cam.distortion,
+                            cam.distortion_model)
 
 
 def intrinsics_from_camera_info_msg(msg, rectified=False):
@@ -92,16 +101,17 @@ def intrinsics_from_camera_info_msg(msg, rectified=False):
     ``rectified`` says whether the image the mask comes from is the rectified one
     (``image_rect``, passed on as ``do_rectify``). It is not taken from the message's
     ``roi.do_rectify``: image_proc publishes the same CameraInfo (with D) next to both the raw
-    and the rectified image, so only the subscriber knows which one it uses. Only the
-    plumb_bob and rational_polynomial distortion models (or none) are supported.
+    and the rectified image, so only the subscriber knows which one it uses. The plumb_bob,
+    rational_polynomial and equidistant (fisheye) distortion models (or none) are supported;
+    another raises ValueError.
     """
     model = getattr(msg, 'distortion_model', '') or ''
-    if model not in ('', 'plumb_bob', 'rational_polynomial'):
+    if model not in STANDARD_MODELS + (EQUIDISTANT,):
         raise ValueError(f'unsupported distortion model {model!r}')
     roi = msg.roi
     return intrinsics_from_camera_info(
         msg.k, msg.d, msg.width, msg.height, msg.binning_x, msg.binning_y,
-        (roi.x_offset, roi.y_offset, roi.width, roi.height), bool(rectified), msg.p)
+        (roi.x_offset, roi.y_offset, roi.width, roi.height), bool(rectified), msg.p, model)
 
 
 def _checked_roi(roi, width, height):
@@ -148,10 +158,14 @@ def _rectified_roi(raw, rect, x_off, y_off, roi_w, roi_h):
     for name, (u, v) in edges.items():
         xn, yn = raw.normalized_rays(u, v)
         mapped[name] = (rect.fx * xn + rect.cx, rect.fy * yn + rect.cy)
-    x0 = max(0, math.ceil(np.max(mapped['left'][0]) + 0.5))
-    y0 = max(0, math.ceil(np.max(mapped['top'][1]) + 0.5))
-    x1 = min(raw.width, math.floor(np.min(mapped['right'][0]) + 0.5))
-    y1 = min(raw.height, math.floor(np.min(mapped['bottom'][1]) + 0.5))
+    # A fisheye's outline can reach 90 degrees off the axis, which no rectified pixel sees
+    # (NaN): the rest of the outline bounds the crop.
+    if any(np.isnan(x).all() or np.isnan(y).all() for x, y in mapped.values()):
+        raise ValueError('the rectified ROI is empty')
+    x0 = max(0, math.ceil(np.nanmax(mapped['left'][0]) + 0.5))
+    y0 = max(0, math.ceil(np.nanmax(mapped['top'][1]) + 0.5))
+    x1 = min(raw.width, math.floor(np.nanmin(mapped['right'][0]) + 0.5))
+    y1 = min(raw.height, math.floor(np.nanmin(mapped['bottom'][1]) + 0.5))
     if x1 <= x0 or y1 <= y0:
         raise ValueError('the rectified ROI is empty')
     return x0, y0, x1 - x0, y1 - y0

@@ -24,6 +24,11 @@ Frames follow REP 103/105:
 A :class:`CameraMount` gives the pose of the camera in the base frame as a position and
 roll/pitch/yaw angles of the camera *body* frame (x forward, y left, z up) about the base
 axes. A positive ``pitch`` tilts the camera down (right-hand rule about the base y axis).
+
+Lenses (:class:`CameraIntrinsics`, as sensor_msgs/CameraInfo's ``distortion_model``): a
+pinhole with OpenCV's standard distortion (``plumb_bob``, ``rational_polynomial``; D of 4,
+5, 8, 12 or 14 numbers) or the ``equidistant`` fisheye (camera_calibration's fisheye model,
+OpenCV's ``cv2.fisheye``; D = k1..k4), whose rays may lie 90 degrees or more off the axis.
 """
 
 from dataclasses import dataclass, field
@@ -32,6 +37,12 @@ import math
 import cv2
 import numpy as np
 
+#: CameraInfo distortion_model of the fisheye lens
+EQUIDISTANT = 'equidistant'
+#: CameraInfo distortion models read as OpenCV's standard (pinhole) model
+STANDARD_MODELS = ('', 'plumb_bob', 'rational_polynomial')
+# Table points of the equidistant lens's angle, 0 to 180 degrees off the axis.
+_FISHEYE_TABLE = 4097
 # Columns are the optical frame's x, y, z axes written in the camera body frame.
 _BODY_FROM_OPTICAL = np.array([[0.0, 0.0, 1.0],
                                [-1.0, 0.0, 0.0],
@@ -52,9 +63,14 @@ def rotation_rpy(roll, pitch, yaw):
 @dataclass(frozen=True)
 class CameraIntrinsics:
     """
-    A pinhole camera with optional plumb_bob distortion, as in sensor_msgs/CameraInfo.
+    A camera with optional lens distortion, as in sensor_msgs/CameraInfo.
 
-    ``distortion`` holds (k1, k2, p1, p2[, k3[, k4, k5, k6]]) like CameraInfo.D.
+    ``distortion_model`` ``''`` (also given as ``plumb_bob`` or ``rational_polynomial``,
+    stored as ``''``): a pinhole, ``distortion`` (k1, k2, p1, p2[, k3[, k4, k5, k6[, s1..s4[,
+    tx, ty]]]]) like CameraInfo.D, OpenCV's standard model. ``equidistant``: a fisheye whose
+    image radius (normalized) is ``theta_d = theta (1 + k1 theta^2 + k2 theta^4 + k3 theta^6 +
+    k4 theta^8)`` for a ray ``theta`` radians off the axis, ``distortion`` (k1, k2, k3, k4)
+    (or empty: all 0), as camera_calibration's fisheye model and ``cv2.fisheye``.
     """
 
     width: int
@@ -64,21 +80,41 @@ class CameraIntrinsics:
     cx: float
     cy: float
     distortion: tuple = field(default=())
+    distortion_model: str = ''
+
+    def __post_init__(self):
+        model = self.distortion_model or ''
+        if model not in STANDARD_MODELS + (EQUIDISTANT,):
+            raise ValueError(f'unsupported distortion model {model!r} (supported: plumb_bob, '
+                             f'rational_polynomial, {EQUIDISTANT})')
+        if model == EQUIDISTANT and len(self.distortion) not in (0, 4):
+            raise ValueError('the equidistant model takes D = (k1, k2, k3, k4), got '
+                             f'{len(self.distortion)} coefficients')
+        object.__setattr__(self, 'distortion_model', '' if model in STANDARD_MODELS else model)
 
     @classmethod
-    def from_fov(cls, width, height, hfov_rad, distortion=()):
-        """Make square-pixel intrinsics from a horizontal field of view, centred."""
-        f = (width / 2.0) / math.tan(hfov_rad / 2.0)
-        return cls(width, height, f, f, (width - 1) / 2.0, (height - 1) / 2.0, tuple(distortion))
+    def from_fov(cls, width, height, hfov_rad, distortion=(), distortion_model=''):
+        """
+        Make square-pixel intrinsics from a horizontal field of view, centred.
+
+        For an ``equidistant`` lens the focal length is that of its undistorted (D = 0)
+        angles: the image's half width over half the field of view.
+        """
+        if distortion_model == EQUIDISTANT:
+            f = (width / 2.0) / (hfov_rad / 2.0)
+        else:
+            f = (width / 2.0) / math.tan(hfov_rad / 2.0)
+        return cls(width, height, f, f, (width - 1) / 2.0, (height - 1) / 2.0, tuple(distortion),
+                   distortion_model)
 
     @classmethod
-    def from_k(cls, width, height, k, distortion=()):
+    def from_k(cls, width, height, k, distortion=(), distortion_model=''):
         """Make intrinsics from a row-major 3x3 K (9 numbers, as CameraInfo.k)."""
         k = np.asarray(k, dtype=np.float64).reshape(-1)
         if k.size != 9:
             raise ValueError(f'K must have 9 elements, got {k.size}')
         return cls(int(width), int(height), float(k[0]), float(k[4]), float(k[2]), float(k[5]),
-                   tuple(float(d) for d in distortion))
+                   tuple(float(d) for d in distortion), distortion_model)
 
     @property
     def k(self):
@@ -87,26 +123,59 @@ class CameraIntrinsics:
 
     @property
     def has_distortion(self):
+        """Whether a distortion coefficient is not 0 (an equidistant lens bends rays anyway)."""
         return any(abs(d) > 0.0 for d in self.distortion)
+
+    @property
+    def is_fisheye(self):
+        """Whether the lens is the ``equidistant`` fisheye (with any D, all 0 included)."""
+        return self.distortion_model == EQUIDISTANT
 
     def scaled(self, width, height):
         """Return the same camera at another resolution (e.g. binning), pixel centres kept."""
         sx, sy = width / self.width, height / self.height
         return CameraIntrinsics(int(width), int(height), self.fx * sx, self.fy * sy,
                                 (self.cx + 0.5) * sx - 0.5, (self.cy + 0.5) * sy - 0.5,
-                                self.distortion)
+                                self.distortion, self.distortion_model)
+
+    def optical_rays(self, u=None, v=None):
+        """
+        Return the ray directions (x, y, z) of pixel centres in the optical frame.
+
+        Pinhole lenses: (x/z, y/z, 1), as :meth:`normalized_rays`. Equidistant lenses: unit
+        vectors, z <= 0 for rays 90 degrees or more off the axis, NaN for a pixel past the
+        radius where the lens's angle stops growing (no ray). Shapes as
+        :meth:`normalized_rays`.
+        """
+        if not self.is_fisheye:
+            xn, yn = self.normalized_rays(u, v)
+            return xn, yn, np.ones_like(xn)
+        u, v = self._pixels(u, v)
+        xd, yd = (u - self.cx) / self.fx, (v - self.cy) / self.fy
+        theta_d = np.hypot(xd, yd)
+        theta = _fisheye_angle(theta_d, self._fisheye_k())
+        with np.errstate(invalid='ignore', divide='ignore'):
+            s = np.where(theta_d > 1e-12, np.sin(theta) / np.where(theta_d > 1e-12, theta_d, 1.0),
+                         1.0)
+        z = np.where(np.isnan(theta), np.nan, np.cos(theta))
+        return xd * s, yd * s, z
 
     def normalized_rays(self, u=None, v=None):
         """
         Return undistorted normalized image coordinates (x/z, y/z) of pixel centres.
 
         With no arguments, returns two float64 arrays of shape (height, width) for every pixel;
-        otherwise for the given pixel coordinates (any matching shapes).
+        otherwise for the given pixel coordinates (any matching shapes). An equidistant lens's
+        pixels with no ray in front of the camera (90 degrees or more off the axis) are NaN:
+        :meth:`optical_rays` has their rays.
         """
-        if u is None:
-            v, u = np.mgrid[0:self.height, 0:self.width].astype(np.float64)
-        u = np.asarray(u, dtype=np.float64)
-        v = np.asarray(v, dtype=np.float64)
+        if self.is_fisheye:
+            x, y, z = self.optical_rays(u, v)
+            with np.errstate(invalid='ignore', divide='ignore'):
+                front = z > 0.0
+                z = np.where(front, z, 1.0)
+                return np.where(front, x / z, np.nan), np.where(front, y / z, np.nan)
+        u, v = self._pixels(u, v)
         if not self.has_distortion:
             return (u - self.cx) / self.fx, (v - self.cy) / self.fy
         pts = np.stack([u.ravel(), v.ravel()], axis=1).reshape(-1, 1, 2)
@@ -119,8 +188,33 @@ class CameraIntrinsics:
         und = und.reshape(-1, 2)
         return und[:, 0].reshape(u.shape), und[:, 1].reshape(u.shape)
 
+    def _pixels(self, u, v):
+        """Return float64 pixel coordinates: every pixel centre when ``u`` is None."""
+        if u is None:
+            v, u = np.mgrid[0:self.height, 0:self.width].astype(np.float64)
+        return np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+
+    def _fisheye_k(self):
+        return tuple(float(d) for d in self.distortion) + (0.0,) * (4 - len(self.distortion))
+
     def project(self, points_optical):
-        """Project Nx3 points in the optical frame to pixel coordinates (Nx2), with distortion."""
+        """
+        Project Nx3 points in the optical frame to pixel coordinates (Nx2), with distortion.
+
+        An equidistant lens projects points at any angle off the axis, behind the camera too
+        (as far as its D makes sense there); a pinhole only those in front (z > 0).
+        """
+        if self.is_fisheye:
+            pts = np.asarray(points_optical, dtype=np.float64).reshape(-1, 3)
+            r = np.hypot(pts[:, 0], pts[:, 1])
+            theta = np.arctan2(r, pts[:, 2])
+            k1, k2, k3, k4 = self._fisheye_k()
+            t2 = theta * theta
+            theta_d = theta * (1.0 + t2 * (k1 + t2 * (k2 + t2 * (k3 + t2 * k4))))
+            with np.errstate(invalid='ignore', divide='ignore'):
+                s = np.where(r > 1e-12, theta_d / np.where(r > 1e-12, r, 1.0), 0.0)
+            return np.stack([self.fx * s * pts[:, 0] + self.cx,
+                             self.fy * s * pts[:, 1] + self.cy], axis=1)
         pts = np.asarray(points_optical, dtype=np.float64).reshape(-1, 1, 3)
         d = np.asarray(self.distortion if self.has_distortion else (), dtype=np.float64)
         uv, _ = cv2.projectPoints(pts, np.zeros(3), np.zeros(3), self.k, d)
@@ -159,10 +253,39 @@ class CameraMount:
         return t
 
 
+def _fisheye_angle(theta_d, k):
+    """
+    Return the angle off the axis (radians) of equidistant image radii ``theta_d``.
+
+    Inverts ``theta_d = theta (1 + k1 theta^2 + ... + k4 theta^8)`` on [0, pi] up to where
+    it stops growing (a lens with a fold): a table for the start, then Newton steps. NaN for
+    radii past the table's end.
+    """
+    k1, k2, k3, k4 = k
+    t = np.linspace(0.0, math.pi, _FISHEYE_TABLE)
+    t2 = t * t
+    slope = 1.0 + t2 * (3.0 * k1 + t2 * (5.0 * k2 + t2 * (7.0 * k3 + t2 * 9.0 * k4)))
+    fold = np.flatnonzero(slope <= 0.0)
+    end = int(fold[0]) if fold.size else t.size
+    t = t[:end]
+    t2 = t2[:end]
+    table = t * (1.0 + t2 * (k1 + t2 * (k2 + t2 * (k3 + t2 * k4))))
+    theta = np.interp(theta_d, table, t)
+    for _ in range(3):
+        q = theta * theta
+        f = theta * (1.0 + q * (k1 + q * (k2 + q * (k3 + q * k4)))) - theta_d
+        df = 1.0 + q * (3.0 * k1 + q * (5.0 * k2 + q * (7.0 * k3 + q * 9.0 * k4)))
+        theta = np.clip(theta - f / np.maximum(df, 1e-12), 0.0, t[-1])
+    return np.where(theta_d <= table[-1], theta, np.nan)
+
+
 def pixel_rays_in_base(intrinsics, mount, u=None, v=None):
-    """Unit-free ray directions in the base frame for pixels (default: all, shape (H, W, 3))."""
-    xn, yn = intrinsics.normalized_rays(u, v)
-    rays_opt = np.stack([xn, yn, np.ones_like(xn)], axis=-1)
+    """
+    Unit-free ray directions in the base frame for pixels (default: all, shape (H, W, 3)).
+
+    NaN for pixels that have no ray (:meth:`CameraIntrinsics.optical_rays`).
+    """
+    rays_opt = np.stack(intrinsics.optical_rays(u, v), axis=-1)
     return rays_opt @ mount.rotation_base_from_optical().T
 
 

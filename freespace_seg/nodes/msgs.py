@@ -273,15 +273,20 @@ def grid_from_msg(msg):
 
 
 def camera_info_from_intrinsics(intrinsics, header=None):
-    """Build a sensor_msgs/CameraInfo (plumb_bob) from :class:`CameraIntrinsics`."""
+    """
+    Build a sensor_msgs/CameraInfo from :class:`CameraIntrinsics`.
+
+    plumb_bob (D of at least 5 numbers), or equidistant (D of 4) for a fisheye.
+    """
     msg = CameraInfo()
     if header is not None:
         msg.header.stamp = header.stamp
         msg.header.frame_id = header.frame_id
     msg.width, msg.height = int(intrinsics.width), int(intrinsics.height)
-    msg.distortion_model = 'plumb_bob'
-    d = list(intrinsics.distortion) + [0.0] * (5 - len(intrinsics.distortion))
-    msg.d = [float(v) for v in d[:max(5, len(intrinsics.distortion))]]
+    size = 4 if intrinsics.is_fisheye else max(5, len(intrinsics.distortion))
+    msg.distortion_model = 'equidistant' if intrinsics.is_fisheye else 'plumb_bob'
+    d = list(intrinsics.distortion) + [0.0] * (size - len(intrinsics.distortion))
+    msg.d = [float(v) for v in d[:size]]
     msg.k = [float(v) for v in intrinsics.k.reshape(-1)]
     msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     msg.p = [intrinsics.fx, 0.0, intrinsics.cx, 0.0, 0.0, intrinsics.fy, intrinsics.cy, 0.0,

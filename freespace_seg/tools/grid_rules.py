@@ -32,6 +32,24 @@ each grid rule (:class:`freespace_seg.ground.grid.GridRule`). Per rule and set o
 * **phantom**: the share of the predicted grid's occupied cells that are true floor with no
   truly blocked cell within one cell (false obstacles).
 
+``--data DIR`` scores the frames of a dataset folder instead (written by ``generate`` or
+``generate2``: ``samples.jsonl`` with each frame's ``intrinsics`` and ``mount``), which has no
+top-down truth: the truth is the true mask's grid. The grid of the true mask under the plain
+rule (the *exact grid*) and with no column cut (the *visible grid*) stand in for it:
+
+* **free IoU**: against the exact grid's free cells on the cells it sees (so the true mask
+  under the plain rule has IoU 1);
+* **false free**, **missed**, **called free**: as above (they only need the true mask);
+* **phantom**: the share of the predicted grid's occupied cells that the visible grid calls
+  free with no occupied cell of the visible grid within one cell (cells that the true mask
+  does not show are never phantom).
+
+A frame of ``generate`` has its mount in the robot's base frame (it records a
+``robot_pose``); one of ``generate2`` has the camera's pose in the room, so its grid is laid
+under the camera, along its heading (``CameraMount(0, 0, z, roll, pitch, 0)``). Frames that
+cannot be projected (a lens or mount the projector refuses, or no pixel ray that meets the
+floor within ``max_range`` in the grid) are counted and reported, not scored.
+
 Rules are written ``plain`` or as parts joined by ``+``: ``run<fraction>``,
 ``conf<probability>``, ``mark<probability>``, ``free<probability>`` and
 ``behind<probability>`` (any part alone, e.g. ``run0.1``, ``free0.9``; they are the fields
@@ -40,12 +58,14 @@ Rules are written ``plain`` or as parts joined by ``+``: ``run<fraction>``,
 default is ``run0.1+conf0.97+mark0.5+free0.6+behind0.97``. Pick rules on one ``--seed`` and report
 on another: frames of different seeds are different rooms.
 
-Example (docs/ground_outputs.md)::
+Examples (docs/ground_outputs.md)::
 
     python -m freespace_seg grid-rules --frames 100 --seed 3000 --out grid_rules.md
+    python -m freespace_seg grid-rules --data data/scenes2 --split test --out scenes2.md
 """
 
 import json
+import os
 import re
 import sys
 import time
@@ -67,21 +87,43 @@ SETS = {
 }
 
 
+#: the rendered sets' options and their defaults (``--data`` takes none of them)
+RENDER_DEFAULTS = {'frames': 100, 'seed': 3000, 'width': 480, 'height': 270, 'sets': ''}
+SPLITS = ('train', 'val', 'test')
+PERCEPTIONS = ('model', 'truth')
+
+
 def add_arguments(parser):
     """Add the ``grid-rules`` options to ``parser``."""
     parser.add_argument('--model', default='',
                         help='ONNX model (default: the packaged one, INT8 on the CPU)')
-    parser.add_argument('--frames', type=int, default=100, help='frames per set (%(default)s)')
-    parser.add_argument('--seed', type=int, default=3000,
-                        help='seed of the rendered rooms (%(default)s)')
-    parser.add_argument('--width', type=int, default=480, help='camera width (%(default)s)')
-    parser.add_argument('--height', type=int, default=270, help='camera height (%(default)s)')
+    parser.add_argument('--perception', choices=PERCEPTIONS, default='model',
+                        help='"truth" scores the true masks in place of the model (a check: '
+                             'false free 0 under every rule) (default: %(default)s)')
+    parser.add_argument('--frames', type=int, default=None,
+                        help=f'frames per rendered set ({RENDER_DEFAULTS["frames"]})')
+    parser.add_argument('--seed', type=int, default=None,
+                        help=f'seed of the rendered rooms ({RENDER_DEFAULTS["seed"]})')
+    parser.add_argument('--width', type=int, default=None,
+                        help=f'rendered camera width ({RENDER_DEFAULTS["width"]})')
+    parser.add_argument('--height', type=int, default=None,
+                        help=f'rendered camera height ({RENDER_DEFAULTS["height"]})')
     parser.add_argument('--rules', default=DEFAULT_RULES,
                         help='comma-separated rules (%(default)s)')
-    parser.add_argument('--sets', default='',
-                        help='comma-separated set numbers, 1-based, of: '
+    parser.add_argument('--sets', default=None,
+                        help='comma-separated rendered set numbers, 1-based, of: '
                              + '; '.join(f'{i + 1} {n}' for i, n in enumerate(SETS))
                              + ' (default: all)')
+    parser.add_argument('--data', metavar='DIR', default=None,
+                        help='score the frames of a dataset folder written by `generate` or '
+                             '`generate2` (samples.jsonl with intrinsics and mounts) instead '
+                             'of rendered rooms; the truth is then the grid of the true mask')
+    parser.add_argument('--split', default='test', choices=SPLITS,
+                        help='split of --data (default: %(default)s)')
+    parser.add_argument('--limit', type=int, default=None,
+                        help='score at most this many frames of --data')
+    parser.add_argument('--by-lens', action='store_true',
+                        help='with --data: also a set per lens model (pinhole, equidistant)')
     parser.add_argument('--threads', type=int, default=1, help='inference threads')
     parser.add_argument('--out', default='', help='also write the table (Markdown) here')
     parser.add_argument('--json', default='', help='also write every number here')
@@ -114,9 +156,7 @@ def score(frame, pred, exact, spec, visible=None):
     Returns (free IoU, exact occupied, missed, called free, predicted occupied, phantom,
     false free cells, predicted free cells).
     """
-    import cv2
-
-    from freespace_seg.ground.metrics import false_free, grid_iou
+    from freespace_seg.ground.metrics import grid_iou
 
     x, y = spec.cell_centers()
     px, py, yaw = frame.robot_pose
@@ -124,15 +164,58 @@ def score(frame, pred, exact, spec, visible=None):
     wy = py + np.sin(yaw) * x + np.cos(yaw) * y
     blocked = frame.scene.blocked_top_down(wx, wy)
     iou = grid_iou(pred, ~blocked, exact != -1)
+    return _counts(pred, exact, exact if visible is None else visible, iou, ~blocked, blocked)
+
+
+def score_on_mask(pred, exact, visible):
+    """
+    Score one predicted grid where the true mask is all the truth (a dataset's frame).
+
+    ``exact``: the true mask's grid under the plain rule, ``visible``: with no column cut.
+    Free IoU against ``exact``'s free cells on the cells it sees; phantom: occupied cells
+    that ``visible`` calls free with no occupied cell of ``visible`` within one cell. Returns
+    what :func:`score` returns.
+    """
+    from freespace_seg.ground.grid import FREE, OCCUPIED, UNKNOWN
+    from freespace_seg.ground.metrics import grid_iou
+
+    iou = grid_iou(pred, exact == FREE, exact != UNKNOWN)
+    return _counts(pred, exact, visible, iou, visible == FREE, visible == OCCUPIED)
+
+
+def _counts(pred, exact, visible, iou, floor, blocked):
+    """Return :func:`score`'s numbers: ``floor``/``blocked`` are the phantom test's truth."""
+    import cv2
+
+    from freespace_seg.ground.metrics import false_free
+
     kernel = np.ones((3, 3), np.uint8)
     occ = exact == 100
     near_pred = cv2.dilate((pred == 100).astype(np.uint8), kernel) > 0
     missed = occ & ~near_pred
     near_blocked = cv2.dilate(blocked.astype(np.uint8), kernel) > 0
     pred_occ = pred == 100
-    wrong, free = false_free(pred, exact if visible is None else visible)
+    wrong, free = false_free(pred, visible)
     return (iou, int(occ.sum()), int(missed.sum()), int((missed & (pred == 0)).sum()),
-            int(pred_occ.sum()), int((pred_occ & ~near_blocked).sum()), wrong, free)
+            int(pred_occ.sum()), int((pred_occ & floor & ~near_blocked).sum()), wrong, free)
+
+
+def _new_totals(rules):
+    return {r: {'iou': [], 'occupied': 0, 'missed': 0, 'called_free': 0,
+                'predicted_occupied': 0, 'phantom': 0, 'false_free': 0,
+                'predicted_free': 0} for r in rules}
+
+
+def _add(a, numbers):
+    iou, occ, miss, called, pocc, phantom, wrong, n_free = numbers
+    a['iou'].append(iou)
+    a['occupied'] += occ
+    a['missed'] += miss
+    a['called_free'] += called
+    a['predicted_occupied'] += pocc
+    a['phantom'] += phantom
+    a['false_free'] += wrong
+    a['predicted_free'] += n_free
 
 
 def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
@@ -154,9 +237,7 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
     result = {}
     for name in sets:
         style, camera = SETS[name]
-        acc = {r: {'iou': [], 'occupied': 0, 'missed': 0, 'called_free': 0,
-                   'predicted_occupied': 0, 'phantom': 0, 'false_free': 0,
-                   'predicted_free': 0} for r in rules}
+        acc = _new_totals(rules)
         t0 = time.time()
         samples = rendered_samples(frames, seed, width, height, style=style, camera=camera)
         for frame in progress(samples, total=frames, desc=name):
@@ -170,20 +251,192 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
             visible = proj.ground(frame.free, None, visible_floor).grid
             for rule_name, rule in rules.items():
                 pred = proj.ground(free, conf, rule).grid
-                iou, occ, miss, called, pocc, phantom, wrong, n_free = score(
-                    frame, pred, exact, spec, visible)
-                a = acc[rule_name]
-                a['iou'].append(iou)
-                a['occupied'] += occ
-                a['missed'] += miss
-                a['called_free'] += called
-                a['predicted_occupied'] += pocc
-                a['phantom'] += phantom
-                a['false_free'] += wrong
-                a['predicted_free'] += n_free
+                _add(acc[rule_name], score(frame, pred, exact, spec, visible))
         result[name] = {r: summary(a) for r, a in acc.items()}
         log(f'{name}: {frames} frames in {time.time() - t0:.0f} s')
     return result
+
+
+def truth_perception(sample):
+    """Return the true mask as a model would: (free mask, confidence 255 / 0)."""
+    free = np.asarray(sample.free) > 0
+    out = np.where(free, 255, 0).astype(np.uint8)
+    return out, out
+
+
+class DataError(Exception):
+    """A dataset folder that ``--data`` cannot read (exit status 2)."""
+
+
+class Sample:
+    """One frame of a dataset folder: its record, and its image and true mask on demand."""
+
+    def __init__(self, folder, record):
+        self.record = record
+        self.image_path = os.path.join(folder, record['image'])
+        self.mask_path = os.path.join(folder, record['mask'])
+        self.image = self.free = None
+
+    @property
+    def name(self):
+        return os.path.basename(self.image_path)
+
+    @property
+    def lens(self):
+        """Return the lens model: ``equidistant`` or ``pinhole``."""
+        model = self.record['intrinsics'].get('distortion_model') or ''
+        return 'pinhole' if model in ('', 'plumb_bob', 'rational_polynomial') else model
+
+    def load(self):
+        """Read the RGB image and the true mask (class 1 free, nonzero here)."""
+        from freespace_seg.training.data import read_pair
+
+        self.image, mask = read_pair(self.image_path, self.mask_path)
+        self.free = (mask == 1).astype(np.uint8)
+        return self
+
+
+def read_samples(folder, split, limit=None):
+    """
+    Return the :class:`Sample` of each frame of ``split`` in ``folder``, in file order.
+
+    :raises DataError: no folder, no ``samples.jsonl``, a line that is not JSON, no frame of
+        the split, a frame without ``intrinsics`` or ``mount`` (or a field of them), or a
+        missing image or mask file.
+    """
+    if not os.path.isdir(folder):
+        raise DataError(f'no dataset folder {folder}')
+    path = os.path.join(folder, 'samples.jsonl')
+    if not os.path.isfile(path):
+        raise DataError(f'{folder} has no samples.jsonl (write one with `python -m '
+                        'freespace_seg generate2 --out DIR` or `generate`)')
+    samples = []
+    with open(path, encoding='utf-8') as f:
+        for line_number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as e:
+                raise DataError(f'{path} line {line_number} is not JSON: {e}')
+            if not isinstance(record, dict) or record.get('split', split) != split:
+                continue
+            where = f'{path} line {line_number}'
+            for key in ('image', 'mask'):
+                if not isinstance(record.get(key), str):
+                    raise DataError(f'{where} has no {key} file')
+            intrinsics, mount = record.get('intrinsics'), record.get('mount')
+            if not isinstance(intrinsics, dict) or not isinstance(mount, dict):
+                raise DataError(f'{where} ({record["image"]}) has no intrinsics or no mount: '
+                                '--data needs a folder of `generate` or `generate2`')
+            for key in ('width', 'height', 'fx', 'fy', 'cx', 'cy'):
+                if not isinstance(intrinsics.get(key), (int, float)):
+                    raise DataError(f'{where}: intrinsics.{key} is missing or not a number')
+            for key in ('x', 'y', 'z', 'roll', 'pitch', 'yaw'):
+                if not isinstance(mount.get(key), (int, float)):
+                    raise DataError(f'{where}: mount.{key} is missing or not a number')
+            sample = Sample(folder, record)
+            for file in (sample.image_path, sample.mask_path):
+                if not os.path.isfile(file):
+                    raise DataError(f'{where}: no file {file}')
+            samples.append(sample)
+            if limit is not None and len(samples) >= limit:
+                break
+    if not samples:
+        raise DataError(f'{path} has no frame of split {split!r}')
+    return samples
+
+
+def camera_of(record):
+    """
+    Return the (CameraIntrinsics, CameraMount) of a dataset record.
+
+    A record with a ``robot_pose`` (``generate``) has its mount in the base frame; one
+    without (``generate2``) the camera's pose in the room: the base frame is put on the floor
+    under the camera, along its heading. :raises ValueError: a lens the projector refuses.
+    """
+    from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount
+
+    k, m = record['intrinsics'], record['mount']
+    intrinsics = CameraIntrinsics(int(k['width']), int(k['height']), float(k['fx']),
+                                  float(k['fy']), float(k['cx']), float(k['cy']),
+                                  tuple(float(d) for d in k.get('distortion') or ()),
+                                  k.get('distortion_model') or '')
+    values = {name: float(m[name]) for name in ('x', 'y', 'z', 'roll', 'pitch', 'yaw')}
+    if 'robot_pose' not in record:
+        values.update(x=0.0, y=0.0, yaw=0.0)
+    return intrinsics, CameraMount(**values)
+
+
+def measure_data(pipeline, rules, samples, name, by_lens=False, log=print):
+    """
+    Return ({set: {rule: totals}}, {set: frame counts}) over the :class:`Sample` list.
+
+    ``pipeline``: a SegmentationPipeline or a function of a loaded Sample that returns its
+    (free mask, confidence) (:func:`truth_perception`). The set is ``name``, and with
+    ``by_lens`` also ``name, <lens>`` per lens model. A frame that cannot be projected is
+    not scored: its counts say why (``skipped``), and ``skipped_frames`` which it was.
+    """
+    from freespace_seg.common.progress import progress
+    from freespace_seg.ground.grid import GridRule, GridSpec, PLAIN_RULE
+    from freespace_seg.ground.projection import GroundProjector
+
+    spec = GridSpec()
+    visible_floor = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
+    lenses = sorted({s.lens for s in samples}) if by_lens else []
+    names = [name] + [f'{name}, {lens}' for lens in lenses]
+    acc = {n: _new_totals(rules) for n in names}
+    counts = {n: {'frames': 0, 'scored': 0, 'skipped': {}, 'skipped_frames': []} for n in names}
+    t0 = time.time()
+    for sample in progress(samples, desc=name):
+        sets = [name] + ([f'{name}, {sample.lens}'] if by_lens else [])
+        for n in sets:
+            counts[n]['frames'] += 1
+        try:
+            sample.load()
+        except (OSError, ValueError) as e:
+            raise DataError(str(e))
+        reason = None
+        try:
+            intrinsics, mount = camera_of(sample.record)
+            proj = GroundProjector(intrinsics, mount, spec, mask_shape=sample.free.shape)
+            if proj.table_size == 0:
+                reason = f'no pixel ray meets the floor within {spec.max_range:g} m'
+        except ValueError as e:
+            reason = f'cannot be projected: {e}'
+        if reason is not None:
+            for n in sets:
+                counts[n]['skipped'][reason] = counts[n]['skipped'].get(reason, 0) + 1
+                counts[n]['skipped_frames'].append({'frame': sample.name, 'reason': reason})
+            continue
+        if callable(pipeline):
+            free, conf = pipeline(sample)
+        else:
+            mask, conf = pipeline.segment_with_confidence(sample.image)
+            free = pipeline.free_mask(mask)
+        exact = proj.ground(sample.free, None, PLAIN_RULE).grid
+        visible = proj.ground(sample.free, None, visible_floor).grid
+        for rule_name, rule in rules.items():
+            numbers = score_on_mask(proj.ground(free, conf, rule).grid, exact, visible)
+            for n in sets:
+                _add(acc[n][rule_name], numbers)
+        for n in sets:
+            counts[n]['scored'] += 1
+        sample.image = sample.free = None
+    for n in names:
+        log(f'{n}: {frame_note(counts[n])}')
+    log(f'{len(samples)} frames in {time.time() - t0:.0f} s')
+    return {n: {r: summary(a) for r, a in acc[n].items()} for n in names}, counts
+
+
+def frame_note(counts):
+    """Return how many frames a set has, were scored and were skipped (and why)."""
+    text = f'{counts["frames"]} frames, {counts["scored"]} scored'
+    skipped = counts['skipped']
+    if skipped:
+        text += f', {sum(skipped.values())} not scored (' + '; '.join(
+            f'{reason}: {n}' for reason, n in sorted(skipped.items())) + ')'
+    return text
 
 
 def summary(acc):
@@ -218,14 +471,28 @@ def table(result, rules):
 
 def run(args):
     """Run the measurement; print the table."""
-    from freespace_seg.perception.pipeline import SegmentationPipeline
-
     names = [n.strip() for n in args.rules.split(',') if n.strip()]
     try:
         rules = {n: parse_rule(n) for n in names}
     except ValueError as e:
         print(f'grid-rules: {e}', file=sys.stderr)
         return 2
+    given = [f'--{k}' for k in RENDER_DEFAULTS if getattr(args, k, None) is not None]
+    if args.data is not None:
+        if given:
+            print(f'grid-rules: {", ".join(given)} only apply to rendered rooms, not to --data '
+                  '(--limit takes fewer frames)', file=sys.stderr)
+            return 2
+        if args.limit is not None and args.limit < 1:
+            print('grid-rules: --limit must be at least 1', file=sys.stderr)
+            return 2
+        return _run_data(args, rules, names)
+    if args.limit is not None or args.by_lens:
+        print('grid-rules: --limit and --by-lens only apply to --data', file=sys.stderr)
+        return 2
+    for key, value in RENDER_DEFAULTS.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
     all_sets = list(SETS)
     if args.sets:
         try:
@@ -235,22 +502,69 @@ def run(args):
             return 2
     else:
         sets = all_sets
-    pipeline = SegmentationPipeline(args.model or None, 'onnxruntime', args.threads)
-    print(f'model {pipeline.card.model_path}; {args.frames} frames per set, seed {args.seed}, '
+    pipeline, model = _perception(args)
+    print(f'{model}; {args.frames} frames per set, seed {args.seed}, '
           f'{args.width}x{args.height}', flush=True)
     result = measure(pipeline, rules, sets, args.frames, args.seed, args.width, args.height,
                      log=lambda text: print(text, flush=True))
     text = table(result, names)
     print(text)
     header = (f'`python -m freespace_seg grid-rules --frames {args.frames} --seed {args.seed} '
-              f'--width {args.width} --height {args.height}`; model '
-              f'`{pipeline.card.model_file.rsplit("/", 1)[-1]}`\n\n')
+              f'--width {args.width} --height {args.height}`; {model}\n\n')
+    _write(args, header + text + '\n', {'result': result})
+    if not callable(pipeline):
+        pipeline.close()
+    return 0
+
+
+def _perception(args):
+    """Return (the pipeline or truth_perception, a line that names it)."""
+    if args.perception == 'truth':
+        return truth_perception, 'perception: the true masks'
+    from freespace_seg.perception.pipeline import SegmentationPipeline
+
+    pipeline = SegmentationPipeline(args.model or None, 'onnxruntime', args.threads)
+    return pipeline, f'model `{pipeline.card.model_file.rsplit("/", 1)[-1]}`'
+
+
+def _write(args, markdown, numbers):
     if args.out:
         with open(args.out, 'w') as f:
-            f.write(header + text + '\n')
+            f.write(markdown)
     if args.json:
         with open(args.json, 'w') as f:
             json.dump({'args': {k: v for k, v in vars(args).items() if not k.startswith('_')},
-                       'result': result}, f, indent=1)
-    pipeline.close()
+                       **numbers}, f, indent=1)
+
+
+def _run_data(args, rules, names):
+    """Score the frames of ``--data``: the true mask's grid is the truth."""
+    from freespace_seg.training.data import read_meta
+
+    try:
+        samples = read_samples(args.data, args.split, args.limit)
+        meta = read_meta(args.data)
+    except (DataError, ValueError) as e:
+        print(f'grid-rules: {e}', file=sys.stderr)
+        return 2
+    name = f'{os.path.basename(os.path.normpath(args.data))}/{args.split}'
+    pipeline, model = _perception(args)
+    print(f'{model}; {args.data} split {args.split}: {len(samples)} frames '
+          f'(dataset seed {meta.get("seed")}, {meta.get("generator", "generate")})', flush=True)
+    try:
+        result, counts = measure_data(pipeline, rules, samples, name, args.by_lens,
+                                      log=lambda text: print(text, flush=True))
+    except DataError as e:
+        print(f'grid-rules: {e}', file=sys.stderr)
+        return 2
+    finally:
+        if not callable(pipeline):
+            pipeline.close()
+    text = table(result, names)
+    print(text)
+    limit = f' --limit {args.limit}' if args.limit is not None else ''
+    header = (f'`python -m freespace_seg grid-rules --data {args.data} --split {args.split}'
+              f'{limit}{" --by-lens" if args.by_lens else ""}`; {model}; '
+              + '; '.join(f'{n}: {frame_note(c)}' for n, c in counts.items()) + '\n\n')
+    _write(args, header + text + '\n', {'result': result, 'frames': counts})
     return 0

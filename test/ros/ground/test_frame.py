@@ -155,10 +155,30 @@ def test_ready_reports_each_output_in_order_and_lookups_come_late(pipe):
 
 def test_an_unusable_camera_info_costs_only_the_ground(pipe):
     info = _info()
-    info.distortion_model = 'equidistant'
+    info.distortion_model = 'fov'          # no model the projection reads
     out = _processor(pipe).process(_frame(), {'mask', 'grid'}, info)
     assert isinstance(out.ground_error, ValueError) and out.ground is None
     assert out.mask is not None and not out.has_ground
+
+
+def test_a_fisheye_camera_info_gives_the_fisheye_grid(pipe):
+    lens = CameraIntrinsics.from_fov(W, H, 2.4, (0.02, -0.01, 0.0, 0.0), 'equidistant')
+    info = camera_info_for(lens)
+    assert info.distortion_model == 'equidistant' and len(info.d) == 4
+    frames = _processor(pipe)
+    rgb = _frame()
+    out = frames.process(rgb, {'grid'}, info)
+    assert out.ground_error is None and frames.projector.intrinsics == lens
+    params = frames.ground_params
+    mask, confidence = pipe.segment_with_confidence(rgb)
+    projector = projector_for_camera_info(None, info, mask.shape, params.mount,
+                                          params.grid_spec)
+    ground = projector.ground(pipe.free_mask(mask), confidence, params.rule)
+    np.testing.assert_array_equal(out.grid, ground.grid)
+    assert (out.grid == 0).sum() > 20
+    # Not the grid of a pinhole with the same K.
+    info.distortion_model, info.d = 'plumb_bob', [0.0] * 5
+    assert not np.array_equal(_processor(pipe).process(rgb, {'grid'}, info).grid, out.grid)
 
 
 def _ceiling_frame():

@@ -1,0 +1,162 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""grid-rules --data: the grid rules on the frames of a dataset folder (generate2, generate)."""
+
+import json
+import math
+import os
+import shutil
+
+from freespace_seg.cli import main as cli_main
+from freespace_seg.tools.grid_rules import camera_of, DEFAULT_RULES
+import pytest
+from support import REPO
+
+MODEL = os.path.join(REPO, 'models', 'freespace_lite0_int8.onnx')
+RULES = DEFAULT_RULES.split(',')
+MEASURES = ('free_iou', 'false_free', 'missed', 'called_free', 'phantom')
+
+
+@pytest.fixture(scope='module')
+def scenes2(tmp_path_factory):
+    """Four frames of generate2 (seed 9: two pinhole, two equidistant lenses), 160x90."""
+    out = str(tmp_path_factory.mktemp('grid_rules') / 'scenes2')
+    assert cli_main(['generate2', '--out', out, '--num', '4', '--seed', '9', '--width', '160',
+                     '--height', '90']) == 0
+    return out
+
+
+def _run(args, tmp_path):
+    out, js = str(tmp_path / 'rules.md'), str(tmp_path / 'rules.json')
+    rc = cli_main(['grid-rules'] + args + ['--out', out, '--json', js])
+    with open(js, encoding='utf-8') as f:
+        data = json.load(f)
+    with open(out, encoding='utf-8') as f:
+        return rc, data, f.read()
+
+
+def test_the_model_is_scored_on_a_folder_with_every_rule_and_measure(scenes2, tmp_path, capsys):
+    rc, data, text = _run(['--data', scenes2, '--model', MODEL, '--by-lens'], tmp_path)
+    assert rc == 0
+    sets = ['scenes2/test', 'scenes2/test, equidistant', 'scenes2/test, pinhole']
+    assert list(data['result']) == sets
+    for name in sets:
+        assert list(data['result'][name]) == RULES
+        for rule in RULES:
+            r = data['result'][name][rule]
+            assert all(0.0 <= r[m] <= 1.0 for m in MEASURES), (name, rule, r)
+    assert data['frames']['scenes2/test']['scored'] == 4
+    assert data['frames']['scenes2/test, equidistant']['scored'] == 2
+    assert data['result']['scenes2/test']['plain']['frames'] == 4
+    assert text.startswith(f'`python -m freespace_seg grid-rules --data {scenes2} --split test '
+                           '--by-lens`; model `freespace_lite0_int8.onnx`; scenes2/test: 4 '
+                           'frames, 4 scored;')
+    assert len([line for line in text.splitlines() if line.startswith('| scenes2')]) == 18
+    printed = capsys.readouterr().out
+    assert 'scenes2/test: 4 frames, 4 scored' in printed
+    assert '| scenes2/test | `plain` |' in printed
+
+
+def test_the_true_mask_has_no_false_free_cells_on_a_folder(scenes2, tmp_path):
+    rc, data, _ = _run(['--data', scenes2, '--perception', 'truth'], tmp_path)
+    assert rc == 0
+    rows = data['result']['scenes2/test']
+    for rule in RULES:
+        assert rows[rule]['false_free'] == 0.0 and rows[rule]['phantom'] == 0.0, rule
+        assert rows[rule]['free_iou'] > 0.9, rule
+    assert rows['plain']['free_iou'] == 1.0 and rows['plain']['missed'] == 0.0
+
+
+def test_frames_that_cannot_be_projected_are_counted(scenes2, tmp_path):
+    folder = str(tmp_path / 'set')
+    shutil.copytree(scenes2, folder)
+    path = os.path.join(folder, 'samples.jsonl')
+    with open(path, encoding='utf-8') as f:
+        records = [json.loads(line) for line in f]
+    records[0]['mount']['z'] = -0.2              # under the floor
+    records[1]['mount']['pitch'] = -1.5          # looking at the ceiling
+    records[2]['intrinsics']['distortion_model'] = 'fov'
+    with open(path, 'w', encoding='utf-8') as f:
+        f.writelines(json.dumps(r) + '\n' for r in records)
+    rc, data, text = _run(['--data', folder, '--perception', 'truth'], tmp_path)
+    assert rc == 0
+    counts = data['frames']['set/test']
+    assert counts['frames'] == 4 and counts['scored'] == 1
+    reasons = sorted(counts['skipped'])
+    assert len(reasons) == 3 and sum(counts['skipped'].values()) == 3
+    assert reasons[0].startswith('cannot be projected: the camera must be above the floor')
+    assert reasons[1].startswith('cannot be projected: unsupported distortion model')
+    assert reasons[2] == 'no pixel ray meets the floor within 3 m'
+    assert [s['frame'] for s in counts['skipped_frames']] == [
+        '000000_image.png', '000001_image.png', '000002_image.png']
+    assert data['result']['set/test']['plain']['frames'] == 1
+    assert '1 scored, 3 not scored (' in text
+
+
+def test_a_first_generator_folder_keeps_its_base_frame_mount(tmp_path):
+    folder = str(tmp_path / 'sim')
+    assert cli_main(['generate', '--out', folder, '--num', '2', '--seed', '4', '--width', '160',
+                     '--height', '90', '--splits', '0,0,1']) == 0
+    rc, data, _ = _run(['--data', folder, '--perception', 'truth', '--rules', 'plain'],
+                       tmp_path)
+    assert rc == 0 and data['frames']['sim/test']['scored'] == 2
+    assert data['result']['sim/test']['plain']['free_iou'] == 1.0
+    with open(os.path.join(folder, 'samples.jsonl'), encoding='utf-8') as f:
+        record = json.loads(f.readline())
+    _, mount = camera_of(record)
+    assert (mount.yaw, mount.pitch) == (record['mount']['yaw'], record['mount']['pitch'])
+
+
+def test_a_second_generator_mount_is_put_under_the_camera():
+    record = {'intrinsics': {'width': 160, 'height': 90, 'fx': 60.0, 'fy': 60.0, 'cx': 79.5,
+                             'cy': 44.5, 'distortion_model': 'equidistant',
+                             'distortion': [0.0] * 4},
+              'mount': {'x': 3.1, 'y': 6.0, 'z': 0.3, 'roll': 0.01, 'pitch': 0.4,
+                        'yaw': -2.5}}
+    intrinsics, mount = camera_of(record)
+    assert intrinsics.is_fisheye
+    assert (mount.x, mount.y, mount.z, mount.roll, mount.pitch, mount.yaw) == (
+        0.0, 0.0, 0.3, 0.01, 0.4, 0.0)
+    assert math.isclose(intrinsics.fx, 60.0)
+
+
+def test_bad_input_exits_2(scenes2, tmp_path, capsys):
+    def refused(args, message):
+        assert cli_main(['grid-rules', '--perception', 'truth'] + args) == 2
+        assert message in capsys.readouterr().err
+
+    refused(['--data', str(tmp_path / 'none')], 'no dataset folder')
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    refused(['--data', str(empty)], 'has no samples.jsonl')
+    refused(['--data', scenes2, '--split', 'train'], "has no frame of split 'train'")
+    refused(['--data', scenes2, '--frames', '3'], '--frames only apply to rendered rooms')
+    refused(['--data', scenes2, '--limit', '0'], '--limit must be at least 1')
+    refused(['--limit', '2'], '--limit and --by-lens only apply to --data')
+    broken = tmp_path / 'broken'
+    shutil.copytree(scenes2, broken)
+    with open(broken / 'samples.jsonl', encoding='utf-8') as f:
+        records = [json.loads(line) for line in f]
+    del records[1]['mount']
+    (broken / 'samples.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in records))
+    refused(['--data', str(broken)], 'line 2 (test/000001_image.png) has no intrinsics or no '
+                                     'mount')
+    records[1]['mount'] = {'x': 0.0}
+    (broken / 'samples.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in records))
+    refused(['--data', str(broken)], 'mount.y is missing or not a number')
+    records[1]['mount'] = {'x': 0.0, 'y': 0.0, 'z': 0.3, 'roll': 0.0, 'pitch': 0.3, 'yaw': 0.0}
+    (broken / 'samples.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in records))
+    os.remove(broken / 'test' / '000003_mask.png')
+    refused(['--data', str(broken)], '000003_mask.png')
