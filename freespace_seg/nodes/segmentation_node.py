@@ -713,7 +713,8 @@ class SegmentationNode(LifecycleNode):
         fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 and \
             recent[-1] > recent[0] else 0.0
         pipeline = self.pipeline
-        engines = [w.pipeline.engine for w in self._workers if w.pipeline is not None]
+        # Each worker's pipeline read once: a transition in another thread may release it.
+        engines = [p.engine for p in self.pipelines if p is not None]
         state = self.lifecycle_state
         st = DiagnosticStatus(name=f'{self.get_name()}: segmentation',
                               hardware_id=pipeline.engine.describe() if pipeline else 'none')

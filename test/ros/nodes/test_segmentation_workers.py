@@ -24,9 +24,10 @@ from freespace_seg.nodes.segmentation_node import start_segmentation_node
 from freespace_seg.nodes.synthetic_camera import render_frames
 from freespace_seg.perception.pipeline import packaged_model_path
 from freespace_seg.tools.child import node_environment
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 from nav_msgs.msg import OccupancyGrid
 import pytest
-from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import CameraInfo, Image
 from support.ros import Harness, unique_namespace
@@ -71,6 +72,18 @@ def image_msg(frame, sec):
 
 def stamp_of(msg):
     return (msg.header.stamp.sec, msg.header.stamp.nanosec)
+
+
+def transition(h, transition_id, node_name='freespace_segmentation'):
+    """Ask for a transition over the node's lifecycle service, as a lifecycle manager would."""
+    client = h.client.create_client(ChangeState, f'{node_name}/change_state')
+    try:
+        assert client.wait_for_service(timeout_sec=10)
+        future = client.call_async(ChangeState.Request(transition=Transition(id=transition_id)))
+        assert h.wait_for(future.done, timeout=60)
+        return future.result().success
+    finally:
+        h.client.destroy_client(client)
 
 
 # -- the ordering rule, driven step by step ---------------------------------------------------
@@ -198,13 +211,13 @@ def test_two_workers_through_the_lifecycle_and_a_reload(ros_init, shipped, frame
         assert len(after) == 2 and all(p is not None for p in after)
         assert all(a is not b for a in after for b in before) and after[0] is not after[1]
 
-        assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+        assert transition(h, Transition.TRANSITION_DEACTIVATE)
         assert node.lifecycle_state == 'inactive'
         assert node.worker_threads == () and node.worker_thread is None
         assert not any(t.is_alive() for t in first)
         assert node.pipelines == (None, None)
 
-        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        assert transition(h, Transition.TRANSITION_ACTIVATE)
         second = node.worker_threads
         assert len(second) == 2 and all(t.is_alive() for t in second)
         assert not set(second) & set(first)
@@ -215,7 +228,7 @@ def test_two_workers_through_the_lifecycle_and_a_reload(ros_init, shipped, frame
         pub.publish(image_msg(frames[0], 5))
         assert h.wait_for(lambda: any(m.header.stamp.sec == 5 for m in masks), timeout=30)
 
-        assert node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+        assert transition(h, Transition.TRANSITION_ACTIVE_SHUTDOWN)
         assert node.lifecycle_state == 'finalized'
         assert node.worker_threads == () and not any(t.is_alive() for t in second)
         assert node.pipelines == (None, None)
