@@ -185,9 +185,19 @@ SEGMENTATION_PARAMS = (
               'them registered again. Only for a server on the same host (it maps the regions '
               'by name): a server that cannot map them is a startup error.', 'bool',
               read_only=True),
-    ParamSpec('num_threads', 0, 'CPU threads for inference (ONNX Runtime intra-op); 0 lets the '
-              'runtime choose (one per core). Changing it at run time reloads the engine.',
+    ParamSpec('num_threads', 0, 'CPU threads for inference (ONNX Runtime intra-op), per worker '
+              '(num_workers); 0 lets the runtime choose (one per core). Changing it at run time '
+              'reloads the engine.',
               'int', min_value=0, max_value=64),
+    ParamSpec('num_workers', 1, 'Frames processed at once, each by its own worker thread with '
+              'its own engine (num_threads threads each), so that the inference of one frame '
+              'overlaps the rest of the work of another. A worker that becomes free takes the '
+              'newest frame; outputs leave in arrival order, and a frame that finishes after a '
+              'later one was published is dropped (frames_dropped_late in the diagnostics). '
+              'Each worker holds its own engine: num_workers times the model memory (GPU '
+              'memory on the GPU backends). On 2 CPU cores with a 60 Hz camera, try '
+              'num_workers 2 with num_threads 1.', 'int', min_value=1, max_value=4,
+              read_only=True),
     ParamSpec('image_transport', 'raw', 'raw subscribes to image (sensor_msgs/Image); '
               'compressed subscribes to image/compressed (sensor_msgs/CompressedImage).',
               'string', choices=('raw', 'compressed'), read_only=True),

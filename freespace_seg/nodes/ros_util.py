@@ -201,8 +201,9 @@ class LatestSlot:
     """
     A one-item mailbox: ``put`` replaces what is waiting, ``take`` blocks for the newest.
 
-    The subscription callback puts; a worker thread takes. Latency never grows with load:
-    frames that arrive while the worker is busy replace each other and are counted as drops.
+    The subscription callback puts; worker threads take, each item by one of them (a worker
+    that becomes free gets the newest). Latency never grows with load: frames that arrive
+    while every worker is busy replace each other and are counted as drops.
     """
 
     def __init__(self):
@@ -240,6 +241,34 @@ class LatestSlot:
             self._closed = True
             self._item = None
             self._cond.notify_all()
+
+
+class InOrderGate:
+    """
+    Lets the outputs of frames processed at once out in the order the frames arrived.
+
+    Each frame has a sequence number, increasing in arrival order. :meth:`publish` calls a
+    frame's publish function, under a lock so that two frames' outputs never interleave,
+    unless a frame that arrived later has already been let out: then the frame is late, its
+    outputs are dropped (not published) and counted in :attr:`late`. So what leaves is
+    always in arrival order, and never waits for a slower frame.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._last = None
+        #: frames dropped because a later frame's outputs had already left
+        self.late = 0
+
+    def publish(self, seq, publish):
+        """Let frame ``seq`` out, calling ``publish``, unless it is late; return whether it was."""
+        with self._lock:
+            if self._last is not None and seq <= self._last:
+                self.late += 1
+                return False
+            self._last = seq
+            publish()
+            return True
 
 
 #: Signals taken by the handler of :func:`stop_signals_via_keyboard_interrupt`.

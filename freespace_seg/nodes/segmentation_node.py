@@ -16,7 +16,8 @@
 ``segmentation_node``: camera images in, free-floor masks out.
 
 Subscribes ``image`` (or ``image/compressed``) and ``camera_info``, runs the model off the
-executor thread on the newest frame only, and publishes at camera resolution, each header
+executor thread on the newest frame only (``num_workers`` frames at once, each worker with its
+own engine, outputs in arrival order), and publishes at camera resolution, each header
 equal to its input's: ``segmentation/mask`` (mono8 class ids), ``segmentation/colored_mask``,
 ``segmentation/overlay`` (rgb8), ``segmentation/confidence`` (mono8, P(free) x 255) and
 ``free_space/mask`` (mono8, 255 = free). From the same mask, once CameraInfo has arrived, it
@@ -43,9 +44,9 @@ from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUN
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.msgs import frame_output_msg, make_decoder
 from freespace_seg.nodes.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
-from freespace_seg.nodes.ros_util import (declare_and_validate, ends_in, LATCHED_QOS,
-                                          LatestSlot, on_parameter_changes, qos_from_name,
-                                          spin_node, StartupError)
+from freespace_seg.nodes.ros_util import (declare_and_validate, ends_in, InOrderGate,
+                                          LATCHED_QOS, LatestSlot, on_parameter_changes,
+                                          qos_from_name, spin_node, StartupError)
 from freespace_seg.nodes.segmentation_status import status_level
 from freespace_seg.nodes.stderr_capture import decode_capturing, summarize
 from freespace_seg.perception.engines import EngineError
@@ -73,33 +74,54 @@ PUBLISHED = (('mask', Image), ('colored', Image), ('overlay', Image), ('free', I
              ('confidence', Image), ('scan', LaserScan))
 
 
+class FrameWorker:
+    """
+    What one worker thread of :class:`SegmentationNode` owns: a frame path of its own.
+
+    ``frames``: its :class:`FrameProcessor` (its pipeline, hence its engine, whose output
+    buffer is reused from run to run, and its buffers, projector and horizon cut);
+    ``reuse``: the output messages it fills (see :func:`frame_output_msg`); ``lock``: held
+    while it processes a frame and while its pipeline is swapped or released; ``thread``:
+    the thread running it while the node is active; ``frames_done``: the frames it has
+    computed (published or dropped late).
+    """
+
+    def __init__(self, index, frames):
+        self.index = index
+        self.frames = frames
+        self.reuse = {}
+        self.lock = threading.Lock()
+        self.thread = None
+        self.frames_done = 0
+
+    @property
+    def pipeline(self):
+        """Return the worker's SegmentationPipeline (None while it has none)."""
+        return self.frames.pipeline
+
+
 class SegmentationNode(LifecycleNode):
     """
     Free-floor segmentation of camera images with a model described by a model card.
 
-    A managed (lifecycle) node. ``configure`` loads the model and engine and creates the
-    publishers; ``activate`` subscribes and starts the worker; ``deactivate`` stops work and
-    frees the engine; ``cleanup`` and ``shutdown`` release everything. The constructor
-    makes no transition: with ``autostart`` (the default) :meth:`autostart` configures and
-    activates, called from :func:`main` through :func:`start_segmentation_node`, as yolo_ros
-    does from its main.
+    A managed (lifecycle) node. ``configure`` loads the model and engine (one per worker,
+    ``num_workers``) and creates the publishers; ``activate`` subscribes and starts the
+    workers; ``deactivate`` stops them and frees the engines; ``cleanup`` and ``shutdown``
+    release everything. The constructor makes no transition: with ``autostart`` (the
+    default) :meth:`autostart` configures and activates, called from :func:`main` through
+    :func:`start_segmentation_node`, as yolo_ros does from its main.
     """
 
     def __init__(self, node_name='freespace_segmentation', **kwargs):
         super().__init__(node_name, **kwargs)
         #: the lifecycle state's label, kept by the transition callbacks (see _ends_in)
         self._lifecycle_label = 'unconfigured'
-        #: output messages and arrays reused from frame to frame by the worker (_publish)
-        self._reuse = {}
         self.params = declare_and_validate(self, SEGMENTATION_PARAMS)
         p = self.params
         try:
             ground = GroundParams.from_params(p)
         except ValueError as e:
             raise StartupError(f'invalid grid parameters: {e}') from e
-        # The one frame path (ground/frame.py); it holds the pipeline while configured.
-        self._frames = FrameProcessor(None, ground, alpha=p['overlay_alpha'],
-                                      footprint_radius=p['footprint_radius'], reuse=True)
         try:
             self._decode = make_decoder(p['image_decoder'])
         except ImageCodecError as e:
@@ -116,15 +138,22 @@ class SegmentationNode(LifecycleNode):
         self._sub = self._info_sub = None
         self._output_pubs = {}
         self._slot = None
-        self._worker = None
-        # Held while a frame is processed, and while the model is swapped.
-        self._pipeline_lock = threading.Lock()
+        # One frame path per worker (ground/frame.py); each holds its pipeline while
+        # configured, and its lock while it processes a frame or its model is swapped.
+        self._workers = [
+            FrameWorker(i, FrameProcessor(None, ground, alpha=p['overlay_alpha'],
+                                          footprint_radius=p['footprint_radius'], reuse=True))
+            for i in range(p['num_workers'])]
+        #: the worker whose frame was published last (the read-only views' projector...)
+        self._latest = self._workers[0]
+        # With several workers, frames finish out of order: the gate lets them out in order.
+        self._in_order = InOrderGate() if len(self._workers) > 1 else None
         self.failure = ''
         #: the warning when the camera mount is outside the model's training ranges, or None
         self.mount_note = None
         self._tf_mount_key = None
 
-        # Counters and recent latencies for diagnostics (written by the worker).
+        # Counters and recent latencies for diagnostics (written by the workers).
         self._stats_lock = threading.Lock()
         self.received = 0
         self.processed = 0
@@ -157,46 +186,88 @@ class SegmentationNode(LifecycleNode):
 
     @property
     def pipeline(self):
-        """Return the SegmentationPipeline in use, None while unconfigured or inactive."""
-        return self._frames.pipeline
+        """Return the first worker's SegmentationPipeline; None while unconfigured, inactive."""
+        return self._workers[0].pipeline
 
-    @pipeline.setter
-    def pipeline(self, pipeline):
-        self._frames.pipeline = pipeline
+    @property
+    def pipelines(self):
+        """Return each worker's SegmentationPipeline (None where it has none), in order."""
+        return tuple(w.pipeline for w in self._workers)
+
+    def _set_pipelines(self, pipelines):
+        """Give each worker its pipeline (None: none), each swapped under the worker's lock."""
+        for worker, pipeline in zip(self._workers, pipelines):
+            with worker.lock:
+                worker.frames.pipeline = pipeline
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def _load_pipeline(self, model_file_path, backend=None, num_threads=None):
+    def _load_pipeline(self, model_file_path, backend=None, num_threads=None, first=True):
         p = self.params
         model_path = model_file_path or packaged_model_path()
         backend = p['backend'] if backend is None else backend
         num_threads = p['num_threads'] if num_threads is None else num_threads
+        options = {k: p[k] for k in ENGINE_OPTION_PARAMS}
+        if not first:
+            options['force_engine_update'] = False   # the first worker has just rebuilt it
         try:
             # Empty: the pipeline picks the packaged model (INT8 on the CPU backend).
-            pipeline = SegmentationPipeline(
-                model_file_path or None, backend, num_threads,
-                engine_options={k: p[k] for k in ENGINE_OPTION_PARAMS})
+            pipeline = SegmentationPipeline(model_file_path or None, backend, num_threads,
+                                            engine_options=options)
         except (ModelCardError, EngineError, OSError) as e:
             raise StartupError(f'cannot load model {model_path}: {e}') from e
         except Exception as e:  # noqa: B902 - rclpy would swallow it in a transition
             raise StartupError(f'cannot load model {model_path}: {type(e).__name__}: {e}') \
                 from e
-        for note in pipeline.backend_notes:
-            self.get_logger().info(f'backend {note}')
+        if first:
+            for note in pipeline.backend_notes:
+                self.get_logger().info(f'backend {note}')
         return pipeline
+
+    def _load_pipelines(self, model_file_path, backend=None, num_threads=None):
+        """
+        Return one new pipeline per worker; StartupError (none left open) if one fails.
+
+        The first one picks the backend (``auto``...); the others are loaded on the backend
+        it chose, so every worker runs the same engine or the load fails.
+        """
+        first = self._load_pipeline(model_file_path, backend, num_threads)
+        pipelines = [first]
+        try:
+            for i in range(1, len(self._workers)):
+                try:
+                    pipelines.append(self._load_pipeline(
+                        model_file_path, first.engine.backend, num_threads, first=False))
+                except StartupError as e:
+                    raise StartupError(f'worker {i + 1} of {len(self._workers)}: {e}') from e
+        except BaseException:
+            for pipeline in pipelines:
+                pipeline.close()
+            raise
+        if len(pipelines) > 1:
+            self.get_logger().info(f'{len(pipelines)} workers, each with its own '
+                                   f'{first.engine.describe()}')
+        return pipelines
 
     @ends_in('inactive', 'unconfigured')
     def on_configure(self, state):
-        """Load the model and engine, and create the publishers."""
+        """Load the model and engines (one per worker), and create the publishers."""
         try:
-            pipeline = self._load_pipeline(self.params['model_file_path'])
-            self._frames.color_lut = self._palette_lut(self.params['color_palette'],
-                                                       pipeline.card)
+            pipelines = self._load_pipelines(self.params['model_file_path'])
+            lut = self._palette_lut(self.params['color_palette'], pipelines[0].card)
         except StartupError as e:
             self.failure = str(e)
             self.get_logger().error(f'configure failed: {e}')
             return TransitionCallbackReturn.FAILURE
-        self.pipeline = pipeline
+        for worker in self._workers:
+            worker.frames.color_lut = lut
+        self._set_pipelines(pipelines)
+        pipeline = pipelines[0]
         p = self.params
+        if len(self._workers) > 1 and p['num_threads'] == 0 and \
+                pipeline.engine.backend == 'onnxruntime':
+            self.get_logger().warning(
+                f'num_workers {len(self._workers)} with num_threads 0: the engine of each '
+                'worker uses one thread per core; set num_threads (1 on 2 cores) to share them')
         out_qos = qos_from_name(p['output_qos'], p['output_qos_depth'])
         self._output_pubs = {
             name: self.create_lifecycle_publisher(
@@ -235,10 +306,10 @@ class SegmentationNode(LifecycleNode):
 
     @ends_in('active', 'inactive')
     def on_activate(self, state):
-        """Reload the engine if deactivate freed it, subscribe, and start the worker."""
+        """Reload the engines if deactivate freed them, subscribe, and start the workers."""
         if self.pipeline is None:
             try:
-                self.pipeline = self._load_pipeline(self.params['model_file_path'])
+                self._set_pipelines(self._load_pipelines(self.params['model_file_path']))
             except StartupError as e:
                 self.failure = str(e)
                 self.get_logger().error(f'activate failed: {e}')
@@ -253,9 +324,12 @@ class SegmentationNode(LifecycleNode):
         self._info_sub = self.create_subscription(CameraInfo, 'camera_info', self._on_info,
                                                   in_qos)
         self._slot = LatestSlot()
-        self._worker = threading.Thread(target=self._work, args=(self._slot,),
-                                        name='segmentation_worker', daemon=True)
-        self._worker.start()
+        many = len(self._workers) > 1
+        for worker in self._workers:
+            name = f'segmentation_worker_{worker.index}' if many else 'segmentation_worker'
+            worker.thread = threading.Thread(target=self._work, args=(worker, self._slot),
+                                             name=name, daemon=True)
+            worker.thread.start()
         self._last_input_time = None
         self._start_time = time.monotonic()
         result = super().on_activate(state)
@@ -263,7 +337,7 @@ class SegmentationNode(LifecycleNode):
         return result
 
     def _stop_work(self):
-        """Unsubscribe and stop the worker, finishing or dropping the in-flight frame."""
+        """Unsubscribe and stop the workers, each finishing or dropping its in-flight frame."""
         for sub in (self._sub, self._info_sub):
             if sub is not None:
                 self.destroy_subscription(sub)
@@ -271,20 +345,24 @@ class SegmentationNode(LifecycleNode):
         if self._slot is not None:
             self.dropped_before += self._slot.dropped
             self._slot.close()
-        worker = self._worker
-        if worker is not None and worker.is_alive() and threading.current_thread() is not worker:
-            worker.join(timeout=5.0)
-        self._slot = self._worker = None
+        for worker in self._workers:
+            thread = worker.thread
+            if thread is not None and thread.is_alive() and \
+                    threading.current_thread() is not thread:
+                thread.join(timeout=5.0)
+            worker.thread = None
+        self._slot = None
 
     def _release_pipeline(self):
-        with self._pipeline_lock:
-            if self.pipeline is not None:
-                self.pipeline.close()
-            self.pipeline = None
+        for worker in self._workers:
+            with worker.lock:
+                if worker.pipeline is not None:
+                    worker.pipeline.close()
+                worker.frames.pipeline = None
 
     @ends_in('inactive', 'active')
     def on_deactivate(self, state):
-        """Stop work and free the engine's memory (activate loads it again)."""
+        """Stop work and free the engines' memory (activate loads them again)."""
         self._stop_work()
         self._release_pipeline()
         self.get_logger().info('deactivated: engine released')
@@ -297,7 +375,8 @@ class SegmentationNode(LifecycleNode):
         for pub in self._output_pubs.values():
             self.destroy_lifecycle_publisher(pub)
         self._output_pubs = {}
-        self._frames.reset()
+        for worker in self._workers:
+            worker.frames.reset()
         return TransitionCallbackReturn.SUCCESS
 
     @ends_in('finalized', 'finalized')
@@ -352,12 +431,13 @@ class SegmentationNode(LifecycleNode):
         try:
             if self.pipeline is not None and any(
                     k in changes for k in ('model_file_path', 'backend', 'num_threads')):
-                # A reconfigure: load the new model / backend, swapped in between frames.
-                ready['pipeline'] = self._load_pipeline(
+                # A reconfigure: load the new model / backend for every worker, each swapped
+                # in between two of its frames.
+                ready['pipelines'] = self._load_pipelines(
                     changes.get('model_file_path', self.params['model_file_path']),
                     changes.get('backend'), changes.get('num_threads'))
-            pipeline = ready.get('pipeline') or self.pipeline
-            if pipeline is not None and ('color_palette' in changes or 'pipeline' in ready):
+            pipeline = ready['pipelines'][0] if 'pipelines' in ready else self.pipeline
+            if pipeline is not None and ('color_palette' in changes or 'pipelines' in ready):
                 ready['color_lut'] = self._palette_lut(
                     list(changes.get('color_palette', self.params['color_palette'])),
                     pipeline.card)
@@ -367,23 +447,26 @@ class SegmentationNode(LifecycleNode):
                                for k, v in changes.items()})
                 ready['ground'] = GroundParams.from_params(merged)
         except BaseException:
-            if 'pipeline' in ready:
-                ready['pipeline'].close()
+            for pipeline in ready.get('pipelines', ()):
+                pipeline.close()
             raise
         return ready
 
     def _commit_changes(self, ready, changes):
         """Apply what :meth:`_prepare_changes` built, and the plain values of ``changes``."""
-        frames = self._frames
-        if 'ground' in ready:
-            frames.ground_params = ready['ground']
-        if 'color_lut' in ready:
-            frames.color_lut = ready['color_lut']
-        new_pipeline = ready.get('pipeline')
-        if new_pipeline is not None:
-            with self._pipeline_lock:
-                old, self.pipeline = self.pipeline, new_pipeline
-            old.close()
+        for worker in self._workers:
+            if 'ground' in ready:
+                worker.frames.ground_params = ready['ground']
+            if 'color_lut' in ready:
+                worker.frames.color_lut = ready['color_lut']
+        new_pipelines = ready.get('pipelines')
+        new_pipeline = new_pipelines[0] if new_pipelines else None
+        if new_pipelines:
+            for worker, pipeline in zip(self._workers, new_pipelines):
+                with worker.lock:
+                    old, worker.frames.pipeline = worker.pipeline, pipeline
+                if old is not None:
+                    old.close()
             self.get_logger().info(f'model swapped to {new_pipeline.card.model_path} on '
                                    f'{new_pipeline.engine.describe()}')
         for name, value in changes.items():
@@ -393,8 +476,9 @@ class SegmentationNode(LifecycleNode):
         if self.pipeline is not None and (new_pipeline is not None
                                           or {'camera_height', 'camera_pitch'} & set(changes)):
             self._check_mount(self.pipeline.card, self.params)
-        frames.alpha = float(self.params['overlay_alpha'])
-        frames.footprint_radius = float(self.params['footprint_radius'])
+        for worker in self._workers:
+            worker.frames.alpha = float(self.params['overlay_alpha'])
+            worker.frames.footprint_radius = float(self.params['footprint_radius'])
         self._publish_all = bool(self.params['publish_unsubscribed'])
 
     # -- data path ----------------------------------------------------------------------------
@@ -404,7 +488,7 @@ class SegmentationNode(LifecycleNode):
             return
         self.received += 1
         self._last_input_time = time.monotonic()
-        slot.put(msg)
+        slot.put((self.received, msg))   # numbered in arrival order, for the InOrderGate
 
     def _on_info(self, msg):
         self._infos.add(msg)
@@ -430,17 +514,17 @@ class SegmentationNode(LifecycleNode):
     @property
     def mount(self):
         """Return the :class:`CameraMount` of the camera_* parameters now in use."""
-        return self._frames.ground_params.mount
+        return self._workers[0].frames.ground_params.mount
 
     @property
     def grid_spec(self):
         """Return the :class:`GridSpec` of the grid_* parameters now in use."""
-        return self._frames.ground_params.grid_spec
+        return self._workers[0].frames.ground_params.grid_spec
 
     @property
     def overlay_alpha(self):
         """Return the overlay's blending weight now in use."""
-        return self._frames.alpha
+        return self._workers[0].frames.alpha
 
     @property
     def publish_unsubscribed(self):
@@ -450,18 +534,18 @@ class SegmentationNode(LifecycleNode):
     @property
     def projector(self):
         """Return the ground projector of the latest frame, None before one was projected."""
-        return self._frames.projector
+        return self._latest.frames.projector
 
     @property
     def horizon(self):
         """Return the (mask_horizon, horizon_margin_deg) now in use."""
-        params = self._frames.ground_params
+        params = self._workers[0].frames.ground_params
         return params.mask_horizon, params.horizon_margin_deg
 
     @property
     def horizon_cut(self):
         """Return the :class:`HorizonCut` of the latest frame cut at the horizon, or None."""
-        return self._frames.horizon
+        return self._latest.frames.horizon
 
     @property
     def camera_infos(self):
@@ -475,32 +559,49 @@ class SegmentationNode(LifecycleNode):
 
     @property
     def worker_thread(self):
-        """Return the thread that processes the frames while active, else None."""
-        return self._worker
+        """Return the (first) worker thread while active, else None."""
+        return self._workers[0].thread
+
+    @property
+    def worker_threads(self):
+        """Return the threads that process the frames (``num_workers``) while active, else ()."""
+        return tuple(w.thread for w in self._workers if w.thread is not None)
+
+    @property
+    def worker_frame_counts(self):
+        """Return how many frames each worker has computed (published or dropped late)."""
+        with self._stats_lock:
+            return tuple(w.frames_done for w in self._workers)
+
+    @property
+    def late_dropped(self):
+        """Return the frames computed but dropped because a later frame had been published."""
+        return self._in_order.late if self._in_order is not None else 0
 
     @property
     def frame_waiting(self):
-        """Return whether a received frame waits for the worker (a newer one replaces it)."""
+        """Return whether a received frame waits for a worker (a newer one replaces it)."""
         slot = self._slot
         return slot is not None and slot.waiting
 
     @property
     def grid_rule(self):
         """Return the :class:`GridRule` of the grid_* parameters."""
-        return self._frames.ground_params.rule
+        return self._workers[0].frames.ground_params.rule
 
-    def _work(self, slot):
+    def _work(self, worker, slot):
         while True:
-            msg = slot.take(timeout=0.5)
-            if msg is None:
+            item = slot.take(timeout=0.5)
+            if item is None:
                 if slot.closed:
                     return
                 continue
+            seq, msg = item
             try:
-                with self._pipeline_lock:
-                    if self.pipeline is None:
+                with worker.lock:
+                    if worker.pipeline is None:
                         continue
-                    self._process(msg)
+                    self._process(worker, seq, msg)
             except ImageCodecError as e:
                 self._count_error(f'bad image on {self.image_topic}: {e}')
             except Exception as e:  # noqa: B902 - a bad frame must never stop the node
@@ -533,29 +634,48 @@ class SegmentationNode(LifecycleNode):
                 throttle_duration_sec=ERROR_THROTTLE_S)
         return rgb
 
-    def _process(self, msg):
-        """Make the outputs someone subscribes to (or all) of one frame, publishing each."""
+    def _process(self, worker, seq, msg):
+        """
+        Make the outputs someone subscribes to (or all) of frame ``seq``, and publish them.
+
+        A single worker publishes each output as soon as it is made. With several, a frame's
+        outputs are collected and published together through the :class:`InOrderGate`,
+        which drops them when a frame that arrived later has already been published.
+        """
         want = {name for name, pub in self._output_pubs.items() if self._wanted(pub)}
         if not want:
             return
         t0 = time.perf_counter()
         rgb = self._decode_frame(msg)
         header = msg.header
+        publish = functools.partial(self._publish, worker, header)
+        gate = self._in_order
+        made = []
         # CameraInfo and TF are looked up after the segmentation, as late as possible.
-        out = self._frames.process(rgb, want, functools.partial(self._camera_info, header),
-                                   functools.partial(self._camera_transform, header),
-                                   ready=functools.partial(self._publish, header))
+        out = worker.frames.process(
+            rgb, want, functools.partial(self._camera_info, header),
+            functools.partial(self._camera_transform, header),
+            ready=publish if gate is None else lambda name, out: made.append(name))
         if out.ground_error is not None:
             self._info_error = f'unusable CameraInfo: {out.ground_error}'
         elif out.has_ground or out.horizon is not None:
             self._info_error = ''
+        published = True
+        if gate is not None:
+            def publish_all():
+                for name in made:
+                    publish(name, out)
+                self._latest = worker
+            published = gate.publish(seq, publish_all)
         done = time.perf_counter()
         latency = (self.get_clock().now() - Time.from_msg(header.stamp)).nanoseconds * 1e-9
         with self._stats_lock:
-            self.processed += 1
-            self._latencies.append(latency)
+            worker.frames_done += 1
             self._proc_times.append(done - t0)
-            self._done_times.append(time.monotonic())
+            if published:
+                self.processed += 1
+                self._latencies.append(latency)
+                self._done_times.append(time.monotonic())
 
     def _camera_info(self, header):
         """Return the CameraInfo for an image (None, noted for diagnostics, when none came)."""
@@ -571,11 +691,11 @@ class SegmentationNode(LifecycleNode):
             self.check_tf_mount(transform)
         return transform
 
-    def _publish(self, header, name, out):
-        """Publish output ``name`` of :class:`FrameOutputs` ``out`` as its message."""
+    def _publish(self, worker, header, name, out):
+        """Publish output ``name`` of ``worker``'s :class:`FrameOutputs` ``out`` as its message."""
         p = self.params
         self._output_pubs[name].publish(frame_output_msg(
-            name, out, header, p['base_frame'], self._reuse,
+            name, out, header, p['base_frame'], worker.reuse,
             p['color_segmentation_mask_encoding']))
 
     # -- diagnostics --------------------------------------------------------------------------
@@ -587,11 +707,14 @@ class SegmentationNode(LifecycleNode):
             done = list(self._done_times)
             processed, bad, err = self.processed, self.bad_frames, self.last_error
             warned = self.decoder_warnings
+            per_worker = [w.frames_done for w in self._workers]
         now = time.monotonic()
         recent = [t for t in done if now - t <= 5.0]
         fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 and \
             recent[-1] > recent[0] else 0.0
         pipeline = self.pipeline
+        # Each worker's pipeline read once: a transition in another thread may release it.
+        engines = [p.engine for p in self.pipelines if p is not None]
         state = self.lifecycle_state
         st = DiagnosticStatus(name=f'{self.get_name()}: segmentation',
                               hardware_id=pipeline.engine.describe() if pipeline else 'none')
@@ -602,7 +725,8 @@ class SegmentationNode(LifecycleNode):
             state, self.failure, self.received, since, stale_after, self.image_topic,
             idle=not any(self._wanted(pub) for pub in self._output_pubs.values()),
             grid_error=self._info_error if grid is not None and self._wanted(grid) else '',
-            server_error=getattr(pipeline.engine if pipeline else None, 'server_error', ''),
+            server_error=next((e.server_error for e in engines
+                               if getattr(e, 'server_error', '')), ''),
             bad=bad, processed=processed, last_error=err)
 
         def ms(a, q):
@@ -615,6 +739,9 @@ class SegmentationNode(LifecycleNode):
             'frames_received': str(self.received), 'frames_processed': str(processed),
             'frames_dropped': str(self.dropped), 'frames_bad': str(bad),
             'frames_decoder_warnings': str(warned),
+            'workers': str(len(self._workers)),
+            'frames_per_worker': ', '.join(str(n) for n in per_worker),
+            'frames_dropped_late': str(self.late_dropped),
             'input_age_s': f'{since:.2f}',
             'lifecycle_state': state,
             'backend': pipeline.engine.backend if pipeline else 'none',
@@ -625,9 +752,9 @@ class SegmentationNode(LifecycleNode):
                 'ok' if self._infos else f'none yet on {self.info_topic}'),
             'camera_pose': self._pose_source.status,
         }
-        trips = getattr(pipeline.engine if pipeline else None, 'round_trips', None)
-        if trips is not None:
+        if engines and getattr(engines[0], 'round_trips', None) is not None:
             # Remote backends: the server round trip, apart from the local processing.
+            trips = [t for e in engines for t in list(e.round_trips)]
             rtt = np.array(trips) if trips else None
             values['server_round_trip_p50_ms'] = ms(rtt, 50)
             values['server_round_trip_p95_ms'] = ms(rtt, 95)
@@ -643,9 +770,15 @@ class SegmentationNode(LifecycleNode):
 
     @property
     def dropped(self):
-        """Return how many frames a newer one replaced before the worker got to them."""
+        """
+        Return how many received frames were dropped to keep the latency bounded.
+
+        Those a newer one replaced before a worker got to them, and those computed but
+        dropped late (:attr:`late_dropped`, only with several workers).
+        """
         slot = self._slot
-        return self.dropped_before + (slot.dropped if slot is not None else 0)
+        return self.dropped_before + (slot.dropped if slot is not None else 0) + \
+            self.late_dropped
 
     @property
     def image_topic(self):
@@ -659,9 +792,9 @@ class SegmentationNode(LifecycleNode):
         return self.resolve_topic_name('camera_info')
 
     def destroy_node(self):
-        """Stop the worker (finishing or dropping the in-flight frame), then destroy."""
+        """Stop the workers (finishing or dropping the frames in flight), then destroy."""
         # Tolerates a node whose constructor failed half-way (rclpy destroys it at shutdown).
-        if getattr(self, '_pipeline_lock', None) is not None:
+        if getattr(self, '_workers', None) is not None:
             self._stop_work()
             self._release_pipeline()
         return super().destroy_node()

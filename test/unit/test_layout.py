@@ -441,7 +441,7 @@ def test_the_location_checker_allows_what_the_rules_allow(name, source):
     ('def f(sim):\n    sim._on_cmd(None)\n', 'sim._on_cmd'),
     ('def f(cam):\n    return cam._timer\n', 'cam._timer'),
     ('def f(n):\n    return n._output_pubs\n', 'n._output_pubs'),
-    ('def f(h):\n    return h.nodes[0]._worker\n', '_worker'),
+    ('def f(h):\n    return h.nodes[0]._workers\n', '_workers'),
     ('def f(node):\n    return node._state_machine\n', 'node._state_machine'),
 ])
 def test_the_test_checker_catches_a_break(source, expected):

@@ -55,6 +55,13 @@ confidence is computed), and
 **after**, every ground output (those plus free_space/scan and segmentation/confidence)
 under the default rule, all subscribed by this process; both also subscribe
 segmentation/mask, as every node row.
+
+``--workers`` (default ``2x1``; none with ``--quick``) adds node conditions with several
+workers (``num_workers``), each ``WORKERSxTHREADS`` pair at every camera rate of 30 Hz and
+above and in closed loop, for every model, after all the other conditions. Their labels say
+``2w1t`` where the others say ``2t`` (2 workers of 1 inference thread each)::
+
+    python -m freespace_seg bench --only "node int8 2t rgb8,node int8 2w1t rgb8"
 """
 
 import datetime
@@ -104,6 +111,11 @@ def add_arguments(parser):
     parser.add_argument('--only', default='',
                         help='run only the conditions whose label contains one of these '
                              'comma-separated texts, e.g. "engine fp32,node fp32 2t"')
+    parser.add_argument('--workers', default='',
+                        help='node conditions with several workers: WORKERSxTHREADS pairs '
+                             '(num_workers x num_threads), comma-separated, each at the rates '
+                             'of 30 Hz and above and in closed loop; "none" to skip (2x1; '
+                             '--quick: none). Labelled e.g. "node int8 2w1t rgb8 1280x720 60 Hz"')
     parser.add_argument('--memory-minutes', type=float, default=0.0,
                         help='also run the node this many minutes at 30 Hz and report its '
                              'RSS growth (0: skip)')
@@ -127,6 +139,32 @@ def add_arguments(parser):
 
 def _csv(text, cast):
     return [cast(v) for v in str(text).split(',') if v.strip()]
+
+
+#: the worker conditions of a full run: 2 workers of 1 inference thread each
+DEFAULT_WORKERS = '2x1'
+
+
+def worker_splits(text):
+    """
+    Return the (workers, threads) pairs of ``--workers`` text such as ``'2x1,4x1'``.
+
+    ``'none'`` or empty: none. Raises SystemExit with the reason on a malformed pair or a
+    worker count outside 2-4 (one worker is the plain node conditions).
+    """
+    if str(text).strip() in ('', 'none'):
+        return []
+    splits = []
+    for part in str(text).split(','):
+        workers, sep, threads = part.strip().partition('x')
+        if not sep or not workers.isdigit() or not threads.isdigit():
+            raise SystemExit(f'bench: --workers wants WORKERSxTHREADS pairs such as 2x1, got '
+                             f'{part.strip()!r}')
+        if not 2 <= int(workers) <= 4:
+            raise SystemExit(f'bench: --workers {part.strip()}: 2 to 4 workers (the node allows '
+                             '1-4; one worker is the plain node conditions)')
+        splits.append((int(workers), int(threads)))
+    return splits
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,6 +217,11 @@ def plan(args, models):
         label, path = models[-1]   # INT8 where there is one
         for ground in ('before', 'after'):
             conds.append(Condition('node', label, path, best_t, 30.0, ground=ground))
+    workers = getattr(args, 'workers', '') or ('none' if quick else DEFAULT_WORKERS)
+    for n, t in worker_splits(workers):
+        for label, path in models:
+            for rate in [r for r in rates if r >= 30] + [0.0]:
+                conds.append(Condition('node', label, path, t, rate, workers=n))
     return threads_list, rates, conds
 
 

@@ -40,10 +40,16 @@ def _stamp_ns_from_cdr(data):
 
 
 class Condition:
-    """One topic condition: which node, model, threads, input and camera rate."""
+    """
+    One topic condition: which node, model, threads, input and camera rate.
+
+    ``workers``: the node's ``num_workers``, each worker with ``threads`` inference threads;
+    a condition with more than one is labelled ``<workers>w<threads>t`` instead of
+    ``<threads>t`` (e.g. ``node int8 2w1t rgb8 1280x720 60 Hz``).
+    """
 
     def __init__(self, kind, model_label, model, threads, rate, transport='raw',
-                 all_outputs=False, ground='', backend='onnxruntime', params=None):
+                 all_outputs=False, ground='', backend='onnxruntime', params=None, workers=1):
         self.kind = kind              # 'node' or 'naive'
         self.backend = backend        # the node's backend (bench-fleet: triton too)
         self.params = dict(params or {})   # more node parameters (name -> value)
@@ -54,6 +60,7 @@ class Condition:
         self.transport = transport    # 'raw' or 'compressed'
         self.all_outputs = all_outputs
         self.ground = ground          # '', 'before' or 'after' (see --ground-outputs)
+        self.workers = workers        # the node's num_workers
 
     @property
     def camera(self):
@@ -65,7 +72,8 @@ class Condition:
         extra = ', all 7 outputs' if self.all_outputs else ''
         if self.ground:
             extra += f', ground outputs {self.ground}'
-        return f'{self.kind} {self.model_label} {self.threads}t {what} {self.camera}{extra}'
+        threads = f'{self.workers}w{self.threads}t' if self.workers > 1 else f'{self.threads}t'
+        return f'{self.kind} {self.model_label} {threads} {what} {self.camera}{extra}'
 
 
 class TopicBench:
@@ -108,6 +116,8 @@ class TopicBench:
         if cond.kind == 'node':
             cmd += ['-p', f'backend:={cond.backend}', '-p',
                     f'image_transport:={cond.transport}']
+            if cond.workers > 1:
+                cmd += ['-p', f'num_workers:={cond.workers}']
             for key, value in cond.params.items():
                 text = str(value).lower() if isinstance(value, bool) else str(value)
                 cmd += ['-p', f'{key}:={text}']
@@ -269,6 +279,7 @@ class Robot:
         """Return the condition's part of a result row."""
         cond = self.cond
         row = {'kind': cond.kind, 'model': cond.model_label, 'threads': cond.threads,
+               'workers': cond.workers,
                'input': ('jpeg ' if self.compressed else 'rgb8 ')
                + f'{self.frames.width}x{self.frames.height}',
                'camera': cond.camera, 'rate_hz': cond.rate, 'all_outputs': cond.all_outputs,

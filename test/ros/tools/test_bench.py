@@ -117,6 +117,63 @@ def test_memory_summary_and_ratios():
     assert any(r['ratio'].startswith('node fp32/naive fps') for r in ratios)
 
 
+def test_the_worker_conditions_are_planned_and_selectable_with_only():
+    import argparse
+    import types
+
+    from freespace_seg.tools.bench import report, run
+    from freespace_seg.tools.bench.topics import TopicBench
+
+    parser = argparse.ArgumentParser()
+    run.add_arguments(parser)
+    models = [('fp32', '/m/a.onnx'), ('int8', '/m/a_int8.onnx')]
+    size = types.SimpleNamespace(width=1280, height=720)
+
+    def labels(argv):
+        return [c.label(size) for c in run.plan(parser.parse_args(argv), models)[2]]
+
+    full = labels([])
+    new = [f'node {m} 2w1t rgb8 1280x720 {camera}' for m in ('fp32', 'int8')
+           for camera in ('30 Hz', '60 Hz', 'closed loop (2 in flight)')]
+    assert full[-len(new):] == new                     # after every other condition
+    assert 'node int8 2t rgb8 1280x720 60 Hz' in full  # the one-worker rows stay as they were
+    assert not any('2w' in label for label in full[:-len(new)])
+    # --only picks a worker row by its label, and the one-worker texts never pick one.
+    assert [x for x in full if 'node int8 2w1t rgb8 1280x720 60 Hz' in x] == [new[4]]
+    assert not any(t in x for x in new for t in ('node int8 2t', 'node int8 1t', 'int8 1t'))
+    assert not any('w1t' in x for x in labels(['--quick']))
+    assert labels(['--quick', '--workers', '2x1', '--rates', '60'])[-4:] == [
+        f'node {m} 2w1t rgb8 1280x720 {camera}' for m in ('fp32', 'int8')
+        for camera in ('60 Hz', 'closed loop (2 in flight)')]
+    assert labels(['--workers', 'none']) == full[:-len(new)]
+    for bad in ('2', '1x1', '5x1', 'twoxone'):
+        with pytest.raises(SystemExit):
+            labels(['--workers', bad])
+    # The node runs with num_workers 2 and num_threads 1.
+    cond = run.plan(parser.parse_args(['--only', '2w1t']), models)[2][-2]
+    assert cond.label(size) == new[4]
+    cmd, _ = TopicBench._command(None, cond, '/ns', 'bench_node_1')
+    assert 'num_workers:=2' in cmd and 'num_threads:=1' in cmd
+
+    # The report tells the worker rows apart and never takes one for a one-worker row.
+    rows = [
+        {'kind': 'node', 'model': 'int8', 'threads': 1, 'workers': 2, 'rate_hz': 60.0,
+         'fps': 59.9, 'input': 'rgb8 1280x720', 'p95_ms': 20.0, 'camera_fps': 60.0,
+         'camera': '60 Hz', 'p50_ms': 15.0, 'max_ms': 30.0, 'cpu_percent': 190.0},
+        {'kind': 'node', 'model': 'int8', 'threads': 1, 'rate_hz': 60.0, 'fps': 50.0,
+         'input': 'rgb8 1280x720', 'p95_ms': 30.0, 'camera_fps': 60.0, 'camera': '60 Hz',
+         'p50_ms': 20.0, 'max_ms': 40.0, 'cpu_percent': 100.0},
+    ]
+    assert report.find(rows, 'node', 'int8', 1, rate=60.0) is rows[1]
+    assert report.find(rows, 'node', 'int8', 1, rate=60.0, workers=2) is rows[0]
+    assert report.saturated(rows, 'int8', 1) is rows[1]
+    _, goals = report.ratios_and_goals(rows, [1], [60.0], ['int8'])
+    goals = {g['goal']: g['met'] for g in goals}
+    assert goals == {'>= 60 fps end to end at 60 Hz (int8, 1t)': False,
+                     '>= 60 fps end to end at 60 Hz (int8, 2w1t)': True}
+    assert '| node (2 workers) | int8 | 1 |' in report.markdown_table(rows)
+
+
 def test_stop_spin_thread_leaves_no_thread_in_the_executor():
     # The bench harness hung once when its node was destroyed under a thread still spinning.
     import threading
