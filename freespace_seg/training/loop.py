@@ -114,6 +114,26 @@ def _quiet(message):
     pass
 
 
+def prepare_batch(images, labels, idx, device, gen, augment_data=False, low_res=False):
+    """
+    Return the network input and labels of one batch: the per-step data path of training.
+
+    Gathers frames ``idx`` of the uint8 ``images`` (N, 3, H, W) and ``labels`` (N, H, W) on
+    the CPU, moves them to ``device``, scales to [0, 1] floats, halves them for ``low_res``
+    steps, augments them (``augment_data``: ``True`` for ``full`` or an
+    :data:`~freespace_seg.training.augment.AUGMENT_MODES` name; the random numbers come from
+    the CPU generator ``gen``) and normalizes them in channels-last order. :func:`train_model`
+    calls it every step. Returns (x, y) on ``device``: x float (B, 3, H, W), y long (B, H, W).
+    """
+    x = images[idx].to(device).float() / 255.0
+    y = labels[idx].to(device).long()
+    if low_res:
+        x, y = downscale2x(x, y)
+    if augment_data:
+        x, y = augment(x, y, gen, 'full' if augment_data is True else augment_data)
+    return channels_last(normalize(x, y)), y
+
+
 def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batch_size=8,
                 lr=4e-3, weight_decay=1e-4, dice_weight=1.0, seed=0, augment_data=True,
                 val_every=250, patience=0, log_every=50, work_dir=None, log=print,
@@ -317,13 +337,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         low_res = step <= low_res_steps
         bs = bs_low if low_res else bs_full
         idx = sampler.draw(bs * ranks.world)[ranks.rank * bs:(ranks.rank + 1) * bs]
-        x = train_x[idx].to(device).float() / 255.0
-        y = train_y[idx].to(device).long()
-        if low_res:
-            x, y = downscale2x(x, y)
-        if augment_data:
-            x, y = augment(x, y, aug_gen, 'full' if augment_data is True else augment_data)
-        x = channels_last(normalize(x, y))
+        x, y = prepare_batch(train_x, train_y, idx, device, aug_gen, augment_data, low_res)
         logits = net(x)
         loss = segmentation_loss(logits, y, dice_weight)
         if sampler.hard_fraction:
