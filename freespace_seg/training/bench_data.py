@@ -33,14 +33,19 @@ Every row runs the code ``train`` runs, on this machine, and prints a Markdown t
   the CPU by default) and on torch's ``meta`` device. The ``meta`` rows are what the main
   process still does in a GPU step: the tensors there hold no data, so only the CPU's work is
   left (the gather, the random numbers, which come from one CPU generator, and the calls),
-  not the copies to the GPU; the bytes a step copies are counted in a column of their own.
+  not the copies to the GPU. :class:`DataPathProbe` then counts, over a few more batches,
+  the bytes copied to the device, the calls made there, and the CPU time of the operations
+  on CPU tensors alone: a meta call costs more than a CUDA launch, so the GPU's share lies
+  between that time and the row's.
 * ``model step``: :func:`~freespace_seg.training.loop.train_model` without augmentation (its
   gather and normalize are in it), ``--steps`` timed after one warm-up step: forward,
   backward, AdamW and the schedule of ``--arch`` at ``--input-size``, batch ``--batch-size``.
 
 ``x model`` is a row's frames/s over the frames/s the model step consumes. Under the table:
 how many render jobs render 16,000 frames in 10 minutes, and whether the main process's share
-keeps up with a GPU that trains ``--gpu-rate`` frames/s (an assumption, 500 by default).
+keeps up with a GPU that trains ``--gpu-rate`` frames/s (an assumption, 500 by default), in
+line with each step and with the batch made ahead in a thread, as ``train`` does on a GPU
+(:mod:`freespace_seg.training.prefetch`).
 Wall-clock rates depend on what else runs; the CPU-time column depends on it much less.
 ``--quick`` measures tiny frames and a few steps (for the tests).
 """
@@ -82,6 +87,9 @@ SETTINGS = {
     'batches': (30, 3),
     'steps': (5, 1),
 }
+
+#: batches of a batch row timed again under :class:`DataPathProbe` (not on the CPU)
+PROBE_BATCHES = 5
 
 #: frames and minutes of the render plan printed under the table
 PLAN_FRAMES, PLAN_MINUTES = 16000, 10
@@ -274,19 +282,50 @@ def time_load(args, folder, where):
                 end_cpu - cpu)
 
 
-class CopyCounter(TorchFunctionMode):
-    """Count the bytes of CPU tensors that ``Tensor.to`` moves to another device."""
+def _tensors(value):
+    """Yield the tensors in ``value`` and in the tuples, lists and dicts it holds."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+class DataPathProbe(TorchFunctionMode):
+    """
+    What a batch's data path asks of the CPU when its tensors live on another device.
+
+    ``bytes``: what ``Tensor.to`` copies from CPU tensors to the device. ``cpu_s``: the CPU
+    time (of this thread) of the calls that touch CPU tensors only (the gather, the random
+    numbers of the CPU generator, the small tensors made of them): the work left to the CPU
+    on any device. ``device_calls``: the calls that return a tensor on the device, which a
+    GPU launches.
+    """
 
     def __init__(self):
         super().__init__()
         self.bytes = 0
+        self.cpu_s = 0.0
+        self.device_calls = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if getattr(func, '__name__', '') == 'to' and args and isinstance(args[0], torch.Tensor) \
-                and args[0].device.type == 'cpu' and isinstance(out, torch.Tensor) \
-                and out.device.type != 'cpu':
-            self.bytes += args[0].nbytes
+        kwargs = kwargs or {}
+        start = time.thread_time()   # CPU time: what else runs on the machine adds nothing
+        out = func(*args, **kwargs)
+        took = time.thread_time() - start
+        given = list(_tensors((args, kwargs)))
+        made = list(_tensors(out))
+        elsewhere = [t for t in made if t.device.type != 'cpu']
+        if elsewhere:
+            self.device_calls += 1
+            if getattr(func, '__name__', '') == 'to' and given and \
+                    given[0].device.type == 'cpu':
+                self.bytes += given[0].nbytes
+        elif all(t.device.type == 'cpu' for t in given):
+            self.cpu_s += took
         return out
 
 
@@ -313,14 +352,23 @@ def time_batches(args, images, labels, mode, device):
     for _ in range(args.batches):
         one()
     end, end_cpu = _clocks()
-    counter = CopyCounter()
-    with counter:
-        one()
-    where = ('the main process of a GPU step (meta device)' if device.type == 'meta' else
-             f'on the {"CPU" if device.type == "cpu" else device.type}')
-    return _row('batch', f'{mode}, {where}', args.batches * bs, end - wall, end_cpu - cpu,
-                'batch', args.batches, mode=mode, device=device.type,
-                to_device_mb=counter.bytes / 1e6 if device.type != 'cpu' else None)
+    row = _row('batch', f'{mode}, on the {"CPU" if device.type == "cpu" else device.type}',
+               args.batches * bs, end - wall, end_cpu - cpu, 'batch', args.batches, mode=mode,
+               device=device.type)
+    if device.type != 'cpu':
+        probes = min(args.batches, PROBE_BATCHES)
+        probe = DataPathProbe()
+        with probe:
+            for _ in range(probes):
+                one()
+        row.update(to_device_mb=probe.bytes / probes / 1e6,
+                   cpu_ops_ms=1e3 * probe.cpu_s / probes,
+                   device_calls=probe.device_calls / probes)
+        row['case'] = (f'{mode}, the main process of a GPU step (meta device)'
+                       if device.type == 'meta' else row['case']) + (
+            f': {row["to_device_mb"]:.1f} MB to the device, {row["device_calls"]:.0f} calls '
+            f'there, {row["cpu_ops_ms"]:.1f} ms of CPU in CPU tensor ops a batch')
+    return row
 
 
 def time_model(args, images, labels, device):
@@ -358,6 +406,12 @@ def render_plan(render_rows):
     return rate, int(math.ceil(PLAN_FRAMES / (PLAN_MINUTES * 60.0 * rate)))
 
 
+def _busy(step_ms, data_ms, overlapped=False):
+    """Return the per cent of time a GPU step of ``step_ms`` computes, batches ``data_ms``."""
+    share = step_ms / max(step_ms, data_ms) if overlapped else step_ms / (step_ms + data_ms)
+    return f'{100.0 * share:.0f}'
+
+
 def report(rows, args, header, model_fps):
     """Return (the header and the table, the lines under it) as lists of lines."""
     body = []
@@ -370,12 +424,10 @@ def report(rows, args, header, model_fps):
                 else '')
         per = f'{number(r["ms_per_unit"], 1)} a {r["unit"]}' if r['unit'] else ''
         body.append((r['part'], r['case'] + extra, r['frames'], number(r['frames_per_s'], 1),
-                     per, number(r['cpu_ms_per_frame'], 1),
-                     number(r.get('to_device_mb'), 1, missing=''), number(ratio, 2)))
+                     per, number(r['cpu_ms_per_frame'], 1), number(ratio, 2)))
     lines = header + [''] + table(
-        ('part', 'case', 'frames', 'frames/s', 'wall ms', 'CPU ms a frame',
-         'MB to the device a batch', 'x model'), body,
-        align=['---', '---'] + ['---:'] * 6)
+        ('part', 'case', 'frames', 'frames/s', 'wall ms', 'CPU ms a frame', 'x model'), body,
+        align=['---', '---'] + ['---:'] * 5)
     rate, jobs = render_plan([r for r in rows if r['part'] == 'render'])
     summary = []
     if rate:
@@ -383,18 +435,22 @@ def report(rows, args, header, model_fps):
                        f'start; {PLAN_FRAMES} frames in {PLAN_MINUTES} minutes need {jobs} '
                        'such jobs (one free core each).')
     bs = args.batch_size
+    step_ms = 1e3 * bs / args.gpu_rate
     for r in rows:
         if r['part'] == 'batch' and r['device'] == 'meta':
-            fps = r['frames_per_s']
-            step_ms, data_ms = 1e3 * bs / args.gpu_rate, 1e3 * bs / fps
+            # Wall time grows with what else runs, CPU time with threads that spin: the less.
+            low, high = r['cpu_ops_ms'], min(r['ms_per_unit'], r['cpu_ms_per_frame'] * bs)
+            verdict = ('enough' if high <= step_ms else 'too few' if low > step_ms else
+                       'enough only if the calls cost little')
             summary.append(
-                f'GPU at {args.gpu_rate:g} frames/s (assumed), --augment {r["mode"]}: the main '
-                f'process prepares {fps:.0f} frames/s, '
-                + ('enough' if fps >= args.gpu_rate else 'too few')
-                + f'; in line with the step it adds {data_ms:.1f} ms to each step of '
-                f'{step_ms:.1f} ms (the GPU busy {100.0 * step_ms / (step_ms + data_ms):.0f} '
-                f'% of the time), overlapped it keeps the GPU '
-                f'{min(100.0, 100.0 * fps / args.gpu_rate):.0f} % busy.')
+                f'GPU at {args.gpu_rate:g} frames/s (assumed: {step_ms:.1f} ms a step of '
+                f'{bs}), --augment {r["mode"]}: the main process spends {low:.1f} ms (its CPU '
+                f'tensor ops) to {high:.1f} ms (the meta device row) a batch, '
+                f'{1e3 * bs / high:.0f} to {1e3 * bs / max(low, 1e-9):.0f} frames/s: '
+                f'{verdict}. In line with the step the GPU is busy {_busy(step_ms, high)} to '
+                f'{_busy(step_ms, low)} % of the time; with the batch made ahead in a thread '
+                f'(train on a GPU), {_busy(step_ms, high, True)} to '
+                f'{_busy(step_ms, low, True)} %.')
     return lines, summary
 
 
@@ -441,7 +497,8 @@ def measure(args):
     rows.append(model)
     header = [
         f'{NAME} on {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, '
-        f'torch {torch.__version__} with {args.threads} threads, device {device.type}; '
+        f'torch {torch.__version__} with {args.threads} thread'
+        f'{"s" if args.threads > 1 else ""}, device {device.type}; '
         f'{args.frames} frames, batches of {args.batch_size}; load average '
         f'{load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end.']
     return rows, header, model['frames_per_s']

@@ -48,9 +48,11 @@ def test_quick_bench_has_every_row_with_positive_rates(tmp_path, capsys):
     pixels = 2 * 96 * 64
     for r in batches:
         if r['device'] == 'cpu':
-            assert r['to_device_mb'] is None
+            assert 'to_device_mb' not in r
         else:
             assert r['to_device_mb'] == pytest.approx((4 + 4 * 3) * pixels / 1e6, rel=0.01)
+            assert r['device_calls'] > 10 and 0 < r['cpu_ops_ms'] < r['cpu_ms_per_frame'] * 2
+            assert 'MB to the device' in r['case']
     model = rows[-1]
     assert model['count'] == 1 and model['unit'] == 'step'
     assert record['model_frames_per_s'] == pytest.approx(model['frames_per_s'])
@@ -60,7 +62,8 @@ def test_quick_bench_has_every_row_with_positive_rates(tmp_path, capsys):
     assert [line.endswith(' | 1.00 |') for line in text.splitlines()
             if line.startswith('| model step | ')] == [True]
     assert 'Render up front: one job renders' in text
-    assert text.count('GPU at 500 frames/s (assumed), --augment') == 2
+    assert text.count('GPU at 500 frames/s (assumed: 4.0 ms a step of 2), --augment') == 2
+    assert 'with the batch made ahead in a thread' in text
     assert record['summary'] == [line for line in text.splitlines()
                                  if line.startswith(('Render up front', 'GPU at'))]
 
