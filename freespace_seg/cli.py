@@ -56,6 +56,9 @@ COMMANDS = {
                    'segmentation_node at camera rate for a long time: memory, drops, latency'),
     'bench-bag': ('freespace_seg.tools.bench.bag',
                   'bag against the pipeline it runs: frames/s and memory over a long bag'),
+    'bench-train-data': ('freespace_seg.training.bench_data',
+                         "train's data path (render, load, batches) against its model step "
+                         '(torch)'),
     'bench-projection': ('freespace_seg.tools.bench.projection',
                          'the ground projection: lookup-table build and per-frame cost'),
     'bench-closed-loop': ('freespace_seg.tools.bench.closed_loop',

@@ -28,6 +28,7 @@ from freespace_seg.training.distributed import Ranks
 from freespace_seg.training.errors import RebuildError, TrainError
 from freespace_seg.training.export import compare_with_torch
 from freespace_seg.training.losses import per_frame_loss, segmentation_loss
+from freespace_seg.training.prefetch import Prefetcher
 from freespace_seg.training.rebuild import REBUILD_TOLERANCE, rebuild_torch_model, unfold_batchnorm
 from freespace_seg.training.sampler import FrameSampler
 from freespace_seg.training.tensors import channels_last, downscale2x, normalize
@@ -114,6 +115,26 @@ def _quiet(message):
     pass
 
 
+def prepare_batch(images, labels, idx, device, gen, augment_data=False, low_res=False):
+    """
+    Return the network input and labels of one batch: the per-step data path of training.
+
+    Gathers frames ``idx`` of the uint8 ``images`` (N, 3, H, W) and ``labels`` (N, H, W) on
+    the CPU, moves them to ``device``, scales to [0, 1] floats, halves them for ``low_res``
+    steps, augments them (``augment_data``: ``True`` for ``full`` or an
+    :data:`~freespace_seg.training.augment.AUGMENT_MODES` name; the random numbers come from
+    the CPU generator ``gen``) and normalizes them in channels-last order. :func:`train_model`
+    calls it every step. Returns (x, y) on ``device``: x float (B, 3, H, W), y long (B, H, W).
+    """
+    x = images[idx].to(device).float() / 255.0
+    y = labels[idx].to(device).long()
+    if low_res:
+        x, y = downscale2x(x, y)
+    if augment_data:
+        x, y = augment(x, y, gen, 'full' if augment_data is True else augment_data)
+    return channels_last(normalize(x, y)), y
+
+
 def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batch_size=8,
                 lr=4e-3, weight_decay=1e-4, dice_weight=1.0, seed=0, augment_data=True,
                 val_every=250, patience=0, log_every=50, work_dir=None, log=print,
@@ -121,7 +142,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 checkpoint_meta=None, hard_frames=0.0, resume=None, time_limit=None,
                 stop_after=None, device='cpu', encoder_lr_scale=1.0, schedule='one-cycle',
                 warmup_steps=100, encoder_lr_decay=1.0, encoder_frozen_steps=0, ranks=None,
-                on_step=None):
+                on_step=None, prefetch=None):
     """
     Train ``model`` in place on uint8 tensors; return a history dict.
 
@@ -147,6 +168,12 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     ``device`` (e.g. ``'cuda'``): where the model trains. The frames stay where they are
     (the CPU); each batch goes to the device before augmentation, whose random numbers still
     come from the one CPU generator. The model comes back on the CPU.
+
+    ``prefetch``: make each step's batch (:func:`prepare_batch`) in a background thread
+    while the device trains on the one before (:class:`~.prefetch.Prefetcher`); the same
+    batches, and the same checkpoints, as without. ``None`` (default): on any device but the
+    CPU, whose cores the step already uses. Never with ``hard_frames``, whose draws need the
+    losses of the step before.
 
     ``encoder_lr_scale``: a model with ``encoder_parameters()`` (a pretrained encoder) trains
     those at this fraction of ``lr``.
@@ -277,10 +304,28 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     def clock():
         history['train_time_s'] = time_before + time.perf_counter() - t_start
 
+    def make_batch(step):
+        """Make the batch of ``step``: the sampler's draw, then :func:`prepare_batch`."""
+        low_res = step <= low_res_steps
+        bs = bs_low if low_res else bs_full
+        idx = sampler.draw(bs * ranks.world)[ranks.rank * bs:(ranks.rank + 1) * bs]
+        return (idx,) + prepare_batch(train_x, train_y, idx, device, aug_gen, augment_data,
+                                      low_res)
+
+    def data_state():
+        return gen.get_state(), aug_gen.get_state(), sampler.state_dict()
+
+    if prefetch is None:
+        prefetch = device.type != 'cpu'
+    batches = Prefetcher(make_batch, data_state,
+                         enabled=bool(prefetch) and not sampler.hard_fraction)
+
     def save_last(step, miou, better):
         clock()
+        # The generators and sampler after this step's batch (a next one may be under way).
+        generator, aug_state, sampler_state = batches.state()
         # A collective: every rank gives its augmentation state, rank 0 writes.
-        aug_states = ranks.gather(aug_gen.get_state()) if ranks.distributed else None
+        aug_states = ranks.gather(aug_state) if ranks.distributed else None
         if not work_dir or not main:
             return
         os.makedirs(work_dir, exist_ok=True)
@@ -290,7 +335,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         state = cpu_state(model)
         record = {'steps': steps, 'step': step, 'model': state,
                   'optimizer': opt.state_dict(), 'scheduler': sched.state_dict(),
-                  'generator': gen.get_state(), 'sampler': sampler.state_dict(),
+                  'generator': generator, 'sampler': sampler_state,
                   'history': history, 'best_state': best_state, 'best_miou': best_miou,
                   'since_best': since_best, 'running': running, 'world_size': ranks.world}
         if aug_states is not None:
@@ -314,16 +359,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 log(f'steps 1-{min(frozen_steps, steps)}: decoder only, the encoder frozen')
             elif step > 1:
                 log(f'step {step}: the encoder trains too')
-        low_res = step <= low_res_steps
-        bs = bs_low if low_res else bs_full
-        idx = sampler.draw(bs * ranks.world)[ranks.rank * bs:(ranks.rank + 1) * bs]
-        x = train_x[idx].to(device).float() / 255.0
-        y = train_y[idx].to(device).long()
-        if low_res:
-            x, y = downscale2x(x, y)
-        if augment_data:
-            x, y = augment(x, y, aug_gen, 'full' if augment_data is True else augment_data)
-        x = channels_last(normalize(x, y))
+        idx, x, y = batches.get(step, step + 1 if step < steps else None)
         logits = net(x)
         loss = segmentation_loss(logits, y, dice_weight)
         if sampler.hard_fraction:
@@ -373,6 +409,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
             log(f'stopped after step {step} of {steps}'
                 + (f'; last.pt in {work_dir} resumes it' if work_dir else ''))
             break
+    batches.close()
     history['hard_drawn'] = sampler.hard_drawn
     if encoder:
         set_encoder_frozen(False)

@@ -40,7 +40,8 @@ continues exactly where it stopped, with the first invocation's options.
 
 ``--device cuda`` (or ``auto``, the default, where torch sees a GPU) trains on an NVIDIA GPU:
 the frames stay on the CPU, each batch moves to the GPU, and augmentation runs there with the
-random numbers of the same CPU generator; checkpoints and the exported model are the CPU's.
+random numbers of the same CPU generator; a background thread makes each step's batch while the
+GPU runs the step before. Checkpoints and the exported model are the CPU's.
 ``--render-jobs N`` renders the ``--render`` frames in N processes (the same frames).
 
 Example::
