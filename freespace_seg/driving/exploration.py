@@ -73,7 +73,8 @@ _MAX_ROUNDS = 600
 _CROSS = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=np.uint8)
 _DIAG = np.array([[1, 0, 1], [0, 0, 0], [1, 0, 1]], dtype=np.uint8)
 _SQRT2 = math.sqrt(2.0)
-_FAR = np.float32(1e30)
+#: geodesic(): rounds between two calls of its stop test
+_STOP_EVERY = 4
 
 
 def geodesic(passable, seeds, max_rounds=_MAX_ROUNDS, stop=None):
@@ -83,26 +84,30 @@ def geodesic(passable, seeds, max_rounds=_MAX_ROUNDS, stop=None):
     ``seeds`` is a float32 array of start distances (inf elsewhere); a seed need not be
     passable. Steps cost 1 (edge neighbours) or sqrt(2) (corner neighbours); unreachable
     cells are inf. A relaxation repeated until nothing changes, at most ``max_rounds``
-    times, or until ``stop(dist, rounds)`` is true: after ``rounds`` rounds every cell that a
-    path of at most that many steps reaches has its final distance, and no cell farther
-    than ``rounds`` cells (geodesic) has one yet.
+    times, or until ``stop(dist, rounds)`` is true (asked every :data:`_STOP_EVERY` rounds):
+    after ``rounds`` rounds every cell that a path of at most that many steps reaches has its
+    final distance, and no cell farther than ``rounds`` cells (geodesic) has one yet.
     """
-    dist = seeds.astype(np.float32, copy=True)
     inf = np.float32(np.inf)
-    blocked = ~passable
+    # A border of unreachable cells: erode() then never sees its own padding value.
+    dist = np.pad(np.asarray(seeds, dtype=np.float32), 1, constant_values=inf)
+    blocked = np.pad(~np.asarray(passable, dtype=bool), 1, constant_values=True)
+    cross, diag = np.empty_like(dist), np.empty_like(dist)
+    one, root2 = np.float32(1.0), np.float32(_SQRT2)
+    inner = (slice(1, -1), slice(1, -1))
     for i in range(1, max_rounds + 1):
-        cross = cv2.erode(dist, _CROSS)
-        diag = cv2.erode(dist, _DIAG)
-        step = np.minimum(cross + np.float32(1.0), diag + np.float32(_SQRT2))
-        # erode() pads with the largest float32, not inf: what it gives from there is inf.
-        step[blocked | (step > _FAR)] = inf
-        new = np.minimum(dist, step)
-        if np.array_equal(new, dist):
+        cv2.erode(dist, _CROSS, dst=cross, borderType=cv2.BORDER_REPLICATE)
+        cv2.erode(dist, _DIAG, dst=diag, borderType=cv2.BORDER_REPLICATE)
+        np.add(cross, one, out=cross)
+        np.add(diag, root2, out=diag)
+        np.minimum(cross, diag, out=cross)
+        np.copyto(cross, inf, where=blocked)
+        if not np.less(cross, dist).any():
             break
-        dist = new
-        if stop is not None and stop(dist, i):
+        np.minimum(dist, cross, out=dist)
+        if stop is not None and i % _STOP_EVERY == 0 and stop(dist[inner], i):
             break
-    return dist
+    return dist[inner]
 
 
 class FloorMap:
