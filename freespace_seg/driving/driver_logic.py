@@ -271,7 +271,8 @@ class Plan:
     ``mode`` is ``drive``, ``rotate`` or ``backup`` (a recovery: back along the path driven);
     ``free_distance`` is the free length of the chosen arc (``L``), ``ahead_distance`` that of
     the straight one, ``curvature`` the chosen arc's; ``reason`` says why a backup runs
-    (``dead end`` or ``hazard``), empty otherwise.
+    (``dead end`` or ``hazard``), or ``frontier`` for a turn in place towards the frontier
+    target, empty otherwise.
     """
 
     linear: float
