@@ -131,6 +131,8 @@ import numpy as np
 
 #: largest clearance bonus counted, metres
 _CLEARANCE_BONUS_CAP = 0.5
+#: each grid cell is split into this many squares a side for the clearance bound
+_CLEARANCE_SUBCELLS = 4
 #: the path driven (odometry): one point each time the robot moved this far (m) ...
 _TRAIL_STEP = 0.02
 #: ... and at most this many points (10 m); a jump of more than _TRAIL_JUMP (m) between two
@@ -354,14 +356,23 @@ class ClearanceMap:
         self.occupied = occupied
         self._bx, self._by = bx, by
 
-        if self.blocked.any():
-            src = np.where(self.blocked, 0, 255).astype(np.uint8)
+        # The clearance lives on a finer raster (each cell split into _CLEARANCE_SUBCELLS^2
+        # squares), so the bound gives away h * sqrt(2) (h = res / subcells: 0.018 m for
+        # 0.05 m cells) instead of res * sqrt(2) (0.071 m): a point lies within h / sqrt(2)
+        # of its square's centre, and so does any point of a blocked square of its own.
+        sub = _CLEARANCE_SUBCELLS
+        fine_blocked = np.repeat(np.repeat(self.blocked, sub, axis=0), sub, axis=1)
+        h = res / sub
+        self._fine = h
+        if fine_blocked.any():
+            src = np.where(fine_blocked, 0, 255).astype(np.uint8)
             dist = cv2.distanceTransform(src, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-            self.clearance = np.maximum(dist.astype(np.float64) * res - res * math.sqrt(2.0),
-                                        0.0)
+            dist *= h
+            dist -= h * math.sqrt(2.0)
+            self.clearance = np.maximum(dist, 0.0, out=dist)
         else:
-            self.clearance = np.full(canvas.shape, np.inf)
-        self.clearance[self.blocked] = 0.0
+            self.clearance = np.full(fine_blocked.shape, np.inf, dtype=np.float32)
+        self.clearance[fine_blocked] = 0.0
 
     def _to_grid(self, x, y):
         """Base-frame points -> grid-frame metres (from cell (0, 0)'s corner)."""
@@ -376,9 +387,10 @@ class ClearanceMap:
         """Clearance (m) at base-frame points; 0 outside the padded canvas."""
         gx, gy = self._to_grid(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
         with np.errstate(invalid='ignore'):
-            col = np.floor(gx / self._res).astype(np.int64) + self._col0
-            row = np.floor(gy / self._res).astype(np.int64) + self._row0
-        inside = (col >= 0) & (col < self.shape[1]) & (row >= 0) & (row < self.shape[0])
+            col = np.floor(gx / self._fine).astype(np.int64) + self._col0 * _CLEARANCE_SUBCELLS
+            row = np.floor(gy / self._fine).astype(np.int64) + self._row0 * _CLEARANCE_SUBCELLS
+        rows, cols = self.clearance.shape
+        inside = (col >= 0) & (col < cols) & (row >= 0) & (row < rows)
         out = np.zeros(np.shape(gx), dtype=np.float64)
         out[inside] = self.clearance[row[inside], col[inside]]
         return out
