@@ -77,7 +77,7 @@ The algorithm, once per grid and once per control step:
    swept, with mostly new floor around it (never-seen floor counts: a frontier); reachable
    over seen-free cells that keep ``robot_radius + safety_margin`` + 0.15 m from cells seen
    blocked; nearest by path length plus turning (``max_linear / rotate_speed`` m per rad).
-   Each drivable arc (``L > stop_distance``; no other arc is ever chosen) then scores
+   Each drivable arc (``L >= stop_distance`` + 5 mm; no other arc is ever chosen) then scores
    ``frontier_weight`` times the path length to the target it gains along its free part, over
    ``lookahead``. When no drivable arc gains 0.1 m and the path's waypoint (within 0.6 m)
    lies more than a quarter turn off the heading, the robot turns in place towards it (a
@@ -93,7 +93,8 @@ The algorithm, once per grid and once per control step:
    stop_distance))`` so the robot can always stop within the free length it has.
    ``w = v * k``; if ``|w|`` would exceed ``max_angular`` both are scaled down, keeping the
    curvature.
-7. **Blocked ahead: rotate in place.** When the best ``L`` is at most ``stop_distance`` the
+7. **Blocked ahead: rotate in place.** When the best ``L`` is less than ``stop_distance``
+   plus 5 mm (so the speed limit of step 6 never leaves it standing on an arc), the
    robot stops and turns in place at ``rotate_speed`` towards the side (left, y > 0, or right)
    with more free cells within ``lookahead`` (or of the frontier waypoint); it keeps that
    direction and keeps turning until an arc has ``L >= resume_distance`` (hysteresis, so it
@@ -133,6 +134,11 @@ import numpy as np
 _CLEARANCE_BONUS_CAP = 0.5
 #: each grid cell is split into this many squares a side for the clearance bound
 _CLEARANCE_SUBCELLS = 4
+#: an arc is drivable only with this much room beyond stop_distance (m): the speed limit
+#: sqrt(2 * decel * room) keeps the robot moving (0.1 m/s at 1 m/s^2), so it never stands
+#: in 'drive' on an arc one float rounding longer than stop_distance (a float32 grid
+#: resolution made 0.1 m arcs 0.1000000015 m long)
+_MIN_ROOM = 0.005
 #: the path driven (odometry): one point each time the robot moved this far (m) ...
 _TRAIL_STEP = 0.02
 #: ... and at most this many points (10 m); a jump of more than _TRAIL_JUMP (m) between two
@@ -784,7 +790,8 @@ class DriverLogic:
                  - cfg.turn_weight * np.abs(ks) / kmax
                  - cfg.change_weight * np.abs(ks - self._prev_k) / (2.0 * kmax))
         # An arc that cannot be driven scores by its length only; never prefer it for room.
-        drivable = lengths > cfg.stop_distance
+        stop = cfg.stop_distance + _MIN_ROOM
+        drivable = lengths >= stop
         score = np.where(drivable, score, lengths / cfg.lookahead - 1.0)
         unvisited = None
         if cfg.explore_weight > 0.0:
@@ -819,7 +826,7 @@ class DriverLogic:
         elif self._rotating:
             if best_len >= cfg.resume_distance:
                 self._rotating = False
-        elif free_len <= cfg.stop_distance:
+        elif free_len < stop:
             self._rotating = True
             self._turn_to_open_side(start)
 
@@ -829,7 +836,7 @@ class DriverLogic:
                                   free_len, ahead)
             return self.last_plan
 
-        if free_len <= cfg.stop_distance:
+        if free_len < stop:
             # Just resumed on another arc than the best-scoring one: take the longest.
             best = int(np.argmax(lengths))
             k, free_len = float(ks[best]), float(lengths[best])
@@ -981,7 +988,8 @@ class DriverLogic:
         if bearing is None or self._rotating or self._escape_left > 0.0 or \
                 abs(bearing) <= _FRONTIER_TURN_BEARING:
             return False
-        if np.any((lengths > cfg.stop_distance) & (progress >= _FRONTIER_TURN_PROGRESS)):
+        if np.any((lengths >= cfg.stop_distance + _MIN_ROOM)
+                  & (progress >= _FRONTIER_TURN_PROGRESS)):
             return False
         self._frontier_turn = 2.0 * math.pi
         self._frontier_dir = 1.0 if bearing >= 0.0 else -1.0

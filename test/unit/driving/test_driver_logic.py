@@ -604,3 +604,19 @@ def test_clearance_is_a_tight_lower_bound_of_the_distance_to_blocked_cells():
     assert np.all(got >= true - 0.04)
     # The bound gives away much less than a cell's diagonal (0.071 m) on average.
     assert float(np.mean(true - got)) < 0.03
+
+
+@pytest.mark.parametrize('resolution', [0.05, np.float32(0.05)], ids=['float64', 'float32'])
+def test_a_drive_plan_always_moves(resolution):
+    """Drive or turn, never stand in drive: walls swept through the stop distance.
+
+    With the OccupancyGrid's float32 resolution, an arc one rounding error longer than
+    stop_distance once gave a speed of 5e-5 m/s, and the robot stood still for minutes.
+    """
+    spec = GridSpec.of_cells(resolution, SPEC.nx, SPEC.ny, SPEC.origin, 0.0)
+    plans = []
+    for wall in np.arange(0.25, 0.45, 0.002):
+        p = planned(wall_grid(float(wall), spec=spec), layout=spec, teach=False)
+        plans.append(p)
+        assert p.mode == 'rotate' or p.linear >= 0.5 * CFG.min_linear, (wall, p)
+    assert {p.mode for p in plans} == {'rotate', 'drive'}
