@@ -68,16 +68,37 @@ The algorithm, once per grid and once per control step:
    beside them as the best one, each gets ``explore_weight`` times the share of its free part
    (centre line and both footprint edges) not swept yet, and the best total wins: the robot
    prefers new floor, and never gives up room beside its path for it.
+   **Frontier target** (``frontier_weight`` > 0, with odometry). The driver also keeps a
+   floor map (:class:`~freespace_seg.driving.exploration.FloorMap`: 0.1 m cells of the
+   odometry frame in a ``frontier_map_size`` window that follows the robot) of what grids
+   showed free or blocked and what the footprint swept. Every ``frontier_replan`` seconds
+   without a target, when no arc of ``resume_distance`` leads mostly over floor not swept yet
+   (or at once after a dead end), it picks the nearest reachable goal: seen-free floor not
+   swept, with mostly new floor around it (never-seen floor counts: a frontier); reachable
+   over seen-free cells that keep ``robot_radius + safety_margin`` + 0.15 m from cells seen
+   blocked; nearest by path length plus turning (``max_linear / rotate_speed`` m per rad).
+   Each drivable arc (``L >= stop_distance`` + 5 mm; no other arc is ever chosen) then scores
+   ``frontier_weight`` times the path length to the target it gains along its free part, over
+   ``lookahead``. When no drivable arc gains 0.1 m and the path's waypoint (within 0.6 m)
+   lies more than a quarter turn off the heading, the robot turns in place towards it (a
+   rotate plan with reason ``frontier``) until it faces it or an arc gains; blocked turns
+   (step 7) and recovery turns go towards its side. A target is kept until swept (or no
+   goal) or given up: no 0.2 m closer within ``frontier_timeout``, a dead end, or a full
+   turn; then it is skipped for 60 s. The map's blocked cells also take their floor out of
+   the blind zone of step 1, so that a table leg seen earlier blocks beside the robot after
+   the obstacle memory forgot it.
 6. **Speed.** ``v`` falls linearly from ``max_linear`` at ``L >= slow_distance`` to
    ``min_linear`` (at most ``max_linear``) at ``L = stop_distance`` (so it never creeps
    towards the stop point for ever), and ``v <= sqrt(2 * max_linear_decel * (L -
    stop_distance))`` so the robot can always stop within the free length it has.
    ``w = v * k``; if ``|w|`` would exceed ``max_angular`` both are scaled down, keeping the
    curvature.
-7. **Blocked ahead: rotate in place.** When the best ``L`` is at most ``stop_distance`` the
+7. **Blocked ahead: rotate in place.** When the best ``L`` is less than ``stop_distance``
+   plus 5 mm (so the speed limit of step 6 never leaves it standing on an arc), the
    robot stops and turns in place at ``rotate_speed`` towards the side (left, y > 0, or right)
-   with more free cells within ``lookahead``; it keeps that direction and keeps turning until
-   an arc has ``L >= resume_distance`` (hysteresis, so it never dithers at the threshold).
+   with more free cells within ``lookahead`` (or of the frontier waypoint); it keeps that
+   direction and keeps turning until an arc has ``L >= resume_distance`` (hysteresis, so it
+   never dithers at the threshold).
 8. **Acceleration limits.** Each output moves towards its target by at most
    ``max_linear_accel * dt`` when speeding up, ``max_linear_decel * dt`` when slowing down and
    ``max_angular_accel * dt`` for the turn rate. Safety stops (stale grid, hazard, e-stop) do
@@ -104,12 +125,20 @@ from dataclasses import dataclass, fields, replace
 import math
 
 import cv2
+from freespace_seg.driving.exploration import CELL as _FLOOR_CELL, FloorMap
 # The cell values and the grid description (GridSpec) are the ground's, one for the package.
 from freespace_seg.ground.grid import UNKNOWN
 import numpy as np
 
 #: largest clearance bonus counted, metres
 _CLEARANCE_BONUS_CAP = 0.5
+#: each grid cell is split into this many squares a side for the clearance bound
+_CLEARANCE_SUBCELLS = 4
+#: an arc is drivable only with this much room beyond stop_distance (m): the speed limit
+#: sqrt(2 * decel * room) keeps the robot moving (0.1 m/s at 1 m/s^2), so it never stands
+#: in 'drive' on an arc one float rounding longer than stop_distance (a float32 grid
+#: resolution made 0.1 m arcs 0.1000000015 m long)
+_MIN_ROOM = 0.005
 #: the path driven (odometry): one point each time the robot moved this far (m) ...
 _TRAIL_STEP = 0.02
 #: ... and at most this many points (10 m); a jump of more than _TRAIL_JUMP (m) between two
@@ -130,6 +159,23 @@ _VISIT_CELLS = 100_000
 #: visited-cell keys: (ix + _KEY_OFFSET) * _KEY_SCALE + (iy + _KEY_OFFSET)
 _KEY_OFFSET = 1 << 20
 _KEY_SCALE = 1 << 21
+#: frontier target: arcs are looked up in its distance field every this many metres
+_FRONTIER_STEP = 0.1
+#: a turn in place towards the target starts when no drivable arc gets this much closer (m)
+#: and the waypoint lies more than _FRONTIER_TURN_BEARING (rad) off the heading ...
+_FRONTIER_TURN_PROGRESS = 0.1
+_FRONTIER_TURN_BEARING = 0.5 * math.pi
+#: ... and ends when the waypoint is within _FRONTIER_TURN_DONE (rad) of the heading, an arc
+#: of resume_distance gets _FRONTIER_TURN_GOOD (m) closer, or after a full turn (a give-up)
+_FRONTIER_TURN_DONE = 0.35
+_FRONTIER_TURN_GOOD = 0.25
+#: a path to a frontier target keeps this much (m) more than the inflated radius from every
+#: cell seen blocked (centre to centre, 0.1 m cells), room the arcs need to pass
+_FRONTIER_ROOM = 0.15
+#: the robot must get this much (m) closer to its target within frontier_timeout
+_FRONTIER_MIN_GAIN = 0.2
+#: a target given up on (timeout, dead end, a full turn) is skipped for this long (s)
+_FRONTIER_GIVE_UP_TIME = 60.0
 
 
 @dataclass(frozen=True)
@@ -171,6 +217,10 @@ class DriverConfig:
     backup_tolerance: float = 0.05
     recovery_timeout: float = 10.0
     explore_weight: float = 0.3
+    frontier_weight: float = 1.0
+    frontier_replan: float = 1.0
+    frontier_timeout: float = 20.0
+    frontier_map_size: float = 20.0
 
     def __post_init__(self):
         for f in fields(self):
@@ -182,7 +232,8 @@ class DriverConfig:
                 raise ValueError(f'{f.name} must be >= 0, got {value!r}')
         positive = ('max_linear_accel', 'max_linear_decel', 'max_angular_accel',
                     'robot_radius', 'lookahead', 'max_curvature', 'memory_range',
-                    'backup_speed', 'backup_tolerance', 'recovery_timeout')
+                    'backup_speed', 'backup_tolerance', 'recovery_timeout',
+                    'frontier_replan', 'frontier_timeout')
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f'{name} must be > 0, got {getattr(self, name)!r}')
@@ -203,6 +254,9 @@ class DriverConfig:
         if not self.resume_distance < self.lookahead:
             raise ValueError(f'lookahead ({self.lookahead}) must be greater than '
                              f'resume_distance ({self.resume_distance})')
+        if self.frontier_map_size < 4.0 * self.lookahead:
+            raise ValueError(f'frontier_map_size ({self.frontier_map_size}) must be at least '
+                             f'4 x lookahead ({4.0 * self.lookahead})')
         if self.rotate_speed > self.max_angular:
             raise ValueError(f'rotate_speed ({self.rotate_speed}) must not exceed '
                              f'max_angular ({self.max_angular})')
@@ -225,7 +279,8 @@ class Plan:
     ``mode`` is ``drive``, ``rotate`` or ``backup`` (a recovery: back along the path driven);
     ``free_distance`` is the free length of the chosen arc (``L``), ``ahead_distance`` that of
     the straight one, ``curvature`` the chosen arc's; ``reason`` says why a backup runs
-    (``dead end`` or ``hazard``), empty otherwise.
+    (``dead end`` or ``hazard``), or ``frontier`` for a turn in place towards the frontier
+    target, empty otherwise.
     """
 
     linear: float
@@ -246,11 +301,14 @@ class ClearanceMap:
     ``observed`` (bool, same shape) marks the cells some grid has shown; unknown cells never
     shown within ``blind_distance`` of the robot are the blind zone, not blocked (default: the
     known cells of ``grid`` itself). ``extra_occupied`` ((N, 2) base-frame points, e.g.
-    obstacles remembered from earlier grids) marks more cells occupied. The map is padded with
-    unknown, never shown cells so that it always covers the robot's neighbourhood.
+    obstacles remembered from earlier grids) marks more cells occupied. ``not_blind`` ((N, 2)
+    base-frame points, e.g. floor the frontier layer's map holds as seen blocked) takes their
+    cells out of the blind zone: unknown there, they block. The map is padded with unknown,
+    never shown cells so that it always covers the robot's neighbourhood.
     """
 
-    def __init__(self, grid, layout, config, observed=None, extra_occupied=None):
+    def __init__(self, grid, layout, config, observed=None, extra_occupied=None,
+                 not_blind=None):
         grid = np.asarray(grid)
         if grid.ndim != 2 or grid.size == 0:
             raise ValueError(f'grid must be a non-empty 2-D array, got shape {grid.shape}')
@@ -292,19 +350,35 @@ class ClearanceMap:
             occupied[row[ok], col[ok]] = True
         unknown = canvas < 0
         blind = (np.hypot(bx, by) < config.blind_distance) & ~seen
+        if not_blind is not None and len(not_blind):
+            pts = np.asarray(not_blind, dtype=np.float64).reshape(-1, 2)
+            px, py = self._to_grid(pts[:, 0], pts[:, 1])
+            col = np.floor(px / res).astype(np.int64) + pad_l
+            row = np.floor(py / res).astype(np.int64) + pad_b
+            ok = (col >= 0) & (col < canvas.shape[1]) & (row >= 0) & (row < canvas.shape[0])
+            blind[row[ok], col[ok]] = False
         self.blocked = occupied | (unknown & ~blind)
         self.free = (~occupied) & (~unknown)
         self.occupied = occupied
         self._bx, self._by = bx, by
 
-        if self.blocked.any():
-            src = np.where(self.blocked, 0, 255).astype(np.uint8)
+        # The clearance lives on a finer raster (each cell split into _CLEARANCE_SUBCELLS^2
+        # squares), so the bound gives away h * sqrt(2) (h = res / subcells: 0.018 m for
+        # 0.05 m cells) instead of res * sqrt(2) (0.071 m): a point lies within h / sqrt(2)
+        # of its square's centre, and so does any point of a blocked square of its own.
+        sub = _CLEARANCE_SUBCELLS
+        fine_blocked = np.repeat(np.repeat(self.blocked, sub, axis=0), sub, axis=1)
+        h = res / sub
+        self._fine = h
+        if fine_blocked.any():
+            src = np.where(fine_blocked, 0, 255).astype(np.uint8)
             dist = cv2.distanceTransform(src, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-            self.clearance = np.maximum(dist.astype(np.float64) * res - res * math.sqrt(2.0),
-                                        0.0)
+            dist *= h
+            dist -= h * math.sqrt(2.0)
+            self.clearance = np.maximum(dist, 0.0, out=dist)
         else:
-            self.clearance = np.full(canvas.shape, np.inf)
-        self.clearance[self.blocked] = 0.0
+            self.clearance = np.full(fine_blocked.shape, np.inf, dtype=np.float32)
+        self.clearance[fine_blocked] = 0.0
 
     def _to_grid(self, x, y):
         """Base-frame points -> grid-frame metres (from cell (0, 0)'s corner)."""
@@ -319,9 +393,10 @@ class ClearanceMap:
         """Clearance (m) at base-frame points; 0 outside the padded canvas."""
         gx, gy = self._to_grid(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
         with np.errstate(invalid='ignore'):
-            col = np.floor(gx / self._res).astype(np.int64) + self._col0
-            row = np.floor(gy / self._res).astype(np.int64) + self._row0
-        inside = (col >= 0) & (col < self.shape[1]) & (row >= 0) & (row < self.shape[0])
+            col = np.floor(gx / self._fine).astype(np.int64) + self._col0 * _CLEARANCE_SUBCELLS
+            row = np.floor(gy / self._fine).astype(np.int64) + self._row0 * _CLEARANCE_SUBCELLS
+        rows, cols = self.clearance.shape
+        inside = (col >= 0) & (col < cols) & (row >= 0) & (row < rows)
         out = np.zeros(np.shape(gx), dtype=np.float64)
         out[inside] = self.clearance[row[inside], col[inside]]
         return out
@@ -401,8 +476,8 @@ class DriverLogic:
 
     State kept between steps: the last output (for acceleration limits and for where the robot
     is now), the last chosen curvature (to smooth the choice), the turning direction while
-    blocked and, with odometry, the path driven (for backing up) and the floor the footprint
-    swept (for the exploration preference).
+    blocked and, with odometry, the path driven (for backing up), the floor the footprint
+    swept (for the exploration preference) and the floor map with its frontier target.
     """
 
     def __init__(self, config=None):
@@ -413,6 +488,7 @@ class DriverLogic:
         self._grid = None
         self._grid_pose = None
         self._extra = None
+        self._not_blind = None
         self._observed = None
         self._observed_key = None
         #: remembered obstacle cells: (N, 2) odom-frame points and the stamp each was seen
@@ -439,14 +515,34 @@ class DriverLogic:
         self._backup = None
         self.recoveries = 0
         self.last_plan = None
+        #: seconds of control steps so far (the frontier layer's clock)
+        self._clock = 0.0
+        #: the frontier layer: the floor map (with odometry and frontier_weight > 0), when
+        #: to plan next, the best distance to the target and when it was reached, and the
+        #: turn left of a turn in place towards the target (rad; 0: none) and its direction
+        self._floor = None
+        self._next_replan = 0.0
+        self._target_best = (math.inf, 0.0)
+        self._frontier_turn = 0.0
+        self._frontier_dir = 1.0
+        #: choose a target at the next plan even with new floor ahead (after a dead end)
+        self._frontier_force = False
+        self.frontier_give_ups = 0
 
     # -- inputs -------------------------------------------------------------------------------
     def set_config(self, config):
         """Use new limits from the next step on (the grid's clearance map is rebuilt)."""
+        old = self.config
         self.config = config
+        if self._floor is not None and (
+                config.frontier_weight <= 0.0 or
+                (config.frontier_map_size, config.robot_radius, config.safety_margin) !=
+                (old.frontier_map_size, old.robot_radius, old.safety_margin)):
+            self._floor = None
+            self._frontier_turn = 0.0
         if self._map is not None:
             self._map = ClearanceMap(self._grid, self._map.layout, config, self._observed,
-                                     self._extra)
+                                     self._extra, self._not_blind)
 
     def set_grid(self, grid, layout, pose=None, stamp=None):
         """
@@ -471,7 +567,16 @@ class DriverLogic:
         self._grid_pose = None if pose is None else tuple(float(v) for v in pose)
         if pose is not None and self.config.memory_time > 0:
             self._extra = self._remember(self._grid, layout, pose, stamp)
-        self._map = ClearanceMap(self._grid, layout, self.config, self._observed, self._extra)
+        self._not_blind = None
+        if pose is not None and self.config.frontier_weight > 0.0:
+            floor = self._floor_map()
+            floor.add_grid(self._grid, layout, self._grid_pose, self.config.occupied_threshold)
+            # Floor seen blocked some time ago, now in the blind zone (beside the robot, out
+            # of view, possibly forgotten by the obstacle memory): it blocks.
+            self._not_blind = floor.blocked_near(self._grid_pose,
+                                                 self.config.blind_distance + _FLOOR_CELL)
+        self._map = ClearanceMap(self._grid, layout, self.config, self._observed, self._extra,
+                                 self._not_blind)
 
     def _remember(self, grid, layout, pose, stamp):
         """Update the obstacle memory with a grid seen at odometry ``pose``; return it in base."""
@@ -519,6 +624,25 @@ class DriverLogic:
         self._mem_xy, self._mem_t, self._mem_free = xy.reshape(-1, 2), ts, free
         dx, dy = self._mem_xy[:, 0] - x0, self._mem_xy[:, 1] - y0
         return np.stack([c * dx + s_ * dy, -s_ * dx + c * dy], axis=1)
+
+    def _floor_map(self):
+        """Return the frontier layer's :class:`FloorMap`, made on first use."""
+        if self._floor is None:
+            cfg = self.config
+            self._floor = FloorMap(int(round(cfg.frontier_map_size / _FLOOR_CELL)),
+                                   cfg.inflated_radius + _FRONTIER_ROOM, cfg.robot_radius)
+        return self._floor
+
+    @property
+    def floor_map(self):
+        """Return the frontier layer's :class:`FloorMap` (None before a grid with a pose)."""
+        return self._floor
+
+    @property
+    def frontier_target(self):
+        """Return the odometry (x, y) of the frontier target, None without one."""
+        f = self._floor
+        return f.target if f is not None and f.has_target else None
 
     @property
     def memory(self):
@@ -666,25 +790,43 @@ class DriverLogic:
                  - cfg.turn_weight * np.abs(ks) / kmax
                  - cfg.change_weight * np.abs(ks - self._prev_k) / (2.0 * kmax))
         # An arc that cannot be driven scores by its length only; never prefer it for room.
-        score = np.where(lengths <= cfg.stop_distance, lengths / cfg.lookahead - 1.0, score)
-        best = int(np.argmax(score))
-        if cfg.explore_weight > 0.0 and lengths[best] > cfg.stop_distance:
-            # Towards floor not swept yet, among the arcs with at least the best one's room.
+        stop = cfg.stop_distance + _MIN_ROOM
+        drivable = lengths >= stop
+        score = np.where(drivable, score, lengths / cfg.lookahead - 1.0)
+        unvisited = None
+        if cfg.explore_weight > 0.0:
             unvisited = self.unvisited_fractions(ks, lengths, start)
-            if unvisited is not None:
-                fair = (lengths > cfg.stop_distance) & (side_room >= side_room[best] - 1e-9)
-                best = int(np.argmax(np.where(fair, score + cfg.explore_weight * unvisited,
-                                              -np.inf)))
+        progress = None
+        if cfg.frontier_weight > 0.0:
+            self._update_frontier(ks, lengths, unvisited, start)
+            progress = self._frontier_progress(ks, lengths, start)
+            if progress is not None:
+                # Towards the frontier target: drivable arcs only, by the metres they gain.
+                gain = np.minimum(progress, cfg.lookahead) / cfg.lookahead
+                score = np.where(drivable, score + cfg.frontier_weight * gain, score)
+        best = int(np.argmax(score))
+        if cfg.explore_weight > 0.0 and drivable[best] and unvisited is not None:
+            # Towards floor not swept yet, among the arcs with at least the best one's room.
+            fair = drivable & (side_room >= side_room[best] - 1e-9)
+            best = int(np.argmax(np.where(fair, score + cfg.explore_weight * unvisited,
+                                          -np.inf)))
         k, free_len = float(ks[best]), float(lengths[best])
         ahead = float(lengths[int(np.argmin(np.abs(ks)))])
         best_len = float(lengths.max())
+
+        if progress is not None and self._frontier_turning(start, lengths, progress):
+            self._prev_k = 0.0
+            self._rotate_dir = self._frontier_dir
+            self.last_plan = Plan(0.0, self._frontier_dir * cfg.rotate_speed, 'rotate', k,
+                                  free_len, ahead, 'frontier')
+            return self.last_plan
 
         if self._escape_left > 0.0:
             self._rotating = True
         elif self._rotating:
             if best_len >= cfg.resume_distance:
                 self._rotating = False
-        elif free_len <= cfg.stop_distance:
+        elif free_len < stop:
             self._rotating = True
             self._turn_to_open_side(start)
 
@@ -694,7 +836,7 @@ class DriverLogic:
                                   free_len, ahead)
             return self.last_plan
 
-        if free_len <= cfg.stop_distance:
+        if free_len < stop:
             # Just resumed on another arc than the best-scoring one: take the longest.
             best = int(np.argmax(lengths))
             k, free_len = float(ks[best]), float(lengths[best])
@@ -714,10 +856,144 @@ class DriverLogic:
         return self.last_plan
 
     def _turn_to_open_side(self, start):
-        """Turn towards the side (left or right of the robot at ``start``) with more free cells."""
+        """
+        Turn towards the frontier waypoint, else the side with more free cells.
+
+        Left or right of the robot at ``start``; the free cells are counted within
+        ``lookahead``.
+        """
+        bearing = self._waypoint_bearing(start)
+        if bearing is not None:
+            self._rotate_dir = 1.0 if bearing >= 0.0 else -1.0
+            return
         left, right = self._map.free_cells_by_side(*start, self.config.lookahead)
         if left != right:
             self._rotate_dir = 1.0 if left > right else -1.0
+
+    # -- the frontier layer ---------------------------------------------------------------------
+    def _update_frontier(self, curvatures, lengths, unvisited, start):
+        """
+        Plan the frontier target when due, every ``frontier_replan`` seconds.
+
+        A target stays until it is no goal any more (swept, seen blocked, unreachable) or
+        given up: when the robot got no closer to it by _FRONTIER_MIN_GAIN within
+        ``frontier_timeout`` seconds. A new one is chosen only when no arc of
+        ``resume_distance`` leads mostly over floor not swept yet (while there is new floor
+        ahead, the exploration preference of step 5b leads), or after a dead end.
+        """
+        cfg = self.config
+        f, odom = self._floor, self._odom_now
+        if f is None or odom is None:
+            return
+        now = self._clock
+        if now < self._next_replan:
+            return
+        self._next_replan = now + cfg.frontier_replan
+        if f.target is not None:
+            f.plan(odom[0], odom[1], now, keep=True, choose=False)
+            if f.has_target:
+                d = f.robot_distance
+                if d < self._target_best[0] - _FRONTIER_MIN_GAIN:
+                    self._target_best = (d, now)
+                elif now - self._target_best[1] > cfg.frontier_timeout:
+                    self._give_up_target()
+                else:
+                    return
+        if not self._frontier_force:
+            if unvisited is None:
+                unvisited = self.unvisited_fractions(curvatures, lengths, start)
+            if unvisited is None:
+                unvisited = np.ones(len(lengths))        # nothing swept yet
+            if np.any((lengths >= cfg.resume_distance) & (unvisited >= 0.5)):
+                return                # new floor ahead: the preference of step 5b leads
+        self._frontier_force = False
+        f.plan(odom[0], odom[1], now, keep=False, heading=odom[2],
+               turn_cost=cfg.max_linear / cfg.rotate_speed)
+        self._target_best = (f.robot_distance if f.has_target else math.inf, now)
+
+    def _give_up_target(self):
+        """Skip the frontier target (and goals near it) for _FRONTIER_GIVE_UP_TIME."""
+        f = self._floor
+        if f is not None and f.target is not None:
+            f.give_up(*f.target, self._clock + _FRONTIER_GIVE_UP_TIME)
+            self.frontier_give_ups += 1
+        self._frontier_turn = 0.0
+        self._next_replan = self._clock
+
+    def _frontier_progress(self, curvatures, lengths, start):
+        """
+        How much closer (m, >= 0) each arc's free part gets to the frontier target.
+
+        The geodesic distance (:meth:`FloorMap.distance_at`) at the start minus the least
+        one along the arc's free part, sampled every _FRONTIER_STEP m; None without a target.
+        """
+        f = self._floor
+        if f is None or not f.has_target or self._grid_pose is None:
+            return None
+        gx, gy, gyaw = self._grid_pose
+        c, s_ = math.cos(gyaw), math.sin(gyaw)
+        x0, y0, yaw0 = start
+        # All arcs at once: (arcs, samples) points from the start pose, cut at each free length.
+        k = np.asarray(curvatures, dtype=np.float64)[:, None]
+        s = np.arange(0.0, float(np.max(lengths)) + 1e-9, _FRONTIER_STEP)[None, :]
+        straight = np.abs(k) < 1e-9
+        ks = np.where(straight, 1.0, k)
+        lx = np.where(straight, s, np.sin(ks * s) / ks)
+        ly = np.where(straight, 0.0, (1.0 - np.cos(ks * s)) / ks)
+        ca, sa = math.cos(yaw0), math.sin(yaw0)
+        bx, by = x0 + ca * lx - sa * ly, y0 + sa * lx + ca * ly
+        dist = f.distance_at(gx + c * bx - s_ * by, gy + s_ * bx + c * by)
+        dist[s > np.asarray(lengths)[:, None] + 1e-9] = np.inf
+        here = float(dist[0, 0])
+        least = dist.min(axis=1)
+        finite = np.isfinite(least)
+        if not finite.any():
+            return None
+        if not math.isfinite(here):
+            here = float(np.max(least[finite]))
+        return np.where(finite, np.maximum(here - least, 0.0), 0.0)
+
+    def _waypoint_bearing(self, start):
+        """Return the bearing (rad, left > 0) of the frontier waypoint from ``start``, or None."""
+        f = self._floor
+        if f is None or not f.has_target or f.waypoint is None or self._grid_pose is None:
+            return None
+        gx, gy, gyaw = self._grid_pose
+        c, s_ = math.cos(gyaw), math.sin(gyaw)
+        dx, dy = f.waypoint[0] - gx, f.waypoint[1] - gy
+        bx, by = c * dx + s_ * dy - start[0], -s_ * dx + c * dy - start[1]
+        if math.hypot(bx, by) < 0.5 * _FLOOR_CELL:
+            return None
+        return _wrap(math.atan2(by, bx) - start[2])
+
+    def _frontier_turning(self, start, lengths, progress):
+        """
+        Return True while the robot turns in place towards the frontier waypoint.
+
+        Such a turn starts when no drivable arc gets _FRONTIER_TURN_PROGRESS closer and the
+        waypoint lies more than _FRONTIER_TURN_BEARING off the heading (not while blocked or
+        recovering), and ends when the waypoint is within _FRONTIER_TURN_DONE of the heading
+        or an arc of ``resume_distance`` gets _FRONTIER_TURN_GOOD closer; after a full turn
+        without that the target is given up (in :meth:`step`).
+        """
+        cfg = self.config
+        bearing = self._waypoint_bearing(start)
+        if self._frontier_turn > 0.0:
+            good = (lengths >= cfg.resume_distance) & (progress >= _FRONTIER_TURN_GOOD)
+            if bearing is None or abs(bearing) < _FRONTIER_TURN_DONE or np.any(good):
+                self._frontier_turn = 0.0
+            elif abs(bearing) < 0.8 * math.pi:
+                self._frontier_dir = 1.0 if bearing >= 0.0 else -1.0   # the waypoint moved
+            return self._frontier_turn > 0.0
+        if bearing is None or self._rotating or self._escape_left > 0.0 or \
+                abs(bearing) <= _FRONTIER_TURN_BEARING:
+            return False
+        if np.any((lengths >= cfg.stop_distance + _MIN_ROOM)
+                  & (progress >= _FRONTIER_TURN_PROGRESS)):
+            return False
+        self._frontier_turn = 2.0 * math.pi
+        self._frontier_dir = 1.0 if bearing >= 0.0 else -1.0
+        return True
 
     # -- recovery -----------------------------------------------------------------------------
     def _start_recovery(self, reason, turn, start):
@@ -730,6 +1006,12 @@ class DriverLogic:
         cfg = self.config
         self._blocked_time = 0.0
         self._backup = None
+        self._frontier_turn = 0.0
+        if reason == 'dead end':
+            if self.frontier_target is not None:
+                self._give_up_target()    # the way to it led here
+            self._frontier_force = True   # and a new target as soon as the backup is over
+        self._next_replan = self._clock
         odom, trail = self._odom_now, self._trail
         if cfg.backup_distance > 0.0 and odom is not None and len(trail) >= 2 and \
                 math.hypot(odom[0] - trail[-1][0], odom[1] - trail[-1][1]) <= \
@@ -825,6 +1107,8 @@ class DriverLogic:
         if last is not None and math.hypot(x - last[0], y - last[1]) < 0.5 * _VISIT_CELL:
             return
         self._visit_last = (x, y)
+        if self._floor is not None:
+            self._floor.sweep(x, y)
         r = self.config.robot_radius
         ix = np.arange(math.floor((x - r) / _VISIT_CELL), math.floor((x + r) / _VISIT_CELL) + 1)
         iy = np.arange(math.floor((y - r) / _VISIT_CELL), math.floor((y + r) / _VISIT_CELL) + 1)
@@ -844,11 +1128,17 @@ class DriverLogic:
         cfg = self.config
         p = self.plan(grid_age, motion)
         dt = max(float(dt), 0.0)
+        self._clock += dt
         if self._escape_left > 0.0:
             self._escape_left -= abs(self.angular) * dt
+        if p.reason == 'frontier':
+            self._frontier_turn -= abs(self.angular) * dt
+            if self._frontier_turn <= 0.0:
+                self._give_up_target()     # a full turn and no way towards it
         if self._backup is not None:
             self._backup['time'] -= dt
-        if self._map is not None and p.mode == 'rotate' and self._escape_left <= 0.0:
+        if self._map is not None and p.mode == 'rotate' and self._escape_left <= 0.0 and \
+                p.reason != 'frontier':
             # Turning in place without a path: a dead end after recovery_after seconds.
             self._blocked_time += dt
             if 0.0 < cfg.recovery_after <= self._blocked_time:

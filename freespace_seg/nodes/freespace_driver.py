@@ -54,9 +54,14 @@ A dead end (turning in place for ``recovery_after`` seconds without a path) star
 recovery: back up along the path driven, then turn by ``recovery_turn``. Backing up needs
 odometry and only ever retraces the path the robot drove.
 
+With odometry the driver also keeps a floor map (``frontier_*`` parameters): once no path
+ahead leads over floor it has not swept, it steers towards the nearest reachable such floor
+that grids have shown, turning in place towards it when it lies behind (``rotating
+(frontier)``); it only ever chooses paths it may drive anyway.
+
 Topics: ``~/state`` (std_msgs/String, latched) says what the driver does and why
-(``driving``, ``rotating``, ``backing up (dead end)``, ``backing up (hazard)``, ``stopped:
-stale grid``, ...) whenever that changes.
+(``driving``, ``rotating``, ``rotating (frontier)``, ``backing up (dead end)``, ``backing up
+(hazard)``, ``stopped: stale grid``, ...) whenever that changes.
 Parameters: :data:`DRIVER_PARAMS`.
 """
 
@@ -199,6 +204,22 @@ DRIVER_PARAMS = (
               'footprint has not swept yet (odom memory). It only chooses among paths with at '
               'least as much room beside them as the best one, so it never trades clearance '
               'for coverage. 0: off.', 'double', min_value=0.0, max_value=2.0),
+    ParamSpec('frontier_weight', _DEFAULTS.frontier_weight, 'Pull towards the nearest reachable '
+              'floor not swept yet (frontier target, odom memory) once no path ahead leads '
+              'over new floor: drivable paths score this much more per lookahead metres '
+              'they get closer to it along the floor seen free. Only paths with free travel '
+              'beyond stop_distance are ever chosen. 0: off (and no floor map).', 'double',
+              min_value=0.0, max_value=5.0),
+    ParamSpec('frontier_replan', _DEFAULTS.frontier_replan, 'Plan the frontier target (keep '
+              'it or choose the next one) every this many seconds.', 'double',
+              min_value=0.1, max_value=10.0),
+    ParamSpec('frontier_timeout', _DEFAULTS.frontier_timeout, 'Give up a frontier target the '
+              'robot got no 0.2 m closer to within this many seconds (skipped for 60 s; a '
+              'dead end gives it up at once).', 'double', min_value=1.0, max_value=300.0),
+    ParamSpec('frontier_map_size', _DEFAULTS.frontier_map_size, 'Side of the floor map of the '
+              'frontier layer (m, 0.1 m cells, a window that follows the robot; what leaves it '
+              'is forgotten; a change starts a new map). At least 4 x lookahead.', 'double',
+              min_value=8.0, max_value=100.0),
 )
 
 _CONFIG_FIELDS = {f.name for f in fields(DriverConfig)}
