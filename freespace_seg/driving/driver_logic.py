@@ -341,22 +341,10 @@ class ClearanceMap:
         cgx, cgy = np.meshgrid(cc, rr)
         bx, by = self._to_base(cgx, cgy)
         occupied = canvas >= config.occupied_threshold
-        if extra_occupied is not None and len(extra_occupied):
-            pts = np.asarray(extra_occupied, dtype=np.float64).reshape(-1, 2)
-            px, py = self._to_grid(pts[:, 0], pts[:, 1])
-            col = np.floor(px / res).astype(np.int64) + pad_l
-            row = np.floor(py / res).astype(np.int64) + pad_b
-            ok = (col >= 0) & (col < canvas.shape[1]) & (row >= 0) & (row < canvas.shape[0])
-            occupied[row[ok], col[ok]] = True
+        self._mark(occupied, extra_occupied, True)
         unknown = canvas < 0
         blind = (np.hypot(bx, by) < config.blind_distance) & ~seen
-        if not_blind is not None and len(not_blind):
-            pts = np.asarray(not_blind, dtype=np.float64).reshape(-1, 2)
-            px, py = self._to_grid(pts[:, 0], pts[:, 1])
-            col = np.floor(px / res).astype(np.int64) + pad_l
-            row = np.floor(py / res).astype(np.int64) + pad_b
-            ok = (col >= 0) & (col < canvas.shape[1]) & (row >= 0) & (row < canvas.shape[0])
-            blind[row[ok], col[ok]] = False
+        self._mark(blind, not_blind, False)
         self.blocked = occupied | (unknown & ~blind)
         self.free = (~occupied) & (~unknown)
         self.occupied = occupied
@@ -379,6 +367,17 @@ class ClearanceMap:
         else:
             self.clearance = np.full(fine_blocked.shape, np.inf, dtype=np.float32)
         self.clearance[fine_blocked] = 0.0
+
+    def _mark(self, cells, points, value):
+        """Set ``cells`` (canvas-shaped) to ``value`` where base-frame ``points`` ((N, 2)) fall."""
+        if points is None or not len(points):
+            return
+        pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        px, py = self._to_grid(pts[:, 0], pts[:, 1])
+        col = np.floor(px / self._res).astype(np.int64) + self._col0
+        row = np.floor(py / self._res).astype(np.int64) + self._row0
+        ok = (col >= 0) & (col < cells.shape[1]) & (row >= 0) & (row < cells.shape[0])
+        cells[row[ok], col[ok]] = value
 
     def _to_grid(self, x, y):
         """Base-frame points -> grid-frame metres (from cell (0, 0)'s corner)."""
