@@ -110,7 +110,8 @@ def _world_grid(pose, wall_x, value=OCCUPIED, spec=SPEC):
 
 @pytest.mark.parametrize('value', [OCCUPIED, UNKNOWN], ids=['occupied', 'unknown'])
 def test_wall_ahead_stops_before_it_or_turns_away(value):
-    """Drive a unicycle at a wall; the footprint + margin stay clear, then it drives along it.
+    """
+    Drive a unicycle at a wall; the footprint + margin stay clear, then it drives along it.
 
     It either stops and turns in place (close to the wall, not miles away) or curves away
     early enough on an arc whose footprint plus margin stays clear.
@@ -608,7 +609,8 @@ def test_clearance_is_a_tight_lower_bound_of_the_distance_to_blocked_cells():
 
 @pytest.mark.parametrize('resolution', [0.05, np.float32(0.05)], ids=['float64', 'float32'])
 def test_a_drive_plan_always_moves(resolution):
-    """Drive or turn, never stand in drive: walls swept through the stop distance.
+    """
+    Drive or turn, never stand in drive: walls swept through the stop distance.
 
     With the OccupancyGrid's float32 resolution, an arc one rounding error longer than
     stop_distance once gave a speed of 5e-5 m/s, and the robot stood still for minutes.
