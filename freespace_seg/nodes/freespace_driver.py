@@ -405,12 +405,14 @@ class FreespaceDriver(Node):
 
     def _on_hazard_bool(self, msg):
         now = self._now()
+        was = self._hazard_bool
         self._hazard_bool = bool(msg.data)
         if self._hazard_bool:
             self._hazard_bool_time = now
             self._stop_now()
-        elif self._hazard_bool_time is not None:
-            # The hold time runs from the moment the hazard cleared.
+        elif was:
+            # The hold time runs from the moment the hazard cleared (not from every false: a
+            # bumper may report its state at every step).
             self._hazard_bool_time = now
 
     def _on_hazard_vector(self, msg):

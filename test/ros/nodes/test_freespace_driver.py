@@ -362,6 +362,30 @@ def test_hazard_stops_and_holds(rig):
     assert rig.node.hazard_stops == 1
 
 
+def test_a_hazard_reported_false_at_every_step_still_clears(rig):
+    """
+    A bumper that publishes its state at every step (as sim_robot does) ends the hold.
+
+    Each false used to restart the hold, so the robot stood after its first bump for good.
+    """
+    rig.sending = True
+    assert rig.step_until(lambda: rig.last_speed() >= 0.2)
+    pub = rig.publisher(Bool, 'hazard')
+    assert rig.wait_for_match(pub, subscriptions_on(rig.node, 'hazard'))
+    rig.publish_and_wait_for_command(pub, Bool(data=True))
+    cleared = rig.clock.now
+
+    def false_then_step():
+        pub.publish(Bool(data=False))
+        rig.step()
+        return 'hazard' not in rig.node.state
+
+    # The hold is 0.5 s: it ends within 2 s of falses at every control step.
+    assert any(false_then_step() for _ in range(int(2.0 / PERIOD)))
+    assert rig.clock.now >= cleared + 0.5 - 1e-6
+    assert rig.node.hazard_stops == 1
+
+
 def test_hazard_detection_vector(rig):
     msgs = pytest.importorskip('irobot_create_msgs.msg', reason='irobot_create_msgs is not '
                                'installed here; the Bool hazard input covers the same path')
