@@ -354,19 +354,20 @@ class ClearanceMap:
         # squares), so the bound gives away h * sqrt(2) (h = res / subcells: 0.018 m for
         # 0.05 m cells) instead of res * sqrt(2) (0.071 m): a point lies within h / sqrt(2)
         # of its square's centre, and so does any point of a blocked square of its own.
+        # Blocked squares are 0 in the transform, so they stay 0 after the subtraction.
         sub = _CLEARANCE_SUBCELLS
-        fine_blocked = np.repeat(np.repeat(self.blocked, sub, axis=0), sub, axis=1)
         h = res / sub
         self._fine = h
-        if fine_blocked.any():
-            src = np.where(fine_blocked, 0, 255).astype(np.uint8)
+        fine_shape = (canvas.shape[0] * sub, canvas.shape[1] * sub)
+        if self.blocked.any():
+            src = np.where(self.blocked, 0, 255).astype(np.uint8)
+            src = np.repeat(np.repeat(src, sub, axis=0), sub, axis=1)
             dist = cv2.distanceTransform(src, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
             dist *= h
             dist -= h * math.sqrt(2.0)
             self.clearance = np.maximum(dist, 0.0, out=dist)
         else:
-            self.clearance = np.full(fine_blocked.shape, np.inf, dtype=np.float32)
-        self.clearance[fine_blocked] = 0.0
+            self.clearance = np.full(fine_shape, np.inf, dtype=np.float32)
 
     def _mark(self, cells, points, value):
         """Set ``cells`` (canvas-shaped) to ``value`` where base-frame ``points`` ((N, 2)) fall."""
