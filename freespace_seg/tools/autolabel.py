@@ -25,6 +25,8 @@ image) and ``<stem>_mask.png`` (BGRA: 255 free, 0 blocked, alpha 0 unchecked), t
 format that ``finetune --images`` and ``eval --images`` read. The camera mount comes from the
 static TF (base_link -> the image's frame) when the bag has that chain, else from the
 options named as the node's parameters (``--camera-height``, ``--camera-pitch``, ...).
+``--grow`` spreads the free labels over floor of the same look where a model agrees
+(:mod:`freespace_seg.ground.autolabel_grow`); ``--model-fill`` adds a model's very sure pixels.
 
 OUT is written under a temporary name beside it and renamed at the end: an error leaves
 nothing. The summary says how many frames were labelled, the shares of free, blocked and
@@ -43,6 +45,7 @@ import cv2
 from freespace_seg.common.progress import Progress
 from freespace_seg.ground.autolabel import (BLOCKED, CameraFloor, fill_confident, FREE,
                                             label_frame)
+from freespace_seg.ground.autolabel_grow import grow_free
 from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
@@ -94,8 +97,18 @@ def add_arguments(parser):
                         help='also label the unchecked pixels where the model is this sure '
                              '(P(free) >= P free, <= 1 - P blocked; e.g. 0.98; 0: off, the '
                              'default)')
+    parser.add_argument('--grow', type=float, default=0.0, metavar='DE',
+                        help='spread the free labels over floor of the same look: to '
+                             'neighbouring superpixels whose mean L*a*b* colour differs by '
+                             'less than DE, where the model says P(free) >= --grow-min-p-free '
+                             '(e.g. 6; 0: off, the default)')
+    parser.add_argument('--grow-min-p-free', type=float, default=0.5, metavar='P',
+                        help='--grow labels a pixel free only where the model says P(free) >= '
+                             'P (0.5)')
+    parser.add_argument('--grow-superpixels', type=int, default=400, metavar='N',
+                        help='--grow cuts each frame into about N superpixels (400)')
     parser.add_argument('--model', default='',
-                        help='the model of --model-fill (default: the shipped one)')
+                        help='the model of --model-fill and --grow (default: the shipped one)')
     add_rule_arguments(parser)
 
 
@@ -160,6 +173,7 @@ class Summary:
         self.skipped = collections.Counter()
         self.no_free = 0
         self.model = collections.Counter()
+        self.grown = 0
 
     def lines(self, image, inputs, mount_note, out):
         total = sum(self.pixels.values())
@@ -172,6 +186,9 @@ class Summary:
                      f'{len(inputs.hazards)} from {inputs.hazard_source or "no hazard topic"}',
                      f'pixels: free {share("free")}, blocked {share("blocked")}, unchecked '
                      f'{share("unchecked")}']
+        if self.grown:
+            out_lines.append(f'of them grown over floor of the same look (--grow): free '
+                             f'{100.0 * self.grown / max(total, 1):.1f} %')
         if self.model:
             out_lines.append(f'of them from the model (--model-fill): free '
                              f'{100.0 * self.model["free"] / max(total, 1):.1f} %, blocked '
@@ -237,14 +254,17 @@ def _label_frames(reader, store, args, image, inputs, events, config, directory)
     last = -math.inf
     stem0 = os.path.splitext(os.path.basename(os.path.normpath(args.input)))[0] or 'frame'
     pipe = None
-    if args.model_fill > 0.0:
-        if not 0.5 < args.model_fill <= 1.0:
-            raise LabelError('--model-fill must be in (0.5, 1]')
+    if args.model_fill > 0.0 and not 0.5 < args.model_fill <= 1.0:
+        raise LabelError('--model-fill must be in (0.5, 1]')
+    if args.grow < 0.0 or not 0.0 <= args.grow_min_p_free <= 1.0 or args.grow_superpixels < 1:
+        raise LabelError('--grow must be >= 0, --grow-min-p-free in [0, 1] and '
+                         '--grow-superpixels >= 1')
+    if args.model_fill > 0.0 or args.grow > 0.0:
         from freespace_seg.perception.pipeline import SegmentationPipeline
         try:
             pipe = SegmentationPipeline(args.model or None)
         except (OSError, ValueError, RuntimeError) as e:
-            raise LabelError(f'--model-fill: cannot load the model ({e})')
+            raise LabelError(f'--model-fill/--grow: cannot load the model ({e})')
     bar = Progress(None, total=total, desc='autolabel')
     try:
         for conn, _, raw in reader.messages(connections=conns):
@@ -278,11 +298,19 @@ def _label_frames(reader, store, args, image, inputs, events, config, directory)
             labels = label_frame(cameras[key], pose, t, later.times, later.poses, mine, config)
             if pipe is not None:
                 _, confidence = pipe.segment_with_confidence(rgb)
-                free, blocked = fill_confident(labels.mask, confidence, args.model_fill)
-                summary.model.update(free=free, blocked=blocked)
-                labels.free += free
-                labels.blocked += blocked
-                labels.unchecked -= free + blocked
+                if args.grow > 0.0:
+                    grown = grow_free(labels.mask, rgb, confidence, color_distance=args.grow,
+                                      min_p_free=args.grow_min_p_free,
+                                      superpixel_count=args.grow_superpixels)
+                    summary.grown += grown
+                    labels.free += grown
+                    labels.unchecked -= grown
+                if args.model_fill > 0.0:
+                    free, blocked = fill_confident(labels.mask, confidence, args.model_fill)
+                    summary.model.update(free=free, blocked=blocked)
+                    labels.free += free
+                    labels.blocked += blocked
+                    labels.unchecked -= free + blocked
             write_pair(directory, f'{stem0}_{summary.frames - 1:06d}', rgb, labels.mask)
             last = t
             summary.labelled += 1

@@ -91,6 +91,8 @@ def add_arguments(parser):
                              '<stem>_int8.onnx, when it exists)')
     parser.add_argument('--model-fill', type=float, default=0.0, metavar='P',
                         help="autolabel's --model-fill (0: off, the default)")
+    parser.add_argument('--grow', type=float, default=0.0, metavar='DE',
+                        help="autolabel's --grow (0: off, the default)")
     parser.add_argument('--replay', default='generate', metavar='DIR',
                         help="synthetic frames mixed into the fine-tuning (finetune's "
                              '--replay): a `generate` dataset, `generate` (the default: render '
@@ -253,7 +255,8 @@ def _loop(args, out):
         autolabel.add_arguments(parser)
         la = parser.parse_args([bag, os.path.join(out, 'tmp_labels'), '--overwrite',
                                 '--min-interval', str(0.9 * args.frame_every),
-                                '--model-fill', str(args.model_fill), '--model', model])
+                                '--model-fill', str(args.model_fill), '--grow', str(args.grow),
+                                '--model', model])
         autolabel.label_bag(la, out=sys.stderr)
         for name in os.listdir(la.output):
             os.replace(os.path.join(la.output, name), os.path.join(labels, name))

@@ -281,6 +281,37 @@ def test_model_fill_takes_only_unchecked_pixels_the_model_is_sure_of(tmp_path, w
     assert more > 0
 
 
+def test_grow_adds_free_labels_and_keeps_the_drive_over_ones(tmp_path, wall, capsys):
+    from support import write_tiny_model
+
+    model = write_tiny_model(str(tmp_path))
+    scene, drive = wall
+    bag = write_bag(str(tmp_path / 'drive'), scene, drive, hazard='none')
+    rc, plain = autolabel(tmp_path, bag)
+    assert rc == 0
+    grown = str(tmp_path / 'grown')
+    rc = cli.main(['autolabel', bag, grown, '--grow', '6', '--grow-min-p-free', '0',
+                   '--model', model])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    line = next(x for x in printed.splitlines() if '--grow' in x)
+    assert 'free 0.0 %' not in line
+    more = 0
+    for pair_a, pair_b in zip(image_pairs(plain), image_pairs(grown)):
+        a = read_user_pair(*pair_a)[1]
+        b = read_user_pair(*pair_b)[1]
+        checked = a != 255
+        assert (b[checked] == a[checked]).all()  # the drive-over labels stay
+        assert set(np.unique(b[~checked]).tolist()) <= {1, 255}  # it only adds free
+        more += int((b[~checked] == 1).sum())
+    assert more > 0
+    for bad in (['--grow', '-1'], ['--grow', '6', '--grow-min-p-free', '1.5'],
+                ['--grow', '6', '--grow-superpixels', '0']):
+        rc = cli.main(['autolabel', bag, str(tmp_path / 'bad')] + bad + ['--model', model])
+        assert rc == 1 and '--grow' in capsys.readouterr().err
+        assert not os.path.exists(tmp_path / 'bad')
+
+
 def test_mount_from_a_transform_round_trips():
     from freespace_seg.tools.autolabel_inputs import mount_from_matrix
 
