@@ -145,6 +145,8 @@ class Room:
 def _check(args):
     if args.rooms < 1 or args.minutes <= 0 or args.frame_every <= 0:
         raise ValueError('--rooms must be >= 1, --minutes and --frame-every > 0')
+    if args.grow < 0.0:
+        raise ValueError('--grow must be >= 0 (0: off)')
     if args.eval_frames < 1 or args.steps < 1 or args.quantize_frames < 1:
         raise ValueError('--eval-frames, --quantize-frames and --steps must be >= 1')
     for flag, (low, high), lo, hi in (('--camera-height', args.camera_height, 0.05, 2.0),

@@ -30,7 +30,7 @@ def test_the_loop_writes_bags_labels_models_and_checks(tmp_path, capsys):
     rc = cli.main(['own-floor-sim', str(out), '--rooms', '2', '--minutes', '0.1',
                    '--frame-every', '1.0', '--width', '240', '--height', '135',
                    '--steps', '2', '--batch-size', '2', '--eval-frames', '2',
-                   '--quantize-frames', '2', '--threads', '1'])
+                   '--quantize-frames', '2', '--threads', '1', '--grow', '6'])
     text = capsys.readouterr().out
     assert rc == 0
     assert sorted(os.listdir(out / 'bags')) == ['room_300', 'room_301']
@@ -47,7 +47,7 @@ def test_the_loop_writes_bags_labels_models_and_checks(tmp_path, capsys):
     data = json.loads((out / 'summary.json').read_text())
     total = data['labels']['all']
     assert total['frames'] == len(labels) // 2
-    # drive-over labels against the renderer's exact masks
+    # drive-over labels, grown where the model agrees, against the renderer's exact masks
     assert total['free_precision'] >= 0.995
     checks = {(c['model'], c['style']) for c in data['checks']}
     assert checks == {(m, s) for m in ('base fp32', 'base INT8', 'fine-tuned fp32',
@@ -63,7 +63,9 @@ def test_bad_options_and_an_existing_out_are_refused(tmp_path, capsys):
     assert cli.main(['own-floor-sim', str(tmp_path / 'b'), '--camera-height', '0.5',
                      '0.1']) == 2
     assert '--camera-height' in capsys.readouterr().err
+    assert cli.main(['own-floor-sim', str(tmp_path / 'd'), '--grow', '-1']) == 2
+    assert '--grow' in capsys.readouterr().err
     (tmp_path / 'c').mkdir()
     assert cli.main(['own-floor-sim', str(tmp_path / 'c')]) == 2
     assert 'exists' in capsys.readouterr().err
-    assert not (tmp_path / 'a').exists() and not (tmp_path / 'b').exists()
+    assert not any((tmp_path / n).exists() for n in 'abd')
