@@ -58,6 +58,7 @@ import collections
 from dataclasses import dataclass, field
 import time
 
+import cv2
 from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.geometry import CameraMount
@@ -85,9 +86,37 @@ GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera
                  'camera_yaw', 'grid_resolution', 'grid_width', 'grid_height', 'grid_origin',
                  'max_range', 'grid_min_obstacle_run', 'grid_cut_confidence',
                  'grid_mark_confidence', 'grid_free_confidence', 'grid_behind_confidence',
-                 'scan_angle_increment', 'mask_horizon', 'horizon_margin_deg')
+                 'scan_angle_increment', 'mask_horizon', 'horizon_margin_deg',
+                 'grid_mask_width')
 #: the outputs the horizon cut changes: the class mask and what is made from it
 HORIZON_OUTPUTS = frozenset({'mask', 'free', 'colored', 'overlay'})
+
+
+def shrink_for_ground(free, confidence, width):
+    """
+    Return the free mask and its confidence (or None) at most ``width`` pixels wide.
+
+    Rows in proportion (at least one). Each pixel of the smaller mask takes the least value
+    of the pixels around the ones it covers (an erosion by the shrink factor, rounded up,
+    then nearest neighbour): it is free only when they are all free, and its P(free) is
+    their least, so a blocked pixel never disappears and a floor contact never moves away
+    from the camera. ``width`` 0, or a mask no wider, returns them as they are. The
+    projector scales the camera's intrinsics to the mask's shape.
+    """
+    rows, cols = free.shape[:2]
+    if not width or cols <= width:
+        return free, confidence
+    size = (int(width), max(1, int(round(rows * width / cols))))
+    k = int(np.ceil(max(cols / size[0], rows / size[1])))
+    kernel = np.ones((k, k), np.uint8)
+
+    def shrink(image):
+        return cv2.resize(cv2.erode(image, kernel), size, interpolation=cv2.INTER_NEAREST)
+
+    free = shrink(free)
+    if confidence is not None:
+        confidence = shrink(confidence)
+    return free, confidence
 
 
 @dataclass(frozen=True)
@@ -106,6 +135,8 @@ class GroundParams:
     scan_angle_increment: float
     mask_horizon: bool = True
     horizon_margin_deg: float = DEFAULT_MARGIN_DEG
+    #: project the free mask (and its confidence) at most this many pixels wide (0: as it is)
+    mask_width: int = 0
 
     def __post_init__(self):
         if not self.scan_angle_increment > 0.0:
@@ -114,6 +145,8 @@ class GroundParams:
         if not 0.0 <= self.horizon_margin_deg < 90.0:
             raise ValueError('horizon_margin_deg must be in [0, 90), got '
                              f'{self.horizon_margin_deg!r}')
+        if not (isinstance(self.mask_width, int) and self.mask_width >= 0):
+            raise ValueError(f'grid_mask_width must be an integer >= 0, got {self.mask_width!r}')
 
     @classmethod
     def from_params(cls, p):
@@ -131,7 +164,8 @@ class GroundParams:
                         p['grid_mark_confidence'], p['grid_free_confidence'],
                         p['grid_behind_confidence'])
         return cls(mount, grid, rule, float(p['scan_angle_increment']),
-                   bool(p['mask_horizon']), float(p['horizon_margin_deg']))
+                   bool(p['mask_horizon']), float(p['horizon_margin_deg']),
+                   int(p['grid_mask_width']))
 
 
 def mask_intrinsics(info, shape):
@@ -420,14 +454,15 @@ class FrameProcessor:
     def _ground(self, out, want, params, lookups, made):
         """Project the free mask (and the scan, the picture) into ``out``."""
         t0 = time.perf_counter()
+        free, confidence = shrink_for_ground(out.free, out.confidence, params.mask_width)
         try:
             self.projector = projector_for_camera_info(
-                self.projector, lookups.camera_info(), out.free.shape, lookups.mount(),
+                self.projector, lookups.camera_info(), free.shape, lookups.mount(),
                 params.grid_spec)
         except ValueError as e:
             out.ground_error = e
             return
-        out.ground = self.projector.ground(out.free, out.confidence, params.rule)
+        out.ground = self.projector.ground(free, confidence, params.rule)
         out.grid_spec = self.projector.grid_spec
         t1 = time.perf_counter()
         out.timings['ground'] = t1 - t0

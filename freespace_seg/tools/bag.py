@@ -142,7 +142,8 @@ def add_arguments(parser):
     for name in GROUND_PARAMS:   # the mount, grid, grid rule, scan and horizon, as the node's
         if name in ('grid_origin', 'mask_horizon'):
             continue
-        parser.add_argument('--' + name.replace('_', '-'), type=float, default=d[name],
+        kind = int if type(d[name]) is int else float
+        parser.add_argument('--' + name.replace('_', '-'), type=kind, default=d[name],
                             help=f'the node parameter {name} ({d[name]})')
     parser.add_argument('--mask-horizon', action=argparse.BooleanOptionalAction,
                         default=d['mask_horizon'],

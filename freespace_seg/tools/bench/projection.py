@@ -26,7 +26,12 @@ same masks with 30 blobs of speckle each), the virtual scan of its result
 from 2-class logits of a 480x272 network output, back to the mask size; what
 :meth:`SegmentationPipeline.segment_with_confidence` adds).
 
-A second table times the horizon cut of the class mask (``mask_horizon``,
+A second table times ``grid_mask_width`` (:func:`~freespace_seg.ground.frame.shrink_for_ground`):
+1280x720 masks made from 480x270 ones (as the node's masks come from a 480x272 model output),
+the node's default rule with a confidence, projected at full size and shrunk to each width:
+the shrink plus ``ground()``, and how the grid differs from the full-size one.
+
+A third table times the horizon cut of the class mask (``mask_horizon``,
 :class:`~freespace_seg.ground.horizon.HorizonCut`) on 1280x720 masks for a few mounts: its
 build, and per frame what the node's frame path does: ``update`` with the frame's intrinsics
 and pose (no change: no rebuild), then ``apply``.
@@ -189,6 +194,64 @@ def markdown(results, frames, distortion):
     return '\n'.join(lines)
 
 
+#: the widths of the grid_mask_width table (0: the full 1280x720 mask)
+MASK_WIDTHS = (0, 640, 480)
+
+
+def measure_mask_width(frames=200, distortion=True, seed=0, widths=MASK_WIDTHS):
+    """Time the shrink plus the default rule's ``ground()`` per ``grid_mask_width``."""
+    from freespace_seg.ground.frame import GroundParams, shrink_for_ground
+    from freespace_seg.nodes.params import SEGMENTATION_PARAMS
+
+    cv2.setNumThreads(1)
+    rng = np.random.default_rng(seed)
+    params = GroundParams.from_params({s.name: s.default for s in SEGMENTATION_PARAMS})
+    intr = camera(1280, 720, distortion)
+    small = speckled(random_masks(480, 270, 20, rng), rng)
+    pairs = []
+    for mask, conf in zip(small, confidences(small, rng)):
+        pairs.append(tuple(cv2.resize(a, (1280, 720), interpolation=cv2.INTER_NEAREST)
+                           for a in (255 * mask, conf)))
+    full = GroundProjector(intr, params.mount, params.grid_spec, mask_shape=(720, 1280))
+    truth = [full.ground(m, c, params.rule).grid for m, c in pairs]
+    results = []
+    for width in widths:
+        shape = shrink_for_ground(*pairs[0], width)[0].shape
+        proj = GroundProjector(intr, params.mount, params.grid_spec, mask_shape=shape)
+
+        def one(mc, proj=proj, width=width):
+            return proj.ground(*shrink_for_ground(mc[0], mc[1], width), params.rule).grid
+        for mc in pairs[:5]:  # warm up
+            one(mc)
+        per_frame = _time(one, pairs, frames)
+        agree = known = flipped = free = 0
+        for mc, ref in zip(pairs, truth):
+            grid = one(mc)
+            seen = (grid >= 0) | (ref >= 0)
+            known += int(seen.sum())
+            agree += int(((grid == ref) & seen).sum())
+            flipped += int(((ref == 100) & (grid == 0)).sum())
+            free += int((grid == 0).sum())
+        results.append({'width': width, 'mask': f'{shape[1]}x{shape[0]}',
+                        'median_ms': float(np.median(per_frame)),
+                        'p95_ms': float(np.percentile(per_frame, 95)),
+                        'agree': agree / max(known, 1), 'occupied_free': flipped / max(free, 1)})
+    return results
+
+
+def mask_width_markdown(results, frames):
+    """Format :func:`measure_mask_width` results as a Markdown table with a one-line header."""
+    lines = ['grid_mask_width: 1280x720 masks (480x270 ones, enlarged), the default rule with a '
+             f'confidence, one thread, {frames} frames; grids against the full-size one.', '']
+    rows = [(r['width'], r['mask'], f"{number(r['median_ms'], 3)} / {number(r['p95_ms'], 3)}",
+             number(100.0 * r['agree'], 1), number(100.0 * r['occupied_free'], 2))
+            for r in results]
+    lines += table(('grid_mask_width', 'mask projected', 'shrink + ground() median / p95 (ms)',
+                    'cells as at full size (%)', 'free cells occupied at full size (%)'),
+                   rows, align=['---:', '---'] + ['---:'] * 3)
+    return '\n'.join(lines)
+
+
 #: (label, mount) of the horizon table, all at 1280x720 and the default margin
 HORIZON_MOUNTS = (
     ('pitched 0.3 rad down (the default mount)', CameraMount(z=0.25, pitch=0.3)),
@@ -258,6 +321,9 @@ def run(args):
     """Run the benchmark and print the table."""
     results = measure(args.frames, not args.no_distortion)
     print(markdown(results, args.frames, not args.no_distortion))
+    print()
+    print(mask_width_markdown(measure_mask_width(args.frames, not args.no_distortion),
+                              args.frames))
     print()
     print(horizon_markdown(measure_horizon(args.frames, not args.no_distortion), args.frames))
     return 0

@@ -14,12 +14,13 @@
 
 """ground.frame: one frame path makes only the outputs asked for, as the parts make them."""
 
+import os
 from types import SimpleNamespace
 
 from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_OUTPUTS,
                                         GROUND_PARAMS, GroundParams, OUTPUTS,
-                                        projector_for_camera_info, TOPICS)
+                                        projector_for_camera_info, shrink_for_ground, TOPICS)
 from freespace_seg.ground.geometry import CameraIntrinsics
 from freespace_seg.ground.grid import PLAIN_RULE
 from freespace_seg.ground.scan import ScanLayout
@@ -300,6 +301,40 @@ def test_one_set_of_ground_parameters_and_topics():
         GroundParams.from_params({**DEFAULTS, 'grid_resolution': -1.0})
     with pytest.raises(ValueError, match='horizon_margin_deg'):
         GroundParams.from_params({**DEFAULTS, 'horizon_margin_deg': -1.0})
+    with pytest.raises(ValueError, match='grid_mask_width'):
+        GroundParams.from_params({**DEFAULTS, 'grid_mask_width': -1})
     params = GroundParams.from_params({**DEFAULTS, 'mask_horizon': False,
                                        'horizon_margin_deg': 2.5})
     assert params.mask_horizon is False and params.horizon_margin_deg == 2.5
+
+
+def test_the_ground_shrinks_a_wide_mask_and_projects_it_at_its_own_scale():
+    free = np.zeros((720, 1280), np.uint8)
+    free[400:] = 255
+    conf = np.full((720, 1280), 200, np.uint8)
+    assert shrink_for_ground(free, conf, 0) == (free, conf)
+    assert shrink_for_ground(free, None, 1280) == (free, None)
+    small, small_conf = shrink_for_ground(free, conf, 640)
+    assert small.shape == small_conf.shape == (360, 640)
+    assert (small[201:] == 255).all() and (small[:200] == 0).all()
+    speck = free.copy()
+    speck[600, 700] = 0  # one blocked pixel stays blocked
+    assert (shrink_for_ground(speck, None, 640)[0] == 0).sum() == (small == 0).sum() + 1
+    # The frame path: a 1280x720 frame projected 640 wide gives (nearly) the same grid.
+    rgb = np.zeros((720, 1280, 3), np.uint8)
+    rgb[..., 0] = 200
+    line = (720 * 0.45 + 40 * np.sin(np.arange(1280) / 80.0)).astype(int)
+    rgb[np.arange(720)[:, None] >= line[None, :]] = (0, 200, 0)
+    info = camera_info_for(CameraIntrinsics.from_fov(1280, 720, 1.5))
+    model = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'models',
+                         'freespace_lite0_int8.onnx')
+    shipped = SegmentationPipeline(os.path.abspath(model), 'onnxruntime', 1)
+    full = _processor(shipped, grid_mask_width=0).process(rgb, {'grid'}, info)
+    shrunk = _processor(shipped, grid_mask_width=640).process(rgb, {'grid'}, info)
+    shipped.close()
+    assert shrunk.ground is not None and full.ground is not None
+    known = (full.grid >= 0) | (shrunk.grid >= 0)
+    assert known.sum() > 100
+    assert (full.grid == shrunk.grid)[known].mean() >= 0.95
+    # shrinking keeps every blocked pixel: next to no cell turns from occupied to free
+    assert ((full.grid == 100) & (shrunk.grid == 0)).sum() <= 0.01 * (shrunk.grid == 0).sum()
