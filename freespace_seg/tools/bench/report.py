@@ -294,7 +294,10 @@ def write_report(result, out_dir):
         + f'. Camera {width}x{height}, {result["scenes"]} synthetic scenes (seed '
         f'{result["seed"]}), JPEG {jpeg} average. '
         f'{result["duration_s"]:g} s measured per topic condition after '
-        f'{result["warmup_s"]:g} s warm-up.',
+        f'{result["warmup_s"]:g} s warm-up.'
+        + (' Node parameters of every node row: '
+           + ', '.join(f'`{p}`' for p in result.get('args', {}).get('node_param') or ())
+           + '.' if result.get('args', {}).get('node_param') else ''),
         '',
         'engine/pipeline rows: per-call time in this process. node/naive rows: latency '
         'stamp -> receipt of segmentation/mask in the bench process (the publish time '

@@ -116,6 +116,10 @@ def add_arguments(parser):
                              '(num_workers x num_threads), comma-separated, each at the rates '
                              'of 30 Hz and above and in closed loop; "none" to skip (2x1; '
                              '--quick: none). Labelled e.g. "node int8 2w1t rgb8 1280x720 60 Hz"')
+    parser.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
+                        help="a segmentation_node parameter for every node condition, as "
+                             "ros2 run's -p (repeat it), e.g. grid_mask_width:=640; written "
+                             'in the report')
     parser.add_argument('--memory-minutes', type=float, default=0.0,
                         help='also run the node this many minutes at 30 Hz and report its '
                              'RSS growth (0: skip)')
@@ -186,6 +190,28 @@ def _models(args):
     return models
 
 
+def node_params(items):
+    """
+    Return ``{name: text}`` of ``--node-param`` items (``NAME:=VALUE``).
+
+    :raises SystemExit: an item without ``:=``, or one of a parameter that the bench sets
+        itself (the model, threads, workers, backend, transport).
+    """
+    out = {}
+    for item in items or ():
+        name, sep, value = item.partition(':=')
+        if not sep or not name.strip() or not value.strip():
+            raise SystemExit(f'bench: --node-param wants NAME:=VALUE, got {item!r}')
+        if name.strip() in _BENCH_SETS:
+            raise SystemExit(f'bench: --node-param {name.strip()}: the bench sets it itself')
+        out[name.strip()] = value.strip()
+    return out
+
+
+#: node parameters each condition sets itself (not for --node-param)
+_BENCH_SETS = ('model_file_path', 'num_threads', 'num_workers', 'backend', 'image_transport')
+
+
 def plan(args, models):
     """Return (threads list, rates, topic conditions) for the run."""
     quick = args.quick
@@ -222,6 +248,10 @@ def plan(args, models):
         for label, path in models:
             for rate in [r for r in rates if r >= 30] + [0.0]:
                 conds.append(Condition('node', label, path, t, rate, workers=n))
+    extra = node_params(getattr(args, 'node_param', ()))
+    for cond in conds:
+        if cond.kind == 'node':
+            cond.params.update(extra)
     return threads_list, rates, conds
 
 

@@ -31,13 +31,14 @@ def test_bench_quick_smoke_run_writes_table_json_and_plot(tmp_path, capsys):
     rc = cli.main(['bench', '--quick', '--model', model, '--int8-model', 'none',
                    '--out', str(out), '--width', '160', '--height', '90', '--scenes', '1',
                    '--threads', '1', '--rates', '30', '--duration', '1.0', '--warmup', '0.5',
-                   '--profile'])
+                   '--profile', '--node-param', 'grid_mask_width:=80'])
     assert rc == 0
     text = capsys.readouterr().out
     for kind in ('engine', 'pipeline', 'node', 'naive'):
         assert f'| {kind} |' in text, kind
     assert 'closed loop' in text and 'jpeg 160x90' in text
     assert '| goal |' in text
+    assert 'Node parameters of every node row: `grid_mask_width:=80`.' in text
 
     with open(out / 'bench.json') as f:
         result = json.load(f)
@@ -154,6 +155,16 @@ def test_the_worker_conditions_are_planned_and_selectable_with_only():
     assert cond.label(size) == new[4]
     cmd, _ = TopicBench._command(None, cond, '/ns', 'bench_node_1')
     assert 'num_workers:=2' in cmd and 'num_threads:=1' in cmd
+    # --node-param goes to every node condition, never to the naive node.
+    conds = run.plan(parser.parse_args(['--node-param', 'grid_mask_width:=640',
+                                        '--node-param', 'max_range:=2.5']), models)[2]
+    for cond in conds:
+        cmd, _ = TopicBench._command(None, cond, '/ns', 'bench_node_1')
+        wanted = cond.kind == 'node'
+        assert ('grid_mask_width:=640' in cmd and 'max_range:=2.5' in cmd) == wanted
+    for bad in ('grid_mask_width=640', ':=1', 'num_threads:=4'):
+        with pytest.raises(SystemExit):
+            run.plan(parser.parse_args(['--node-param', bad]), models)
 
     # The report tells the worker rows apart and never takes one for a one-worker row.
     rows = [
