@@ -117,7 +117,7 @@ def add_arguments(parser):
                              'of 30 Hz and above and in closed loop; "none" to skip (2x1; '
                              '--quick: none). Labelled e.g. "node int8 2w1t rgb8 1280x720 60 Hz"')
     parser.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
-                        help="a segmentation_node parameter for every node condition, as "
+                        help='a segmentation_node parameter for every node condition, as '
                              "ros2 run's -p (repeat it), e.g. grid_mask_width:=640; written "
                              'in the report')
     parser.add_argument('--memory-minutes', type=float, default=0.0,
