@@ -589,6 +589,11 @@ class SegmentationNode(LifecycleNode):
         """Return the :class:`GridRule` of the grid_* parameters."""
         return self._workers[0].frames.ground_params.rule
 
+    @property
+    def grid_mask_width(self):
+        """Return the grid_mask_width now in use (0: the mask is projected as it is)."""
+        return self._workers[0].frames.ground_params.mask_width
+
     def _work(self, worker, slot):
         while True:
             item = slot.take(timeout=0.5)

@@ -444,6 +444,8 @@ def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
                       'grid_behind_confidence': 'behind_confidence'}
         if name in rule_field:
             assert _same(getattr(node.grid_rule, rule_field[name]), valid)
+        elif name == 'grid_mask_width':
+            assert node.grid_mask_width == valid
         elif name.startswith('grid_') or name == 'max_range':
             field = {'grid_width': 'width', 'grid_height': 'height',
                      'grid_resolution': 'resolution', 'grid_origin': 'origin',

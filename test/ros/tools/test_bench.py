@@ -53,8 +53,10 @@ def test_bench_quick_smoke_run_writes_table_json_and_plot(tmp_path, capsys):
         if row['kind'] in ('node', 'naive'):
             for key in ('published', 'answered', 'dropped', 'rss_mb', 'camera'):
                 assert key in row, (row['kind'], key)
-            assert row['published'] > 0
-            assert row['answered'] > 0, row['label']
+            facts = {k: row.get(k) for k in ('published', 'answered', 'exit_code', 'fps',
+                                              'cpu_percent', 'camera_fps', 'notes')}
+            assert row['published'] > 0, (row['label'], facts)
+            assert row['answered'] > 0, (row['label'], facts)
             assert row['exit_code'] == 0
     pipeline = next(r for r in result['rows'] if r['kind'] == 'pipeline')
     stages = {'decode', 'preprocess', 'inference', 'postprocess', 'free_and_projection'}
