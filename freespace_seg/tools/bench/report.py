@@ -283,6 +283,9 @@ def write_report(result, out_dir):
     width, height = result['camera']
     jpeg = f'{result["jpeg_kb"]:.0f} KB' if result.get('jpeg_kb') else '?'
     info.setdefault('loadavg_end', None)
+    node_param = given.get('node_param') or ()
+    node_note = (' Node parameters of every node row: '
+                 + ', '.join(f'`{p}`' for p in node_param) + '.') if node_param else ''
     header = [
         f'# freespace_seg benchmark ({info.get("date", "")})',
         '',
@@ -294,10 +297,7 @@ def write_report(result, out_dir):
         + f'. Camera {width}x{height}, {result["scenes"]} synthetic scenes (seed '
         f'{result["seed"]}), JPEG {jpeg} average. '
         f'{result["duration_s"]:g} s measured per topic condition after '
-        f'{result["warmup_s"]:g} s warm-up.'
-        + (' Node parameters of every node row: '
-           + ', '.join(f'`{p}`' for p in result.get('args', {}).get('node_param') or ())
-           + '.' if result.get('args', {}).get('node_param') else ''),
+        f'{result["warmup_s"]:g} s warm-up.{node_note}',
         '',
         'engine/pipeline rows: per-call time in this process. node/naive rows: latency '
         'stamp -> receipt of segmentation/mask in the bench process (the publish time '

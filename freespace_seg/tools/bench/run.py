@@ -199,12 +199,12 @@ def node_params(items):
     """
     out = {}
     for item in items or ():
-        name, sep, value = item.partition(':=')
-        if not sep or not name.strip() or not value.strip():
+        name, sep, value = (part.strip() for part in item.partition(':='))
+        if not sep or not name or not value:
             raise SystemExit(f'bench: --node-param wants NAME:=VALUE, got {item!r}')
-        if name.strip() in _BENCH_SETS:
-            raise SystemExit(f'bench: --node-param {name.strip()}: the bench sets it itself')
-        out[name.strip()] = value.strip()
+        if name in _BENCH_SETS:
+            raise SystemExit(f'bench: --node-param {name}: the bench sets it itself')
+        out[name] = value
     return out
 
 
