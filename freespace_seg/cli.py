@@ -61,6 +61,8 @@ COMMANDS = {
                          '(torch)'),
     'bench-projection': ('freespace_seg.tools.bench.projection',
                          'the ground projection: lookup-table build and per-frame cost'),
+    'bench-ops': ('freespace_seg.tools.bench.ops',
+                  "where a model's time goes in ONNX Runtime: per operator, part and node"),
     'bench-closed-loop': ('freespace_seg.tools.bench.closed_loop',
                           'drive the simulated Create 3 through seeded rooms: collisions, '
                           'coverage'),
