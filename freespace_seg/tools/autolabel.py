@@ -27,6 +27,8 @@ static TF (base_link -> the image's frame) when the bag has that chain, else fro
 options named as the node's parameters (``--camera-height``, ``--camera-pitch``, ...).
 ``--grow`` spreads the free labels over floor of the same look where a model agrees
 (:mod:`freespace_seg.ground.autolabel_grow`); ``--model-fill`` adds a model's very sure pixels.
+``--parallax`` labels blocked what stands above the floor, from each frame's motion to the
+next labelled one (:mod:`freespace_seg.ground.autolabel_parallax`; no model).
 
 OUT is written under a temporary name beside it and renamed at the end: an error leaves
 nothing. The summary says how many frames were labelled, the shares of free, blocked and
@@ -44,8 +46,9 @@ import tempfile
 import cv2
 from freespace_seg.common.progress import Progress
 from freespace_seg.ground.autolabel import (BLOCKED, CameraFloor, fill_confident, FREE,
-                                            label_frame)
+                                            label_frame, relative_poses)
 from freespace_seg.ground.autolabel_grow import grow_free
+from freespace_seg.ground.autolabel_parallax import label_parallax, ParallaxConfig
 from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.perception.image_codec import ImageCodecError, msg_to_rgb
@@ -109,6 +112,19 @@ def add_arguments(parser):
                         help='--grow cuts each frame into about N superpixels (400)')
     parser.add_argument('--model', default='',
                         help='the model of --model-fill and --grow (default: the shipped one)')
+    parser.add_argument('--parallax', action='store_true',
+                        help='also label blocked what stands above the floor: corners that '
+                             'move against the floor between a frame and the next (no model; '
+                             'off by default)')
+    parser.add_argument('--parallax-max-dt', type=float, default=1.0, metavar='S',
+                        help='--parallax pairs a frame with the next labelled one up to S s '
+                             'later (1.0)')
+    parser.add_argument('--parallax-min-height', type=float, default=0.10, metavar='M',
+                        help='--parallax: an obstacle point stands at least M above the floor '
+                             '(0.10)')
+    parser.add_argument('--parallax-region-points', type=int, default=2, metavar='N',
+                        help='--parallax blocks each superpixel with N obstacle points and no '
+                             'free label (2; 0: the points alone)')
     add_rule_arguments(parser)
 
 
@@ -174,6 +190,9 @@ class Summary:
         self.no_free = 0
         self.model = collections.Counter()
         self.grown = 0
+        #: parallax pairs: 'used' or why not, and the pixels they labelled blocked
+        self.parallax = collections.Counter()
+        self.parallax_pixels = 0
 
     def lines(self, image, inputs, mount_note, out):
         total = sum(self.pixels.values())
@@ -189,6 +208,13 @@ class Summary:
         if self.grown:
             out_lines.append(f'of them grown over floor of the same look (--grow): free '
                              f'{100.0 * self.grown / max(total, 1):.1f} %')
+        if self.parallax:
+            used = self.parallax['used']
+            why = ', '.join(f'{n} {k}' for k, n in sorted(self.parallax.items()) if k != 'used')
+            out_lines.append(f'of them blocked from parallax (--parallax): '
+                             f'{100.0 * self.parallax_pixels / max(total, 1):.2f} %, from '
+                             f'{used} of {sum(self.parallax.values())} frame pairs'
+                             + (f' (not used: {why})' if why else ''))
         if self.model:
             out_lines.append(f'of them from the model (--model-fill): free '
                              f'{100.0 * self.model["free"] / max(total, 1):.1f} %, blocked '
@@ -245,6 +271,18 @@ def _why(summary):
     return ', '.join(f'{n} {why}' for why, n in sorted(summary.skipped.items())) or 'no frames'
 
 
+def _parallax_config(args):
+    if not args.parallax:
+        return None
+    if not 0.0 < args.parallax_max_dt <= 5.0:
+        raise LabelError('--parallax-max-dt must be in (0, 5] s')
+    try:
+        return ParallaxConfig(min_height=args.parallax_min_height,
+                              region_points=args.parallax_region_points)
+    except ValueError as e:
+        raise LabelError(f'--parallax: {e}')
+
+
 def _label_frames(reader, store, args, image, inputs, events, config, directory):
     summary = Summary()
     conns = [c for c in reader.connections if c.topic == image]
@@ -259,12 +297,56 @@ def _label_frames(reader, store, args, image, inputs, events, config, directory)
     if args.grow < 0.0 or not 0.0 <= args.grow_min_p_free <= 1.0 or args.grow_superpixels < 1:
         raise LabelError('--grow must be >= 0, --grow-min-p-free in [0, 1] and '
                          '--grow-superpixels >= 1')
+    parallax = _parallax_config(args)
     if args.model_fill > 0.0 or args.grow > 0.0:
         from freespace_seg.perception.pipeline import SegmentationPipeline
         try:
             pipe = SegmentationPipeline(args.model or None)
         except (OSError, ValueError, RuntimeError) as e:
             raise LabelError(f'--model-fill/--grow: cannot load the model ({e})')
+
+    def finish(frame):
+        """Model steps, then write one labelled frame (after its parallax step, if any)."""
+        labels, rgb = frame['labels'], frame['rgb']
+        if pipe is not None:
+            _, confidence = pipe.segment_with_confidence(rgb)
+            if args.grow > 0.0:
+                grown = grow_free(labels.mask, rgb, confidence, color_distance=args.grow,
+                                  min_p_free=args.grow_min_p_free,
+                                  superpixel_count=args.grow_superpixels)
+                summary.grown += grown
+                labels.free += grown
+                labels.unchecked -= grown
+            if args.model_fill > 0.0:
+                free, blocked = fill_confident(labels.mask, confidence, args.model_fill)
+                summary.model.update(free=free, blocked=blocked)
+                labels.free += free
+                labels.blocked += blocked
+                labels.unchecked -= free + blocked
+        write_pair(directory, frame['stem'], rgb, labels.mask)
+        summary.labelled += 1
+        summary.no_free += labels.free == 0
+        summary.pixels.update(free=labels.free, blocked=labels.blocked,
+                              unchecked=labels.unchecked)
+
+    def add_parallax(frame, t, pose, seg, key, rgb):
+        """Label ``frame`` from its motion to the next frame (time ``t``), if they pair."""
+        if frame['seg'] is not seg or frame['key'] != key:
+            summary.parallax['no next frame on the same path and camera'] += 1
+            return
+        if t - frame['t'] > args.parallax_max_dt:
+            summary.parallax['next frame more than --parallax-max-dt later'] += 1
+            return
+        camera = cameras[key]
+        motion = relative_poses(frame['pose'], [pose])[0]
+        n, result = label_parallax(frame['labels'].mask, frame['rgb'], rgb, camera.intrinsics,
+                                   camera.mount, motion, camera.sky, parallax)
+        summary.parallax[result.rejected or 'used'] += 1
+        summary.parallax_pixels += n
+        frame['labels'].blocked += n
+        frame['labels'].unchecked -= n
+
+    pending = None
     bar = Progress(None, total=total, desc='autolabel')
     try:
         for conn, _, raw in reader.messages(connections=conns):
@@ -296,27 +378,19 @@ def _label_frames(reader, store, args, image, inputs, events, config, directory)
             # bumps of another stretch are in another odometry frame
             mine = [e for e in events if seg.start <= e[0] <= seg.end]
             labels = label_frame(cameras[key], pose, t, later.times, later.poses, mine, config)
-            if pipe is not None:
-                _, confidence = pipe.segment_with_confidence(rgb)
-                if args.grow > 0.0:
-                    grown = grow_free(labels.mask, rgb, confidence, color_distance=args.grow,
-                                      min_p_free=args.grow_min_p_free,
-                                      superpixel_count=args.grow_superpixels)
-                    summary.grown += grown
-                    labels.free += grown
-                    labels.unchecked -= grown
-                if args.model_fill > 0.0:
-                    free, blocked = fill_confident(labels.mask, confidence, args.model_fill)
-                    summary.model.update(free=free, blocked=blocked)
-                    labels.free += free
-                    labels.blocked += blocked
-                    labels.unchecked -= free + blocked
-            write_pair(directory, f'{stem0}_{summary.frames - 1:06d}', rgb, labels.mask)
+            frame = {'labels': labels, 'rgb': rgb, 't': t, 'pose': pose, 'seg': seg,
+                     'key': key, 'stem': f'{stem0}_{summary.frames - 1:06d}'}
             last = t
-            summary.labelled += 1
-            summary.no_free += labels.free == 0
-            summary.pixels.update(free=labels.free, blocked=labels.blocked,
-                                  unchecked=labels.unchecked)
+            if parallax is None:
+                finish(frame)
+                continue
+            if pending is not None:
+                add_parallax(pending, t, pose, seg, key, rgb)
+                finish(pending)
+            pending = frame
+        if pending is not None:
+            summary.parallax['no next frame on the same path and camera'] += 1
+            finish(pending)
     finally:
         bar.close()
     return summary, mount_note

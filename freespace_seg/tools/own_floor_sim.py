@@ -48,6 +48,7 @@ import cv2
 from freespace_seg import cli
 from freespace_seg.common import markdown
 from freespace_seg.common.progress import Progress
+from freespace_seg.ground.autolabel import AutoLabelConfig, CameraFloor
 from freespace_seg.perception.pipeline import packaged_model_path
 from freespace_seg.sim import default_intrinsics, make_scene, RandomizationConfig, render
 from freespace_seg.sim.randomization import STYLES
@@ -93,6 +94,8 @@ def add_arguments(parser):
                         help="autolabel's --model-fill (0: off, the default)")
     parser.add_argument('--grow', type=float, default=0.0, metavar='DE',
                         help="autolabel's --grow (0: off, the default)")
+    parser.add_argument('--parallax', action='store_true',
+                        help="autolabel's --parallax (off by default)")
     parser.add_argument('--replay', default='generate', metavar='DIR',
                         help="synthetic frames mixed into the fine-tuning (finetune's "
                              '--replay): a `generate` dataset, `generate` (the default: render '
@@ -169,10 +172,12 @@ def _run_cli(argv, what):
 
 def _score_labels(rooms, labels_dir):
     """Score the label files against the renderer: per room and in all."""
-    keys = ('frames', 'free', 'free_ok', 'blocked', 'blocked_ok', 'truth_free', 'pixels')
+    keys = ('frames', 'free', 'free_ok', 'blocked', 'blocked_ok', 'low', 'low_ok',
+            'truth_free', 'pixels')
     per_room = {}
     for room in rooms:
         c = dict.fromkeys(keys, 0)
+        sky = CameraFloor(room.intrinsics, room.mount, AutoLabelConfig()).sky
         prefix = room.name + '_'
         for name in sorted(os.listdir(labels_dir)):
             if not name.startswith(prefix) or name.endswith('_mask.png'):
@@ -190,6 +195,8 @@ def _score_labels(rooms, labels_dir):
             c['free_ok'] += int((free & truth).sum())
             c['blocked'] += int(blocked.sum())
             c['blocked_ok'] += int((blocked & ~truth).sum())
+            c['low'] += int((blocked & ~sky).sum())
+            c['low_ok'] += int((blocked & ~sky & ~truth).sum())
             c['truth_free'] += int(truth.sum())
         per_room[room.seed] = c
     total = {k: sum(c[k] for c in per_room.values()) for k in keys}
@@ -202,6 +209,8 @@ def _label_row(name, c):
     return {'rooms': name, 'frames': c['frames'],
             'free_precision': ratio(c['free_ok'], c['free']),
             'blocked_precision': ratio(c['blocked_ok'], c['blocked']),
+            'low_blocked_precision': ratio(c['low_ok'], c['low']),
+            'low_blocked_share': ratio(c['low'], c['pixels']),
             'free_coverage': ratio(c['free_ok'], c['truth_free']),
             'free_share': ratio(c['free'], c['pixels']),
             'blocked_share': ratio(c['blocked'], c['pixels'])}
@@ -258,7 +267,7 @@ def _loop(args, out):
         la = parser.parse_args([bag, os.path.join(out, 'tmp_labels'), '--overwrite',
                                 '--min-interval', str(0.9 * args.frame_every),
                                 '--model-fill', str(args.model_fill), '--grow', str(args.grow),
-                                '--model', model])
+                                '--model', model] + (['--parallax'] if args.parallax else []))
         autolabel.label_bag(la, out=sys.stderr)
         for name in os.listdir(la.output):
             os.replace(os.path.join(la.output, name), os.path.join(labels, name))
@@ -362,13 +371,16 @@ def _markdown(args, data, checks, styles, models):
              r.get('bumps', ''), r['frames'],
              '-' if r['free_precision'] is None else f'{r["free_precision"]:.4f}',
              '-' if r['blocked_precision'] is None else f'{r["blocked_precision"]:.4f}',
+             '-' if r['low_blocked_precision'] is None
+             else f'{r["low_blocked_precision"]:.4f}',
              '-' if r['free_coverage'] is None else f'{r["free_coverage"]:.3f}',
-             _pct(r['free_share']), _pct(r['blocked_share'])]
+             _pct(r['free_share']), _pct(r['blocked_share']), _pct(r['low_blocked_share'])]
             for r in data['labels']['rooms'] + [data['labels']['all']]]
     lines += markdown.table(
         ['room (seed)', 'camera height (m)', 'pitch (rad)', 'driven (m)', 'bumps', 'frames',
-         'free precision', 'blocked precision', 'free coverage', 'free (% px)',
-         'blocked (% px)'], rows)
+         'free precision', 'blocked precision', 'blocked below the horizon: precision',
+         'free coverage', 'free (% px)', 'blocked (% px)', 'blocked below the horizon (% px)'],
+        rows)
     lines += ['', f'## Held-out rooms (`eval --render {args.eval_frames} --seed '
               f'{args.eval_seed} --style S`): mIoU / blocked called free', '']
     rows = [[label] + [f'{checks[(label, s)]["miou"]:.3f} / '
