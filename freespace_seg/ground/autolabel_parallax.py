@@ -38,9 +38,10 @@ glossy floor triangulates **below** the floor and is never an obstacle point.
 The frame pair is used only when the motion is a good one to judge by: a baseline of at
 least ``min_baseline`` m, a turn of at most ``max_turn`` rad, and the pose checked on the
 floor itself: the corners that the drive-over rule labelled free must follow the floor's
-prediction (median miss at most ``max_floor_residual_px``, from at least
+prediction (the median of their misses at most ``max_floor_residual_px``, from at least
 ``min_floor_points`` of them). A late image stamp or an odometry jump fails that check and
-the pair gives no labels.
+the pair gives no labels; so does a floor whose fine repeating pattern the corners cannot
+follow (aliased by the renderer, or a reflection on gloss).
 
 :func:`label_parallax` draws a disc of ``radius_px`` around each obstacle point as blocked
 and, with ``region_points`` > 0, blocks each superpixel of the frame (the regions of
@@ -73,6 +74,11 @@ class ParallaxConfig:
     min_baseline: float = 0.05
     max_turn: float = math.radians(25.0)
     max_floor_residual_px: float = 5.0
+    #: the quantile of the free corners' misses that checks the pose (the median). On a
+    #: glossy floor part of those corners are reflections, which miss the floor's
+    #: prediction; 0.25 lets more such pairs through and labelled 33 % more pixels, at 0.951
+    #: against 0.965 precision in own-floor-sim's 8 rooms
+    floor_quantile: float = 0.5
     min_floor_points: int = 5
     max_corners: int = 2000
     corner_quality: float = 0.001
@@ -87,6 +93,8 @@ class ParallaxConfig:
         """Check that the numbers make sense."""
         if not 0.0 < self.min_height < self.max_height:
             raise ValueError('need 0 < min_height < max_height')
+        if not 0.0 < self.floor_quantile <= 1.0:
+            raise ValueError('floor_quantile must be in (0, 1]')
         for name in ('max_range', 'min_residual_px', 'max_reprojection_px', 'max_fb_error_px',
                      'max_turn', 'max_floor_residual_px'):
             if not getattr(self, name) > 0.0:
@@ -109,7 +117,8 @@ class ParallaxResult:
     heights: np.ndarray
     #: corners tracked both ways
     tracked: int = 0
-    #: tracked corners on free labels, and their median miss of the floor's prediction (px)
+    #: tracked corners on free labels, and the floor_quantile of their misses of the floor's
+    #: prediction (px)
     floor_points: int = 0
     floor_residual_px: float = float('nan')
     #: '' when the pair was used, else the reason it was not
@@ -224,7 +233,8 @@ def parallax_points(image1, image2, intrinsics, mount, motion, free_mask=None, s
         on_floor = free_mask[iv, iu] & down
         result.floor_points = int(on_floor.sum())
         if result.floor_points:
-            result.floor_residual_px = float(np.nanmedian(miss[on_floor]))
+            result.floor_residual_px = float(np.nanquantile(miss[on_floor],
+                                                            config.floor_quantile))
         if result.floor_points < config.min_floor_points:
             result.rejected = 'too few corners on free labels'
             return result

@@ -312,3 +312,43 @@ def test_mount_from_a_transform_round_trips():
     back = mount_from_matrix(mount.transform_base_from_optical())
     for name in ('x', 'y', 'z', 'roll', 'pitch', 'yaw'):
         assert getattr(back, name) == pytest.approx(getattr(mount, name), abs=1e-9)
+
+
+def test_parallax_adds_blocked_labels_below_the_horizon(tmp_path, capsys):
+    from freespace_seg.sim.render import render
+
+    look = RandomizationConfig(style='shifted')
+    rng = np.random.default_rng(301)
+    scene = make_scene(rng, look)
+    drive = wander(scene, rng, duration=15.0)
+    intrinsics = default_intrinsics(480, 270)
+    mount = CameraMount(z=0.23, pitch=0.45)
+
+    def image_at(t, pose):
+        return render(scene, intrinsics, mount, pose, randomization=look).image
+
+    bag = str(tmp_path / 'drive')
+    times = write_drive_bag(bag, drive, intrinsics, mount, image_at, frame_every=0.5)
+    plain, other = str(tmp_path / 'plain'), str(tmp_path / 'parallax')
+    assert cli.main(['autolabel', bag, plain, '--min-interval', '0.4']) == 0
+    capsys.readouterr()
+    assert cli.main(['autolabel', bag, other, '--min-interval', '0.4', '--parallax']) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if '--parallax' in x)
+    assert 'blocked from parallax' in line and 'frame pairs' in line
+    added = right = 0
+    for k, (pair_a, pair_b) in enumerate(zip(image_pairs(plain), image_pairs(other))):
+        a = read_user_pair(*pair_a)[1]
+        b = read_user_pair(*pair_b)[1]
+        new = a != b
+        assert (a[new] == 255).all() and (b[new] == 0).all()  # only unchecked -> blocked
+        truth = free_mask(scene, intrinsics, mount, drive.pose_at(times[k]))
+        added += int(new.sum())
+        right += int((new & (truth == 0)).sum())
+    assert added > 5000 and right >= 0.95 * added
+    rc = cli.main(['autolabel', bag, str(tmp_path / 'bad'), '--parallax',
+                   '--parallax-max-dt', '0'])
+    assert rc == 1 and '--parallax-max-dt' in capsys.readouterr().err
+    rc = cli.main(['autolabel', bag, str(tmp_path / 'bad'), '--parallax',
+                   '--parallax-min-height', '-1'])
+    assert rc == 1 and '--parallax' in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / 'bad')
