@@ -19,8 +19,8 @@ import math
 from freespace_seg.ground import autolabel as al
 from freespace_seg.ground.autolabel_grow import superpixels
 from freespace_seg.ground.autolabel_parallax import (block_regions, label_parallax,
-                                                     paint_points, ParallaxConfig,
-                                                     parallax_points)
+                                                     paint_points, parallax_points,
+                                                     ParallaxConfig)
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.sim import default_intrinsics, make_scene, RandomizationConfig
 from freespace_seg.sim.render import free_mask, render
