@@ -31,9 +31,11 @@ where the floor would put it, and keeps as **obstacle points** only those that
   ``max_reprojection_px``) in front of both cameras, ``min_height`` to ``max_height`` above
   the floor and within ``max_range`` of the camera's foot.
 
-Colour and brightness are not compared: corners are tracked on the image's gradients, so
-light that changes with the view (gloss, shadows) does not mark a point. A reflection in a
-glossy floor triangulates **below** the floor and is never an obstacle point.
+Colour is not compared, and each frame's grey levels are brought to the same mean and
+contrast before tracking: light that changes with the view (exposure, shadows) does not mark
+a point by itself. A mirror image in a glossy floor should triangulate below the floor; in
+the renderer's glossy rooms a few reflected corners still pass as obstacle points
+(docs/own_data.md has the measurement).
 
 The frame pair is used only when the motion is a good one to judge by: a baseline of at
 least ``min_baseline`` m, a turn of at most ``max_turn`` rad, and the pose checked on the

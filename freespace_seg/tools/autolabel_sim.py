@@ -37,7 +37,10 @@ odometry and the bumps, under each condition, and compared with the renderer's e
 
 The table: free-label precision (truly free among the pixels labelled free), the share of
 truly free pixels labelled free (coverage), the precision of the blocked labels of the
-horizon rule and of the bumps, and the labelled shares.
+horizon rule and of the bumps, and the labelled shares. ``--parallax`` renders every frame
+and adds ``autolabel --parallax``'s blocked labels
+(:mod:`freespace_seg.ground.autolabel_parallax`), each frame paired with the next, the motion
+taken from the condition's path and stamps: their precision, share and the pairs used.
 """
 
 from dataclasses import replace
@@ -47,10 +50,11 @@ import sys
 from freespace_seg.common import markdown
 from freespace_seg.common.progress import Progress
 from freespace_seg.ground.autolabel import (AutoLabelConfig, BLOCKED, CameraFloor, FREE,
-                                            label_frame, Trajectory)
+                                            label_frame, relative_poses, Trajectory)
+from freespace_seg.ground.autolabel_parallax import label_parallax
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.sim import default_intrinsics, make_scene, RandomizationConfig
-from freespace_seg.sim.render import free_mask
+from freespace_seg.sim.render import free_mask, render
 from freespace_seg.sim.wander import wander
 import numpy as np
 
@@ -58,7 +62,7 @@ CONDITIONS = ('exact', 'drift', 'offset', 'drift+offset', 'pitch', 'no line of s
               'bumps without bearing')
 #: counters per condition
 _KEYS = ('frames', 'pixels', 'free', 'free_ok', 'truth_free', 'horizon', 'horizon_ok',
-         'hazard', 'hazard_ok')
+         'hazard', 'hazard_ok', 'parallax', 'parallax_ok', 'pairs', 'pairs_used')
 
 
 def add_arguments(parser):
@@ -87,6 +91,9 @@ def add_arguments(parser):
                         help='comma-separated conditions (all)')
     parser.add_argument('--per-room', action='store_true',
                         help='also a table of each room under the first condition')
+    parser.add_argument('--parallax', action='store_true',
+                        help="also autolabel's --parallax labels, each frame paired with the "
+                             'next (renders every frame: slower)')
 
 
 def add_rule_arguments(parser):
@@ -183,7 +190,8 @@ def measure_room(index, args, config, conditions, progress=None):
     seed = args.first_seed + index
     style = 'default' if index % 2 == 0 else 'shifted'
     rng = np.random.default_rng(seed)
-    scene = make_scene(rng, RandomizationConfig(style=style))
+    look = RandomizationConfig(style=style)
+    scene = make_scene(rng, look)
     drive = wander(scene, rng, duration=args.duration, radius=config.robot_radius)
     intrinsics = default_intrinsics(args.width, args.height)
     mount = room_mount(args, index)
@@ -210,8 +218,18 @@ def measure_room(index, args, config, conditions, progress=None):
     out = {c: dict.fromkeys(_KEYS, 0) for c in conditions}
     out['_room'] = {'seed': seed, 'style': style, 'height': mount.z, 'pitch': mount.pitch,
                     'distance': drive.distance, 'bumps': len(drive.hazards)}
-    for t0 in np.arange(0.0, args.duration, args.frame_every):
+    image = None
+    if getattr(args, 'parallax', False):
+        def image(t):
+            return render(scene, intrinsics, mount, drive.pose_at(t), randomization=look).image
+    frame_times = np.arange(0.0, args.duration, args.frame_every)
+    next_image = image(frame_times[0]) if image is not None else None
+    for i, t0 in enumerate(frame_times):
         truth = free_mask(scene, intrinsics, mount, drive.pose_at(t0))
+        this_image = next_image
+        t1 = frame_times[i + 1] if i + 1 < len(frame_times) else None
+        if image is not None and t1 is not None:
+            next_image = image(t1)
         for cond in conditions:
             track_name, cam_name, offset, hazard_name = plan[cond]
             track = tracks[track_name]
@@ -219,6 +237,20 @@ def measure_room(index, args, config, conditions, progress=None):
             labels = label_frame(cameras[cam_name], pose, t0 + offset, track.times,
                                  track.poses, hazards[hazard_name])
             c = out[cond]
+            if image is not None and t1 is not None:
+                # the pair's motion from the condition's own path and stamps
+                pose1 = track.pose_at(min(t1 + offset, track.times[-1]))
+                before = labels.mask == BLOCKED
+                _, result = label_parallax(labels.mask, this_image, next_image, intrinsics,
+                                           cameras[cam_name].mount,
+                                           relative_poses(pose, [pose1])[0],
+                                           cameras[cam_name].sky)
+                added = (labels.mask == BLOCKED) & ~before
+                c['pairs'] += 1
+                c['pairs_used'] += not result.rejected
+                c['parallax'] += int(added.sum())
+                c['parallax_ok'] += int((added & (truth == 0)).sum())
+                labels.mask[added] = 255  # scored apart from the bumps below
             _score(c, labels, truth)
             blocked = labels.mask == BLOCKED
             sky = cameras[cam_name].sky
@@ -249,10 +281,17 @@ def table(totals):
                      _ratio(100.0 * c['free'], c['pixels'], 1),
                      _ratio(100.0 * (c['horizon'] + c['hazard']), c['pixels'], 1),
                      _ratio(100.0 * c['hazard'], c['pixels'], 2)])
-    return markdown.table(['condition', 'frames', 'free precision', 'wrong free (ppm)',
-                           'free coverage',
-                           'horizon precision', 'bump precision', 'free (% px)',
-                           'blocked (% px)', 'bump (% px)'], rows)
+    header = ['condition', 'frames', 'free precision', 'wrong free (ppm)', 'free coverage',
+              'horizon precision', 'bump precision', 'free (% px)', 'blocked (% px)',
+              'bump (% px)']
+    if any(c.get('pairs') for k, c in totals.items() if not k.startswith('_')):
+        header += ['parallax precision', 'parallax (% px)', 'pairs used']
+        for r, (cond, c) in zip(rows, [(k, c) for k, c in totals.items()
+                                       if not k.startswith('_')]):
+            r += [_ratio(c['parallax_ok'], c['parallax']),
+                  _ratio(100.0 * c['parallax'], c['pixels'], 2),
+                  f"{c['pairs_used']} of {c['pairs']}"]
+    return markdown.table(header, rows)
 
 
 def room_table(rooms, cond):
@@ -264,10 +303,14 @@ def room_table(rooms, cond):
                      markdown.number(info['pitch'], 2), markdown.number(info['distance'], 1),
                      info['bumps'], c['frames'], _ratio(c['free_ok'], c['free']),
                      _ratio(c['free_ok'], c['truth_free'], 3),
-                     _ratio(c['hazard_ok'], c['hazard'], 3)])
-    return markdown.table(['room (seed)', 'style', 'camera height (m)', 'pitch (rad)',
-                           'driven (m)', 'bumps', 'frames', 'free precision', 'free coverage',
-                           'bump precision'], rows)
+                     _ratio(c['hazard_ok'], c['hazard'], 3)]
+                    + ([_ratio(c['parallax_ok'], c['parallax'], 3),
+                        f"{c['pairs_used']} of {c['pairs']}"] if c.get('pairs') else []))
+    header = ['room (seed)', 'style', 'camera height (m)', 'pitch (rad)', 'driven (m)', 'bumps',
+              'frames', 'free precision', 'free coverage', 'bump precision']
+    if any(room[cond].get('pairs') for room in rooms):
+        header += ['parallax precision', 'pairs used']
+    return markdown.table(header, rows)
 
 
 def run(args):

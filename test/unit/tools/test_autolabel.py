@@ -251,6 +251,19 @@ def test_autolabel_sim_prints_a_table():
     assert rc == 0
     text = out.getvalue()
     assert '| exact | 3 |' in text and '| drift | 3 |' in text
+    assert 'parallax precision' not in text
+
+
+def test_autolabel_sim_scores_the_parallax_labels_apart():
+    out = io.StringIO()
+    import contextlib
+    with contextlib.redirect_stdout(out):
+        rc = cli.main(['autolabel-sim', '--rooms', '1', '--first-seed', '3', '--duration', '4',
+                       '--width', '160', '--height', '90', '--conditions', 'exact',
+                       '--parallax'])
+    assert rc == 0
+    line = next(x for x in out.getvalue().splitlines() if x.startswith('| exact |'))
+    assert '| parallax precision |' in out.getvalue() and line.endswith(' of 7 |')
 
 
 def label_with_model(tmp_path, wall, capsys, name, *options):
