@@ -218,10 +218,10 @@ def measure_room(index, args, config, conditions, progress=None):
     out = {c: dict.fromkeys(_KEYS, 0) for c in conditions}
     out['_room'] = {'seed': seed, 'style': style, 'height': mount.z, 'pitch': mount.pitch,
                     'distance': drive.distance, 'bumps': len(drive.hazards)}
-    image = None
-    if getattr(args, 'parallax', False):
-        def image(t):
-            return render(scene, intrinsics, mount, drive.pose_at(t), randomization=look).image
+    def render_at(t):
+        return render(scene, intrinsics, mount, drive.pose_at(t), randomization=look).image
+
+    image = render_at if getattr(args, 'parallax', False) else None
     frame_times = np.arange(0.0, args.duration, args.frame_every)
     next_image = image(frame_times[0]) if image is not None else None
     for i, t0 in enumerate(frame_times):
