@@ -218,6 +218,7 @@ def measure_room(index, args, config, conditions, progress=None):
     out = {c: dict.fromkeys(_KEYS, 0) for c in conditions}
     out['_room'] = {'seed': seed, 'style': style, 'height': mount.z, 'pitch': mount.pitch,
                     'distance': drive.distance, 'bumps': len(drive.hazards)}
+
     def render_at(t):
         return render(scene, intrinsics, mount, drive.pose_at(t), randomization=look).image
 
