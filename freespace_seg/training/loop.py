@@ -142,7 +142,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 checkpoint_meta=None, hard_frames=0.0, resume=None, time_limit=None,
                 stop_after=None, device='cpu', encoder_lr_scale=1.0, schedule='one-cycle',
                 warmup_steps=100, encoder_lr_decay=1.0, encoder_frozen_steps=0, ranks=None,
-                on_step=None, prefetch=None):
+                on_step=None, prefetch=None, select_x=None, select_y=None):
     """
     Train ``model`` in place on uint8 tensors; return a history dict.
 
@@ -154,6 +154,13 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     2x (batches of ``low_res_batch_size``, default twice ``batch_size``), four times
     cheaper per frame; the rest at full resolution. Validation is always at full resolution.
     ``checkpoint_meta`` (e.g. the command line) is stored in every checkpoint.
+
+    Selection on a second set: with ``select_x``, ``select_y`` (frames from outside the
+    training renderer, e.g. a ``generate2`` folder), each validation also scores them, and
+    the best state, ``best.pt`` and ``patience`` follow their mIoU instead of the validation
+    frames'. ``history['val']`` holds both (``select_miou``); ``history['best_miou']`` stays
+    the validation mIoU of the chosen step, ``history['best_select_miou']`` its selection
+    mIoU.
     ``hard_frames``: the fraction of each batch drawn by loss (see :class:`FrameSampler`);
     0 (default) walks plain shuffled passes. ``history['hard_drawn']`` counts those frames.
 
@@ -298,6 +305,10 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
         log(f'resuming after step {first - 1} of {steps}')
     history['interrupted'] = False
     has_val = val_x is not None and val_x.shape[0] > 0
+    selecting = select_x is not None and select_x.shape[0] > 0
+    if selecting and not has_val:
+        raise ValueError('selection frames need validation frames: selection runs with each '
+                         'validation')
     time_before = float(history.get('train_time_s') or 0.0)
     t_start = time.perf_counter()
 
@@ -385,21 +396,33 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                     set_encoder_frozen(True)   # validate() ends in train mode
                 miou = metrics.mean_iou(cm)
                 iou = metrics.per_class_iou(cm)
-                history['val'].append({'step': step, 'miou': miou, 'iou': iou.tolist()})
-                better = miou > best_miou
+                entry = {'step': step, 'miou': miou, 'iou': iou.tolist()}
+                score = miou
+                if selecting:
+                    score = metrics.mean_iou(validate(model, select_x, select_y))
+                    if frozen:
+                        set_encoder_frozen(True)
+                    entry['select_miou'] = score
+                history['val'].append(entry)
+                better = score > best_miou
                 if better:
-                    best_miou = miou
+                    best_miou = score
                     best_state = cpu_state(model)
                     history['best_miou'] = miou
                     history['best_step'] = step
+                    if selecting:
+                        history['best_select_miou'] = score
                     since_best = 0
                 else:
                     since_best += 1
                 log(f'val step {step}: mIoU {miou:.4f} (IoU ' + ', '.join(
-                    f'{v:.4f}' for v in iou) + f'){" best" if better else ""}')
+                    f'{v:.4f}' for v in iou) + ')'
+                    + (f'; selection set mIoU {score:.4f}' if selecting else '')
+                    + (' best' if better else ''))
             save_last(step, miou, better)
             if ranks.agree(patience and since_best >= patience, device):
-                log(f'early stop at step {step}: no better val mIoU for {patience} scores')
+                log(f'early stop at step {step}: no better '
+                    f'{"selection set" if selecting else "val"} mIoU for {patience} scores')
                 history['stopped_early'] = True
                 break
         if step < steps and ranks.agree((stop_after is not None and step >= stop_after) or (

@@ -20,7 +20,8 @@ dataset written by ``python -m freespace_seg generate`` (``--data DIR``: its tra
 splits) or frames rendered once before training (``--render N``). Each step draws a batch,
 augments it (flip, zoom/crop, small roll, colour jitter, gamma, blur, noise), and takes an
 AdamW step on cross-entropy + Dice with a one-cycle learning rate. The model is scored on
-the validation frames every ``--val-every`` steps; the best one (by mIoU) is kept, and
+the validation frames every ``--val-every`` steps; the best one (by mIoU, or by the mIoU of
+the ``--select-data`` frames: a set from outside the training renderer) is kept, and
 training stops early after ``--patience`` scores without improvement. At the end the best
 model is exported to ONNX, checked against torch, timed, scored on the validation frames
 through the ONNX pipeline, and its model card is written beside it.
@@ -182,6 +183,14 @@ def add_arguments(parser):
              '(names as in `generate --no-<factor>`; default: none)')
     opt(src, '--limit-train', type=int, metavar='N', help='use at most N training frames')
     opt(src, '--limit-val', type=int, metavar='N', help='use at most N validation frames')
+    opt(src, '--select-data', metavar='DIR',
+        help='choose the best step (best.pt, the exported model, --patience) by mIoU on the '
+             '--select-split frames of this folder instead of the validation frames: a set '
+             'from outside the training renderer, e.g. a `generate2` folder (default: none)')
+    opt(src, '--select-split', default='test',
+        help='split of --select-data (default: %(default)s)')
+    opt(src, '--limit-select', type=int, metavar='N',
+        help='use at most N --select-data frames')
 
     tr = parser.add_argument_group('training')
     opt(tr, '--steps', type=int, default=3000, help='optimizer steps (default: %(default)s)')
@@ -292,6 +301,9 @@ def reproduce_command(args):
     """Every recorded option with its value: the command line that reproduces this run."""
     def skip(dest, value):
         if dest == 'render_without' and not value:
+            return True
+        if dest in ('select_data', 'select_split', 'limit_select') and \
+                not getattr(args, 'select_data', None):
             return True
         if dest in QUIET_DEFAULTS and value == QUIET_DEFAULTS[dest]:
             return True
@@ -455,6 +467,9 @@ def _run(args, ranks):
     del tx, ty, vx, vy
     print(f'train: {train_x.shape[0]} training and {val_x.shape[0]} validation frames at '
           f'{width}x{height}', flush=True)
+    select_x = select_y = None
+    if getattr(args, 'select_data', None):
+        select_x, select_y = _load_select(args, width, height, data_record)
 
     steps = args.steps
     if args.epochs is not None:
@@ -521,7 +536,8 @@ def _run(args, ranks):
         init['command'] + ' && ' + command
     try:
         history = _train(args, ranks, model, train_x, train_y, val_x, val_y, steps, work_dir,
-                         full_command, fingerprint, init, checkpoint, device)
+                         full_command, fingerprint, init, checkpoint, device,
+                         select_x, select_y)
     except DistributedError as e:
         raise TrainError(f'rank {ranks.rank} of {ranks.world}: {e}') from None
     except ValueError as e:   # options the loop refuses, or a checkpoint that does not fit
@@ -547,8 +563,28 @@ def _run(args, ranks):
     return result
 
 
+def _load_select(args, width, height, data_record):
+    """Letterbox the --select-data frames; record them in ``data_record['selection']``."""
+    path, split = args.select_data, args.select_split
+    if not os.path.isdir(path):
+        raise TrainError(f'--select-data {path}: no such folder')
+    try:
+        n = datasets.count_frames(path, split, args.limit_select)
+    except (OSError, ValueError) as e:
+        raise TrainError(f'--select-data {path}: cannot list its {split!r} split ({e})')
+    if n == 0:
+        raise TrainError(f'--select-data {path}: no frames in its {split!r} split')
+    sx, sy = datasets.stack_letterboxed(datasets.dataset_frames(path, split, args.limit_select),
+                                        n, width, height, PAD_VALUE, desc='load selection')
+    data_record['selection'] = {'dataset': os.path.normpath(path), 'split': split,
+                                'frames': int(sx.shape[0])}
+    print(f'train: the best step is chosen on {sx.shape[0]} frames of {path} ({split}), not '
+          'on the validation frames', flush=True)
+    return to_tensors(sx, sy)
+
+
 def _train(args, ranks, model, train_x, train_y, val_x, val_y, steps, work_dir, full_command,
-           fingerprint, init, checkpoint, device):
+           fingerprint, init, checkpoint, device, select_x=None, select_y=None):
     return train_model(
         model, train_x, train_y, val_x, val_y, steps=steps, batch_size=args.batch_size,
         lr=args.lr, weight_decay=args.weight_decay, dice_weight=args.dice_weight,
@@ -560,7 +596,7 @@ def _train(args, ranks, model, train_x, train_y, val_x, val_y, steps, work_dir, 
         checkpoint_meta={'command': full_command, 'args': _saved_args(args),
                          'init_record': init, 'data_fingerprint': fingerprint},
         resume=None if checkpoint is None else checkpoint['resume'],
-        time_limit=args.time_limit, device=device,
+        time_limit=args.time_limit, device=device, select_x=select_x, select_y=select_y,
         encoder_lr_scale=getattr(args, 'encoder_lr_scale', 0.5) if args.arch != 'unet' else 1.0,
         ranks=ranks,
         **{k: getattr(args, k, v) for k, v in QUIET_DEFAULTS.items() if k != 'decoder_widths'})
@@ -621,6 +657,8 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
         'augmentation': augmentation_summary('none' if args.no_augment else args.augment),
         'best_val_miou': None if history['best_miou'] is None
         else round(float(history['best_miou']), 4),
+        'best_selection_miou': (round(float(history['best_select_miou']), 4)
+                                if history.get('best_select_miou') is not None else None),
         'torch': str(torch.__version__),
         'device': device_record(device),
         'distributed': ranks.record(args.batch_size),

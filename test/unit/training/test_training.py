@@ -465,3 +465,51 @@ def test_train_time_limit_and_resume_commands(tmp_path):
     outs = [ort.InferenceSession(p, providers=['CPUExecutionProvider']).run(None, {'input': x})[0]
             for p in (whole, part)]
     assert np.array_equal(outs[0], outs[1])
+
+
+def test_a_selection_set_chooses_the_best_step(tmp_path):
+    tx, ty = toy_tensors(8)
+    vx, vy = toy_tensors(4, seed=1)
+    sx, sy = toy_tensors(4, seed=2)
+    torch.manual_seed(0)
+    net = unet.build_model(widths=(8, 8, 16, 16, 32))
+    hist = loop.train_model(net, tx, ty, vx, vy, steps=12, batch_size=4, lr=5e-3, seed=3,
+                            val_every=3, log_every=0, progress_bar=False, log=lambda m: None,
+                            work_dir=str(tmp_path / 'sel'), select_x=sx, select_y=sy)
+    scores = [v['select_miou'] for v in hist['val']]
+    assert len(scores) == 4
+    best = hist['val'][int(np.argmax(scores))]   # the first of equal scores
+    assert hist['best_step'] == best['step'] and hist['best_select_miou'] == max(scores)
+    assert hist['best_miou'] == best['miou']    # the validation score of the chosen step
+    # the model that comes back is the chosen step's: it scores the same on the set again
+    assert metrics.mean_iou(loop.validate(net, sx, sy)) == pytest.approx(max(scores))
+    saved = torch.load(str(tmp_path / 'sel' / 'best.pt'), map_location='cpu')
+    assert saved['step'] == best['step']
+    with pytest.raises(ValueError, match='validation frames'):
+        loop.train_model(net, tx, ty, steps=2, batch_size=4, progress_bar=False,
+                         log=lambda m: None, log_every=0, select_x=sx, select_y=sy)
+
+
+def test_train_select_data_is_recorded_and_checked(tmp_path):
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
+    sel = str(tmp_path / 'other')
+    assert cli.main(['generate', '--out', sel, '--num', '6', '--width', '64', '--height',
+                     '36', '--seed', '5']) == 0
+    out = str(tmp_path / 'm.onnx')
+    common = ['train', '--render', '4', '--render-val', '2', '--render-size', '64x36',
+              '--steps', '4', '--batch-size', '2', '--input-size', '64x48',
+              '--widths', '8,8,16,16,32', '--val-every', '2', '--log-every', '2',
+              '--latency-runs', '2']
+    rc = cli.main(common + ['--out', out, '--work-dir', str(tmp_path / 'run'),
+                            '--select-data', sel, '--select-split', 'train'])
+    assert rc == 0
+    training = load_card(out).raw['training']
+    assert training['data']['selection'] == {'dataset': os.path.normpath(sel),
+                                             'split': 'train', 'frames': 5}
+    assert 0.0 <= training['best_selection_miou'] <= 1.0
+    assert f'--select-data {sel} --select-split train' in training['command']
+    for bad, message in ((str(tmp_path / 'missing'), 'no such folder'),
+                         (sel + ' --select-split nope', 'cannot list')):
+        with pytest.raises(SystemExit, match=message):
+            cli.main(common + ['--out', str(tmp_path / 'x.onnx'), '--select-data']
+                     + bad.split())
