@@ -114,6 +114,25 @@ def check_session_providers(requested, actual):
     return []
 
 
+def session_options(ort, num_threads=0, cpu=True):
+    """
+    Return the engine's ``ort.SessionOptions``: all graph optimizations, sequential.
+
+    ``cpu``: also tune the session for a small CPU (the GPU backend keeps ONNX Runtime's
+    defaults): spinning intra-op threads burn a core while they wait for work, and the
+    node's receive, preprocessing and publishing threads need those cycles.
+    """
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.intra_op_num_threads = int(num_threads)
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    if cpu:
+        opts.add_session_config_entry('session.intra_op.allow_spinning', '0')
+    return opts
+
+
 class OnnxRuntimeEngine(Engine):
     """Runs an ONNX model with ONNX Runtime and checks it against its card at load time."""
 
@@ -129,13 +148,7 @@ class OnnxRuntimeEngine(Engine):
         if not os.path.isfile(path):
             raise EngineError(f'model file not found: {path}')
         providers = self._providers(ort, options)
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.intra_op_num_threads = int(num_threads)
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        self._session_options(ort, opts)
+        opts = session_options(ort, num_threads, cpu=self.backend == 'onnxruntime')
         with warnings.catch_warnings(record=True) as caught:
             # onnxruntime warns, then carries on, when a requested provider is missing.
             warnings.simplefilter('always')
@@ -158,16 +171,6 @@ class OnnxRuntimeEngine(Engine):
         self._binding = self._bound_input = self._output_buffer = None
         if self.backend == 'onnxruntime':
             self._bind_output()
-
-    def _session_options(self, ort, opts):
-        """
-        Tune the CPU session; the GPU backend keeps ONNX Runtime's defaults.
-
-        Spinning intra-op threads burn a core while they wait for work; the node's receive,
-        preprocessing and publishing threads need those cycles on a small CPU.
-        """
-        if self.backend == 'onnxruntime':
-            opts.add_session_config_entry('session.intra_op.allow_spinning', '0')
 
     def _bind_output(self):
         """

@@ -17,7 +17,7 @@ Where a model's time goes inside ONNX Runtime: per operator, per part and per no
 
 Run ``python -m freespace_seg bench-ops [--model M] [--threads N]``; prints three Markdown
 tables. The model runs on the CPU with the session options of the node's engine
-(:class:`~freespace_seg.perception.engines.onnxruntime.OnnxRuntimeEngine`: all graph
+(:func:`~freespace_seg.perception.engines.onnxruntime.session_options`: all graph
 optimizations, sequential, no spinning threads) and ONNX Runtime's own profiler, on random
 input of the model's input shape. Each kernel's time is summed over the timed runs:
 
@@ -42,6 +42,7 @@ import tempfile
 import time
 
 from freespace_seg.common.markdown import number, table
+from freespace_seg.perception.engines.onnxruntime import session_options
 import numpy as np
 
 #: operator types that only convert between the quantized and the float domain
@@ -56,13 +57,7 @@ def _session(model, threads, profile_prefix):
     import onnxruntime as ort
     if not os.path.isfile(model):
         raise OpsError(f'model file not found: {model}')
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.intra_op_num_threads = int(threads)
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    opts.add_session_config_entry('session.intra_op.allow_spinning', '0')
+    opts = session_options(ort, threads)
     opts.enable_profiling = True
     opts.profile_file_prefix = profile_prefix
     try:
