@@ -241,29 +241,27 @@ def test_bag_clock_jump_teleport_and_a_robot_that_never_moves(tmp_path, wall, ca
     assert rc == 1 and 'exists' in capsys.readouterr().err
 
 
-def test_autolabel_sim_prints_a_table():
-    out = io.StringIO()
+def autolabel_sim(*options):
+    """Run ``autolabel-sim`` with ``options``; return what it printed."""
     import contextlib
+    out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        rc = cli.main(['autolabel-sim', '--rooms', '1', '--duration', '6', '--frame-every', '2',
-                       '--width', '96', '--height', '54', '--conditions', 'exact,drift',
-                       '--per-room'])
-    assert rc == 0
-    text = out.getvalue()
+        assert cli.main(['autolabel-sim', '--rooms', '1', *options]) == 0
+    return out.getvalue()
+
+
+def test_autolabel_sim_prints_a_table():
+    text = autolabel_sim('--duration', '6', '--frame-every', '2', '--width', '96', '--height',
+                         '54', '--conditions', 'exact,drift', '--per-room')
     assert '| exact | 3 |' in text and '| drift | 3 |' in text
     assert 'parallax precision' not in text
 
 
 def test_autolabel_sim_scores_the_parallax_labels_apart():
-    out = io.StringIO()
-    import contextlib
-    with contextlib.redirect_stdout(out):
-        rc = cli.main(['autolabel-sim', '--rooms', '1', '--first-seed', '3', '--duration', '4',
-                       '--width', '160', '--height', '90', '--conditions', 'exact',
-                       '--parallax'])
-    assert rc == 0
-    line = next(x for x in out.getvalue().splitlines() if x.startswith('| exact |'))
-    assert '| parallax precision |' in out.getvalue() and line.endswith(' of 7 |')
+    text = autolabel_sim('--first-seed', '3', '--duration', '4', '--width', '160', '--height',
+                         '90', '--conditions', 'exact', '--parallax')
+    line = next(x for x in text.splitlines() if x.startswith('| exact |'))
+    assert '| parallax precision |' in text and line.endswith(' of 7 |')
 
 
 def label_with_model(tmp_path, wall, capsys, name, *options):
