@@ -201,14 +201,17 @@ def parallax_points(image1, image2, intrinsics, mount, motion, free_mask=None, s
     c1, c2 = cam, turn @ cam + shift
     d1 = pixel_rays_in_base(intrinsics, mount, p1[:, 0], p1[:, 1])
 
-    def project2(points):
-        """Pixels in image 2 of points in base frame 1 (NaN behind the camera)."""
-        local = ((points - shift) @ turn - cam) @ rot
-        uv = np.full((len(points), 2), np.nan)
+    def project(local):
+        """Pixels of points in a camera's optical frame (NaN behind the camera)."""
+        uv = np.full((len(local), 2), np.nan)
         front = local[:, 2] > 1e-6
         if front.any():
             uv[front] = intrinsics.project(local[front])
         return uv
+
+    def project2(points):
+        """Pixels in image 2 of points in base frame 1."""
+        return project(((points - shift) @ turn - cam) @ rot)
 
     # where the floor would have put each corner
     down = d1[:, 2] < -1e-9
@@ -256,11 +259,7 @@ def parallax_points(image1, image2, intrinsics, mount, motion, free_mask=None, s
     s1 = (b * e - cc * d) / den
     s2 = (a * e - b * d) / den
     x = 0.5 * ((c1 + s1[:, None] * d1) + (c2 + s2[:, None] * d2))
-    local1 = (x - cam) @ rot
-    uv1 = np.full((len(x), 2), np.nan)
-    front1 = local1[:, 2] > 1e-6
-    if front1.any():
-        uv1[front1] = intrinsics.project(local1[front1])
+    uv1 = project((x - cam) @ rot)
     reproj = np.maximum(np.linalg.norm(uv1 - p1, axis=1), np.linalg.norm(project2(x) - p2, axis=1))
     height = x[:, 2]
     reach = np.hypot(x[:, 0] - cam[0], x[:, 1] - cam[1])
