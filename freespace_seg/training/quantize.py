@@ -71,9 +71,35 @@ def add_arguments(parser):
                         help='one weight scale per tensor instead of per output channel')
     parser.add_argument('--no-pre-process', action='store_true',
                         help='skip quant_pre_process (shape inference, graph optimization)')
+    parser.add_argument('--calibration-effects', metavar='all|EFFECT,...',
+                        help='pass a share of the calibration frames through these camera '
+                             'effects (as `eval --camera-effects`: exposure, white balance, '
+                             'noise, blur, JPEG, wide lens), so that the activation ranges '
+                             'cover degraded images too (default: none, clean frames only)')
+    parser.add_argument('--effects-share', type=float, default=0.5, metavar='F',
+                        help='with --calibration-effects: the share of calibration frames '
+                             'that get them, in (0, 1] (default: %(default)s)')
     parser.add_argument('--check-frames', type=int, default=8,
                         help='frames (another seed) on which the INT8 mask is compared with '
                              'the fp32 mask; 0 to skip (default: %(default)s)')
+
+
+def with_effects_share(frames, seed, effects, share):
+    """
+    Yield the items of ``frames``, a ``share`` of them through camera ``effects``.
+
+    Frame ``i`` gets effects when ``floor((i + 1) * share) > floor(i * share)``: exactly
+    ``floor(n * share)`` of the first ``n`` frames, spread evenly. Its random numbers come
+    from ``numpy.random.default_rng([seed, i])``, apart from `eval`'s seed 1000.
+    """
+    from freespace_seg.training.camera_effects import apply_effects
+
+    for index, item in enumerate(frames):
+        if int((index + 1) * share) > int(index * share):
+            rgb, mask, _ = apply_effects(item[0], item[1],
+                                         np.random.default_rng([int(seed), index]), effects)
+            item = (rgb, mask) + tuple(item[2:])
+        yield item
 
 
 def int8_path_for(model_path):
@@ -263,6 +289,18 @@ def run(args):
     if args.frames < 1:
         print('quantize: --frames must be at least 1', file=sys.stderr)
         return 2
+    effects = None
+    if args.calibration_effects:
+        from freespace_seg.training.camera_effects import parse_effects
+        try:
+            effects = parse_effects(args.calibration_effects)
+        except ValueError as e:
+            print(f'quantize: --calibration-effects: {e}', file=sys.stderr)
+            return 2
+        if not 0.0 < args.effects_share <= 1.0:
+            print(f'quantize: --effects-share must be in (0, 1], got {args.effects_share}',
+                  file=sys.stderr)
+            return 2
     out = args.out or int8_path_for(args.model)
     if os.path.abspath(out) == os.path.abspath(args.model):
         print('quantize: --out would overwrite the fp32 model', file=sys.stderr)
@@ -273,8 +311,12 @@ def run(args):
 
     log(f'quantize: {args.model} -> {out}: {args.frames} calibration frames at '
         f'{args.width}x{args.height}, seed {args.seed}, {args.method}')
-    frames = progress(rendered_frames(args.frames, args.seed, args.width, args.height),
-                      total=args.frames, desc='calibration frames')
+    frames = rendered_frames(args.frames, args.seed, args.width, args.height)
+    if effects:
+        frames = with_effects_share(frames, args.seed, effects, args.effects_share)
+        log(f'quantize: {int(args.frames * args.effects_share)} of the {args.frames} frames '
+            f'through camera effects ({", ".join(effects)})')
+    frames = progress(frames, total=args.frames, desc='calibration frames')
     tensors = calibration_tensors(card, frames)
     info = quantize_model(args.model, out, tensors, card.input_name, method=args.method,
                           per_channel=not args.per_tensor,
@@ -288,6 +330,12 @@ def run(args):
         'source': 'freespace_seg.training.data.rendered_frames (procedural renderer), '
                   'through freespace_seg.perception.preprocess.Preprocessor',
     }
+    if effects:
+        info['calibration']['camera_effects'] = {
+            'effects': list(effects), 'share': float(args.effects_share),
+            'frames': int(args.frames * args.effects_share),
+            'rng': f'numpy default_rng([{int(args.seed)}, frame index]), '
+                   'freespace_seg.training.camera_effects.apply_effects'}
     info['source_model'] = os.path.basename(args.model)
     info['source_model_sha256'] = _sha256(args.model)
     info['date'] = datetime.date.today().isoformat()

@@ -169,3 +169,32 @@ def test_calibration_tensors_are_what_the_node_feeds(tmp_path):
         np.testing.assert_array_equal(tensor, expect)
     # Independent copies, not one reused buffer.
     assert not np.shares_memory(tensors[0], tensors[1])
+
+
+def test_calibration_effects_reach_a_share_of_the_frames(tmp_path, capsys):
+    from freespace_seg import cli
+    from freespace_seg.perception.model_card import load_card
+    from freespace_seg.training.quantize import with_effects_share
+
+    rng = np.random.default_rng(3)
+    frames = [(rng.integers(0, 256, (36, 64, 3), dtype=np.uint8),
+               np.zeros((36, 64), np.uint8)) for _ in range(8)]
+    out = list(with_effects_share(iter(frames), 4242, ('exposure', 'noise'), 0.25))
+    changed = [i for i, (a, b) in enumerate(zip(frames, out)) if not np.array_equal(a[0], b[0])]
+    assert changed == [3, 7]
+    again = list(with_effects_share(iter(frames), 4242, ('exposure', 'noise'), 0.25))
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(out, again))
+
+    fp32 = write_conv_net(tmp_path)
+    rc = cli.main(['quantize', '--model', fp32, '--frames', '4', '--width', '64', '--height',
+                   '36', '--check-frames', '0', '--calibration-effects', 'all'])
+    assert rc == 0
+    assert '2 of the 4 frames through camera effects' in capsys.readouterr().err
+    fx = load_card(str(tmp_path / 'convnet_int8.yaml')).raw['quantization']['calibration']
+    assert fx['camera_effects']['frames'] == 2 and fx['camera_effects']['share'] == 0.5
+    assert 'jpeg' in fx['camera_effects']['effects']
+
+    assert cli.main(['quantize', '--model', fp32, '--calibration-effects', 'fog']) == 2
+    assert cli.main(['quantize', '--model', fp32, '--calibration-effects', 'all',
+                     '--effects-share', '0']) == 2
+    assert 'effects' in capsys.readouterr().err
