@@ -348,9 +348,13 @@ def _plain_source(args, card=None):
         short = f'{os.path.basename(os.path.normpath(args.data))}/{args.split}'
         names = [os.path.basename(image)
                  for image, _ in datasets.list_split(args.data, args.split)[:total]]
-        # The second generator's sets get their own card key (scenes2_test).
-        prefix = 'scenes2' if meta.get('generator') == 'freespace_seg.scenes2' else 'synthetic'
-        return frames, total, seed, desc, short, f'{prefix}_{args.split}', names
+        # The second generator's sets get their own card key, one per dataset seed
+        # (scenes2_seed5000_test): two samples of it must not overwrite each other.
+        if meta.get('generator') == 'freespace_seg.scenes2':
+            key = f'scenes2_seed{seed}_{args.split}'
+        else:
+            key = f'synthetic_{args.split}'
+        return frames, total, seed, desc, short, key, names
     if args.images is not None:
         pairs = image_pairs(args.images)
         if args.limit is not None:

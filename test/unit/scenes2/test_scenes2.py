@@ -190,6 +190,25 @@ def test_generate2_writes_a_dataset_that_the_readers_take(tmp_path):
     assert not glob.glob(os.path.join(out, 'train', '*'))
 
 
+def test_two_samples_of_generate2_keep_their_own_card_entries(tmp_path):
+    from support import write_tiny_model
+    import yaml
+
+    model = write_tiny_model(tmp_path, W, H)
+    for seed in (7, 8):
+        out = str(tmp_path / f'set{seed}')
+        assert cli_main(['generate2', '--out', out, '--num', '2', '--seed', str(seed),
+                         '--width', str(W), '--height', str(H)]) == 0
+        assert cli_main(['eval', '--model', model, '--data', out, '--split', 'test',
+                         '--latency-runs', '0', '--figures', '0', '--update-card',
+                         '--out', str(tmp_path / f'ev{seed}')]) == 0
+    with open(str(tmp_path / 'tiny.yaml'), encoding='utf-8') as f:
+        evaluation = yaml.safe_load(f)['evaluation']
+    assert evaluation['scenes2_seed7_test']['split_seed'] == 7
+    assert evaluation['scenes2_seed8_test']['split_seed'] == 8
+    assert 'set7 split test' in evaluation['scenes2_seed7_test']['source']
+
+
 def test_generate2_frames_do_not_depend_on_jobs(tmp_path):
     one, two = str(tmp_path / 'one'), str(tmp_path / 'two')
     for out, jobs in ((one, '1'), (two, '2')):
