@@ -71,6 +71,7 @@ def label(tile, text):
 
 
 def main(argv=None):
+    """Write the figure; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     parser.add_argument('data')
     parser.add_argument('model_a')
