@@ -126,17 +126,17 @@ CASES = [
     pytest.param(Case('legs_3cm_table', tuple(legged(
         ((1.275, -0.625), (1.275, 0.125), (1.525, -0.625), (1.525, 0.125)), 0.015, 0.75)),
         seen=4), marks=xfail('the mask: 2 of the 4 leg cells free (1.53-1.65 m; plain 2, '
-                             'fp32 1; run p: 3, 1.28-1.65 m, the rule for one leg). The bottom rows of the grey 3 cm '
-                             'legs are called floor (P(free) 0.62-0.92); at the leg at 1.28 m '
-                             'the unsure leg pixels (P(blocked) <= 0.97) do not cut, where the '
-                             'plain rule marks the cell')),
+                             'fp32 1). The bottom rows of the grey 3 cm legs are called floor '
+                             '(P(free) 0.62-0.92). Run p freed 3 (1.28-1.65 m; plain 2, fp32 '
+                             '2): at the leg at 1.28 m its unsure leg pixels (P(blocked) <= '
+                             '0.97) did not cut, where the plain rule marks the cell')),
     pytest.param(Case('legs_black_table', tuple(legged(TABLE_LEGS, 0.0125, 0.72, BLACK)),
                       seen=4)),
     pytest.param(Case('cable_0.8m', (Box(0.825, 0.0, 0.015, 1.2, 0.01),)),
                  marks=xfail('the mask: all 24 cable cells free (0.83-1.01 m; plain 24, '
-                             'fp32 24; run p: 23). The model calls the grey 1.5 cm cable floor (P(free) '
-                             '0.62-0.94) and the floor behind it blocked: the occupied cells '
-                             'lie one cell (5 cm) behind the cable')),
+                             'fp32 24; run p: 23). The model calls the grey 1.5 cm cable '
+                             'floor (P(free) 0.62-0.94) and the floor behind it blocked: the '
+                             'occupied cells lie one cell (5 cm) behind the cable')),
     pytest.param(Case('cable_1.2m', (CABLE_12,)),
                  marks=xfail('the mask: all 28 cable cells free (1.23-1.45 m; plain 28, fp32 '
                              '28). The model does not see the grey 2 cm cable (P(free) '
@@ -170,7 +170,7 @@ CASES = [
         marks=xfail('the mask and the rule: 20 of the 60 footprint cells free (38 occupied '
                     'in the truth; plain 11, fp32 9), at 1.38-1.62 m. Run s calls more of the '
                     '2 cm floor channel and the pane above it floor (median P(free) 0.33 over '
-                    'the obstacle\'s pixels). Run p freed 2 (plain 0, fp32 1), at 1.59-1.62 m '
+                    'the obstacle pixels). Run p freed 2 (plain 0, fp32 1), at 1.59-1.62 m '
                     'by the right image edge, where the foot of the channel was an exact INT8 '
                     'logit tie (P = 0.5) that grid_mark_confidence 0.5 leaves out')),
     pytest.param(Case('glass_angled', tuple(glass_partition((0.8, -1.2), (1.4, 1.2), 2.0, 2)))),

@@ -62,7 +62,7 @@ def test_every_run_parses_as_train_options():
     train.add_arguments(parser)
     for name, extra in runs:
         argv = base + expand(extra) + ['--device', 'cuda', '--threads', '1',
-                                                    '--time-limit', '300']
+                                       '--time-limit', '300']
         args, unknown = parser.parse_known_args(argv)
         assert unknown == [], (name, unknown)
         assert args.arch == 'efficientnet-lite0' and args.seed == 0, name
