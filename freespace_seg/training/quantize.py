@@ -289,17 +289,17 @@ def run(args):
     if args.frames < 1:
         print('quantize: --frames must be at least 1', file=sys.stderr)
         return 2
-    effects = None
-    if args.calibration_effects:
+    # Callers that build their own Namespace (prune) may leave the newer options out.
+    effects, share = None, getattr(args, 'effects_share', 0.5)
+    if getattr(args, 'calibration_effects', None):
         from freespace_seg.training.camera_effects import parse_effects
         try:
             effects = parse_effects(args.calibration_effects)
         except ValueError as e:
             print(f'quantize: --calibration-effects: {e}', file=sys.stderr)
             return 2
-        if not 0.0 < args.effects_share <= 1.0:
-            print(f'quantize: --effects-share must be in (0, 1], got {args.effects_share}',
-                  file=sys.stderr)
+        if not 0.0 < share <= 1.0:
+            print(f'quantize: --effects-share must be in (0, 1], got {share}', file=sys.stderr)
             return 2
     out = args.out or int8_path_for(args.model)
     if os.path.abspath(out) == os.path.abspath(args.model):
@@ -313,8 +313,8 @@ def run(args):
         f'{args.width}x{args.height}, seed {args.seed}, {args.method}')
     frames = rendered_frames(args.frames, args.seed, args.width, args.height)
     if effects:
-        frames = with_effects_share(frames, args.seed, effects, args.effects_share)
-        log(f'quantize: {int(args.frames * args.effects_share)} of the {args.frames} frames '
+        frames = with_effects_share(frames, args.seed, effects, share)
+        log(f'quantize: {int(args.frames * share)} of the {args.frames} frames '
             f'through camera effects ({", ".join(effects)})')
     frames = progress(frames, total=args.frames, desc='calibration frames')
     tensors = calibration_tensors(card, frames)
@@ -332,8 +332,8 @@ def run(args):
     }
     if effects:
         info['calibration']['camera_effects'] = {
-            'effects': list(effects), 'share': float(args.effects_share),
-            'frames': int(args.frames * args.effects_share),
+            'effects': list(effects), 'share': float(share),
+            'frames': int(args.frames * share),
             'rng': f'numpy default_rng([{int(args.seed)}, frame index]), '
                    'freespace_seg.training.camera_effects.apply_effects'}
     info['source_model'] = os.path.basename(args.model)
