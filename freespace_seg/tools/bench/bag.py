@@ -148,7 +148,9 @@ def run_bag(in_path, out_path, model, threads, jobs, keep, compression='zstd',
     def sample():
         while proc.poll() is None:
             rss = proc_rss_mb(proc.pid)
-            if rss is not None:
+            # 0 (or no VmRSS line) while the child exits and its memory is already released:
+            # not a sample of the run.
+            if rss:
                 samples.append((time.monotonic() - started, rss))
             time.sleep(0.5)
 
