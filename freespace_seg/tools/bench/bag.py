@@ -148,9 +148,10 @@ def run_bag(in_path, out_path, model, threads, jobs, keep, compression='zstd',
     def sample():
         while proc.poll() is None:
             rss = proc_rss_mb(proc.pid)
-            # 0 (or no VmRSS line) while the child exits and its memory is already released:
-            # not a sample of the run.
-            if rss:
+            # A Python interpreter running `bag` holds far more than 1 MiB; less (or no VmRSS
+            # line) is the child inside exec or exiting with its memory already released: not
+            # a sample of the run.
+            if rss is not None and rss >= 1.0:
                 samples.append((time.monotonic() - started, rss))
             time.sleep(0.5)
 
