@@ -153,7 +153,8 @@ def run_bag(in_path, out_path, model, threads, jobs, keep, compression='zstd',
             # a sample of the run.
             if rss is not None and rss >= 1.0:
                 samples.append((time.monotonic() - started, rss))
-            time.sleep(0.5)
+            # Often at first, so that a run of a second still has samples after its tenth.
+            time.sleep(0.05 if time.monotonic() - started < 2.0 else 0.5)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
