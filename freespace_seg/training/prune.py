@@ -381,10 +381,13 @@ def _quantize(fp32_path, args):
     from freespace_seg.training import quantize
 
     int8 = quantize.int8_path_for(fp32_path)
-    ns = argparse.Namespace(model=fp32_path, out=int8, frames=args.int8_frames,
-                            seed=quantize.CALIBRATION_SEED, width=args.render_size[0],
-                            height=args.render_size[1], method='minmax', per_tensor=False,
-                            no_pre_process=False, check_frames=8)
+    # quantize's own parser, so that every option it has gets its default here too.
+    parser = argparse.ArgumentParser(prog='quantize')
+    quantize.add_arguments(parser)
+    ns = parser.parse_args(['--model', fp32_path, '--out', int8,
+                            '--frames', str(args.int8_frames),
+                            '--width', str(args.render_size[0]),
+                            '--height', str(args.render_size[1])])
     rc = quantize.run(ns)
     if rc != 0:
         raise PruneError(f'quantizing {fp32_path} failed (exit code {rc})')

@@ -289,9 +289,8 @@ def run(args):
     if args.frames < 1:
         print('quantize: --frames must be at least 1', file=sys.stderr)
         return 2
-    # Callers that build their own Namespace (prune) may leave the newer options out.
-    effects, share = None, getattr(args, 'effects_share', 0.5)
-    if getattr(args, 'calibration_effects', None):
+    effects, share = None, args.effects_share
+    if args.calibration_effects:
         from freespace_seg.training.camera_effects import parse_effects
         try:
             effects = parse_effects(args.calibration_effects)
