@@ -79,6 +79,11 @@ def add_arguments(parser):
     parser.add_argument('--effects-share', type=float, default=0.5, metavar='F',
                         help='with --calibration-effects: the share of calibration frames '
                              'that get them, in (0, 1] (default: %(default)s)')
+    parser.add_argument('--fp32-nodes', metavar='PREFIX,...',
+                        help='keep the nodes whose names start with one of these prefixes '
+                             'in fp32 (names as in the fp32 model, e.g. '
+                             '/encoder/_conv_stem,/head); each prefix must match a node '
+                             '(default: none, every Conv quantized)')
     parser.add_argument('--check-frames', type=int, default=8,
                         help='frames (another seed) on which the INT8 mask is compared with '
                              'the fp32 mask; 0 to skip (default: %(default)s)')
@@ -155,14 +160,34 @@ def make_reader(input_name, tensors):
     return _Reader()
 
 
+def nodes_matching(model_path, prefixes):
+    """
+    Return the names of the nodes of ``model_path`` that start with one of ``prefixes``.
+
+    Raises ValueError naming a prefix that matches no node.
+    """
+    import onnx
+
+    names = [n.name for n in onnx.load(model_path, load_external_data=False).graph.node]
+    found = []
+    for prefix in prefixes:
+        hits = [name for name in names if name.startswith(prefix)]
+        if not hits:
+            raise ValueError(f'no node name starts with {prefix!r}')
+        found.extend(name for name in hits if name not in found)
+    return found
+
+
 def quantize_model(model_path, out_path, tensors, input_name, method='minmax',
-                   per_channel=True, pre_process=True, log=None):
+                   per_channel=True, pre_process=True, log=None, fp32_prefixes=()):
     """
     Write a static QDQ INT8 copy of ``model_path`` to ``out_path``, calibrated on ``tensors``.
 
     Weights are int8 (per output channel unless ``per_channel`` is False), activations
     uint8; the ONNX Runtime CPU kernels run the Q/DQ pairs around Conv as QLinearConv.
-    Returns a dict describing what was done, for the card.
+    Nodes whose names start with one of ``fp32_prefixes`` (matched in the graph that is
+    quantized, after pre-processing) stay fp32. Returns a dict describing what was done, for
+    the card.
     """
     import onnxruntime
     from onnxruntime.quantization import (CalibrationMethod, QuantFormat, quantize_static,
@@ -181,19 +206,22 @@ def quantize_model(model_path, out_path, tensors, input_name, method='minmax',
             quant_pre_process(model_path, source, skip_symbolic_shape=True)
             log(f'quantize: pre-processed (shape inference, graph optimization) in '
                 f'{time.perf_counter() - t0:.1f} s')
+        excluded = nodes_matching(source, fp32_prefixes) if fp32_prefixes else []
+        if excluded:
+            log(f'quantize: {len(excluded)} nodes stay fp32: {", ".join(excluded)}')
         t0 = time.perf_counter()
         tmp_out = os.path.join(tmp, 'int8.onnx')
         quantize_static(
             source, tmp_out, make_reader(input_name, tensors),
             quant_format=QuantFormat.QDQ, per_channel=per_channel,
             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-            calibrate_method=methods[method],
+            calibrate_method=methods[method], nodes_to_exclude=excluded,
             extra_options={'CalibTensorRangeSymmetric': False})
         log(f'quantize: calibrated on {len(tensors)} tensors and quantized in '
             f'{time.perf_counter() - t0:.1f} s')
         os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
         os.replace(tmp_out, out_path)
-    return {
+    info = {
         'method': 'static QDQ (onnxruntime.quantization.quantize_static)',
         'weights': 'int8, ' + ('per output channel' if per_channel else 'per tensor'),
         'activations': 'uint8, per tensor',
@@ -202,6 +230,9 @@ def quantize_model(model_path, out_path, tensors, input_name, method='minmax',
         'calibration_method': method,
         'onnxruntime': onnxruntime.__version__,
     }
+    if fp32_prefixes:
+        info['fp32_nodes'] = {'prefixes': list(fp32_prefixes), 'nodes': excluded}
+    return info
 
 
 def count_qdq_nodes(path):
@@ -300,6 +331,15 @@ def run(args):
         if not 0.0 < share <= 1.0:
             print(f'quantize: --effects-share must be in (0, 1], got {share}', file=sys.stderr)
             return 2
+    fp32_prefixes = [p.strip() for p in (args.fp32_nodes or '').split(',') if p.strip()]
+    if args.fp32_nodes is not None and not fp32_prefixes:
+        print('quantize: --fp32-nodes needs at least one node name prefix', file=sys.stderr)
+        return 2
+    try:
+        nodes_matching(args.model, fp32_prefixes)
+    except ValueError as e:
+        print(f'quantize: --fp32-nodes: {e} in {args.model}', file=sys.stderr)
+        return 2
     out = args.out or int8_path_for(args.model)
     if os.path.abspath(out) == os.path.abspath(args.model):
         print('quantize: --out would overwrite the fp32 model', file=sys.stderr)
@@ -319,7 +359,8 @@ def run(args):
     tensors = calibration_tensors(card, frames)
     info = quantize_model(args.model, out, tensors, card.input_name, method=args.method,
                           per_channel=not args.per_tensor,
-                          pre_process=not args.no_pre_process, log=log)
+                          pre_process=not args.no_pre_process, log=log,
+                          fp32_prefixes=fp32_prefixes)
     q, dq = count_qdq_nodes(out)
     info['qdq_nodes'] = {'QuantizeLinear': q, 'DequantizeLinear': dq}
     info['calibration'] = {

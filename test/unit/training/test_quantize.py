@@ -63,11 +63,12 @@ def write_conv_net(directory, width=64, height=48, name='convnet'):
     w3[1, :4], w3[1, 4:] = 1.0, -1.0
     w3[0] = -w3[1]
     nodes = [
-        helper.make_node('Conv', ['input', 'w1', 'b1'], ['c1'], pads=[1, 1, 1, 1]),
-        helper.make_node('Relu', ['c1'], ['r1']),
-        helper.make_node('Conv', ['r1', 'w2'], ['c2'], pads=[1, 1, 1, 1]),
-        helper.make_node('Relu', ['c2'], ['r2']),
-        helper.make_node('Conv', ['r2', 'w3'], ['logits']),
+        helper.make_node('Conv', ['input', 'w1', 'b1'], ['c1'], name='/enc/conv1',
+                         pads=[1, 1, 1, 1]),
+        helper.make_node('Relu', ['c1'], ['r1'], name='/enc/relu1'),
+        helper.make_node('Conv', ['r1', 'w2'], ['c2'], name='/enc/conv2', pads=[1, 1, 1, 1]),
+        helper.make_node('Relu', ['c2'], ['r2'], name='/enc/relu2'),
+        helper.make_node('Conv', ['r2', 'w3'], ['logits'], name='/head/conv'),
     ]
     graph = helper.make_graph(
         nodes, name,
@@ -198,3 +199,33 @@ def test_calibration_effects_reach_a_share_of_the_frames(tmp_path, capsys):
     assert cli.main(['quantize', '--model', fp32, '--calibration-effects', 'all',
                      '--effects-share', '0']) == 2
     assert 'effects' in capsys.readouterr().err
+
+
+def test_fp32_nodes_stay_unquantized_and_are_in_the_card(tmp_path, capsys):
+    import onnx
+    from freespace_seg import cli
+    from freespace_seg.perception.model_card import load_card
+
+    fp32 = write_conv_net(tmp_path)
+    rc = cli.main(['quantize', '--model', fp32, '--frames', '4', '--width', '64', '--height',
+                   '36', '--check-frames', '2', '--fp32-nodes', '/enc/conv1, /head'])
+    assert rc == 0
+    assert '2 nodes stay fp32: /enc/conv1, /head/conv' in capsys.readouterr().err
+    graph = onnx.load(str(tmp_path / 'convnet_int8.onnx')).graph
+    weights = {i.name for i in graph.initializer}
+    producers = {o: n.op_type for n in graph.node for o in n.output}
+    convs = {n.name: n for n in graph.node if n.op_type == 'Conv'}
+    # The kept convolutions read their fp32 weights directly, the other one dequantized int8.
+    assert convs['/enc/conv1'].input[1] in weights
+    assert convs['/head/conv'].input[1] in weights
+    assert producers[convs['/enc/conv2'].input[1]] == 'DequantizeLinear'
+    quant = load_card(str(tmp_path / 'convnet_int8.yaml')).raw['quantization']
+    assert quant['fp32_nodes'] == {'prefixes': ['/enc/conv1', '/head'],
+                                   'nodes': ['/enc/conv1', '/head/conv']}
+    assert quant['agreement_with_fp32']['pixel_fraction'] >= 0.99
+
+    # A prefix that names no node, or none at all, is refused before calibration.
+    assert cli.main(['quantize', '--model', fp32, '--fp32-nodes', '/decoder']) == 2
+    assert "no node name starts with '/decoder'" in capsys.readouterr().err
+    assert cli.main(['quantize', '--model', fp32, '--fp32-nodes', ' , ']) == 2
+    assert 'at least one node name prefix' in capsys.readouterr().err
