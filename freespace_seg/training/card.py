@@ -129,6 +129,10 @@ def update_card(card_path, evaluation=None, latency=None):
         ev = card.get('evaluation') or {}
         ev.update(evaluation)
         card['evaluation'] = ev
+        quant = card.get('quantization')
+        if isinstance(quant, dict):
+            # quantize's note that the card has no evaluation yet is no longer true.
+            quant.pop('evaluate_with', None)
     if latency:
         lat = card.get('latency_ms') or {}
         lat.update(latency)

@@ -107,6 +107,25 @@ def with_effects_share(frames, seed, effects, share):
         yield item
 
 
+def command_line(args, out):
+    """The ``python -m freespace_seg quantize`` command line that ``args`` stand for."""
+    import shlex
+
+    parts = ['python', '-m', 'freespace_seg', 'quantize', '--model', args.model, '--out', out,
+             '--frames', str(args.frames), '--seed', str(args.seed), '--width', str(args.width),
+             '--height', str(args.height), '--method', args.method]
+    if args.per_tensor:
+        parts.append('--per-tensor')
+    if args.no_pre_process:
+        parts.append('--no-pre-process')
+    if args.calibration_effects:
+        parts += ['--calibration-effects', args.calibration_effects,
+                  '--effects-share', str(args.effects_share)]
+    if args.fp32_nodes:
+        parts += ['--fp32-nodes', args.fp32_nodes]
+    return ' '.join(shlex.quote(p) for p in parts)
+
+
 def int8_path_for(model_path):
     """Return the default INT8 file name for a model: ``foo.onnx`` -> ``foo_int8.onnx``."""
     stem, _ = os.path.splitext(model_path)
@@ -376,6 +395,7 @@ def run(args):
             'frames': int(args.frames * share),
             'rng': f'numpy default_rng([{int(args.seed)}, frame index]), '
                    'freespace_seg.training.camera_effects.apply_effects'}
+    info['command'] = command_line(args, out)
     info['source_model'] = os.path.basename(args.model)
     info['source_model_sha256'] = _sha256(args.model)
     info['date'] = datetime.date.today().isoformat()

@@ -222,6 +222,20 @@ def test_fp32_nodes_stay_unquantized_and_are_in_the_card(tmp_path, capsys):
     quant = load_card(str(tmp_path / 'convnet_int8.yaml')).raw['quantization']
     assert quant['fp32_nodes'] == {'prefixes': ['/enc/conv1', '/head'],
                                    'nodes': ['/enc/conv1', '/head/conv']}
+    assert quant['command'].endswith("--fp32-nodes '/enc/conv1, /head'")
+    assert 'evaluate_with' in quant
+    # The command line makes the same model again.
+    import shlex
+    argv = shlex.split(quant['command'])[3:]
+    again = str(tmp_path / 'again_int8.onnx')
+    argv[argv.index('--out') + 1] = again
+    assert cli.main(argv + ['--check-frames', '0']) == 0
+    assert [n.name for n in onnx.load(again).graph.node] == [n.name for n in graph.node]
+    # Scoring the model fills its evaluation and drops the note that it has none.
+    from freespace_seg.training.card import update_card
+    update_card(str(tmp_path / 'convnet_int8.yaml'), {'synthetic_test': {'miou': 0.9}})
+    quant = load_card(str(tmp_path / 'convnet_int8.yaml')).raw['quantization']
+    assert 'evaluate_with' not in quant and quant['fp32_nodes']['nodes']
     assert quant['agreement_with_fp32']['pixel_fraction'] >= 0.99
 
     # A prefix that names no node, or none at all, is refused before calibration.
