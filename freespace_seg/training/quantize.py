@@ -47,6 +47,8 @@ DEFAULT_MODEL = os.path.join('models', 'freespace_lite0.onnx')
 #: seed of the calibration frames: training renders seeds 0 (train) and 1 (val), eval 1000
 CALIBRATION_SEED = 4242
 CALIBRATION_METHODS = ('minmax', 'entropy', 'percentile')
+#: ``--fp32-nodes auto`` keeps this encoder block in fp32 when the model has it
+AUTO_FP32_PREFIX = '/encoder/_blocks.0/'
 
 
 def add_arguments(parser):
@@ -79,11 +81,13 @@ def add_arguments(parser):
     parser.add_argument('--effects-share', type=float, default=0.5, metavar='F',
                         help='with --calibration-effects: the share of calibration frames '
                              'that get them, in (0, 1] (default: %(default)s)')
-    parser.add_argument('--fp32-nodes', metavar='PREFIX,...',
+    parser.add_argument('--fp32-nodes', metavar='auto|none|PREFIX,...', default='auto',
                         help='keep the nodes whose names start with one of these prefixes '
                              'in fp32 (names as in the fp32 model, e.g. '
-                             '/encoder/_conv_stem,/head); each prefix must match a node '
-                             '(default: none, every Conv quantized)')
+                             '/encoder/_conv_stem,/head; each must match a node); auto: '
+                             f'{AUTO_FP32_PREFIX} (the first block of an EfficientNet-Lite '
+                             'encoder, where per-tensor uint8 activations lose most) if the '
+                             'model has it, else none; none: every node (default: %(default)s)')
     parser.add_argument('--check-frames', type=int, default=8,
                         help='frames (another seed) on which the INT8 mask is compared with '
                              'the fp32 mask; 0 to skip (default: %(default)s)')
@@ -121,8 +125,7 @@ def command_line(args, out):
     if args.calibration_effects:
         parts += ['--calibration-effects', args.calibration_effects,
                   '--effects-share', str(args.effects_share)]
-    if args.fp32_nodes:
-        parts += ['--fp32-nodes', args.fp32_nodes]
+    parts += ['--fp32-nodes', args.fp32_nodes or 'none']
     return ' '.join(shlex.quote(p) for p in parts)
 
 
@@ -195,6 +198,29 @@ def nodes_matching(model_path, prefixes):
             raise ValueError(f'no node name starts with {prefix!r}')
         found.extend(name for name in hits if name not in found)
     return found
+
+
+def resolve_fp32_nodes(spec, model_path):
+    """
+    Return the node name prefixes that ``--fp32-nodes spec`` keeps in fp32 for ``model_path``.
+
+    ``auto``: :data:`AUTO_FP32_PREFIX` if a node of the model starts with it, else none;
+    ``none``: none; else comma-separated prefixes, each of which must match a node. Raises
+    ValueError with a message for the user.
+    """
+    text = (spec or 'none').strip()
+    if text == 'none':
+        return []
+    if text == 'auto':
+        try:
+            return [AUTO_FP32_PREFIX] if nodes_matching(model_path, [AUTO_FP32_PREFIX]) else []
+        except ValueError:
+            return []
+    prefixes = [p.strip() for p in text.split(',') if p.strip()]
+    if not prefixes:
+        raise ValueError('give auto, none or at least one node name prefix')
+    nodes_matching(model_path, prefixes)
+    return prefixes
 
 
 def quantize_model(model_path, out_path, tensors, input_name, method='minmax',
@@ -350,12 +376,8 @@ def run(args):
         if not 0.0 < share <= 1.0:
             print(f'quantize: --effects-share must be in (0, 1], got {share}', file=sys.stderr)
             return 2
-    fp32_prefixes = [p.strip() for p in (args.fp32_nodes or '').split(',') if p.strip()]
-    if args.fp32_nodes is not None and not fp32_prefixes:
-        print('quantize: --fp32-nodes needs at least one node name prefix', file=sys.stderr)
-        return 2
     try:
-        nodes_matching(args.model, fp32_prefixes)
+        fp32_prefixes = resolve_fp32_nodes(args.fp32_nodes, args.model)
     except ValueError as e:
         print(f'quantize: --fp32-nodes: {e} in {args.model}', file=sys.stderr)
         return 2

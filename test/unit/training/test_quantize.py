@@ -38,7 +38,10 @@ def collect_garbage():
     gc.collect()
 
 
-def write_conv_net(directory, width=64, height=48, name='convnet'):
+NAMES = ('/enc/conv1', '/enc/relu1', '/enc/conv2', '/enc/relu2', '/head/conv')
+
+
+def write_conv_net(directory, width=64, height=48, name='convnet', names=NAMES):
     """
     Write a 3-layer conv net (3x3, ReLU, 3x3, ReLU, 1x1) and its card; free where G > R.
 
@@ -63,12 +66,12 @@ def write_conv_net(directory, width=64, height=48, name='convnet'):
     w3[1, :4], w3[1, 4:] = 1.0, -1.0
     w3[0] = -w3[1]
     nodes = [
-        helper.make_node('Conv', ['input', 'w1', 'b1'], ['c1'], name='/enc/conv1',
+        helper.make_node('Conv', ['input', 'w1', 'b1'], ['c1'], name=names[0],
                          pads=[1, 1, 1, 1]),
-        helper.make_node('Relu', ['c1'], ['r1'], name='/enc/relu1'),
-        helper.make_node('Conv', ['r1', 'w2'], ['c2'], name='/enc/conv2', pads=[1, 1, 1, 1]),
-        helper.make_node('Relu', ['c2'], ['r2'], name='/enc/relu2'),
-        helper.make_node('Conv', ['r2', 'w3'], ['logits'], name='/head/conv'),
+        helper.make_node('Relu', ['c1'], ['r1'], name=names[1]),
+        helper.make_node('Conv', ['r1', 'w2'], ['c2'], name=names[2], pads=[1, 1, 1, 1]),
+        helper.make_node('Relu', ['c2'], ['r2'], name=names[3]),
+        helper.make_node('Conv', ['r2', 'w3'], ['logits'], name=names[4]),
     ]
     graph = helper.make_graph(
         nodes, name,
@@ -127,6 +130,8 @@ def test_quantize_cli_writes_a_qdq_model_that_agrees_with_fp32(tmp_path, capsys)
     assert quant['calibration']['seed'] != 0 and quant['calibration']['seed'] != 1000
     assert quant['weights'].startswith('int8') and 'per output channel' in quant['weights']
     assert quant['qdq_nodes'] == {'QuantizeLinear': q, 'DequantizeLinear': dq}
+    # --fp32-nodes auto finds no EfficientNet-Lite block here: every node is quantized.
+    assert 'fp32_nodes' not in quant and quant['command'].endswith('--fp32-nodes auto')
     assert 0.0 <= quant['agreement_with_fp32']['pixel_fraction'] <= 1.0
     # The fp32 numbers do not describe the INT8 model.
     assert card.evaluation == {}
@@ -242,4 +247,20 @@ def test_fp32_nodes_stay_unquantized_and_are_in_the_card(tmp_path, capsys):
     assert cli.main(['quantize', '--model', fp32, '--fp32-nodes', '/decoder']) == 2
     assert "no node name starts with '/decoder'" in capsys.readouterr().err
     assert cli.main(['quantize', '--model', fp32, '--fp32-nodes', ' , ']) == 2
-    assert 'at least one node name prefix' in capsys.readouterr().err
+    assert 'give auto, none or at least one node name prefix' in capsys.readouterr().err
+
+
+def test_fp32_nodes_auto_keeps_the_first_encoder_block_if_there_is_one(tmp_path):
+    from freespace_seg.training.quantize import resolve_fp32_nodes
+
+    plain = write_conv_net(tmp_path)
+    lite = write_conv_net(tmp_path, name='lite', names=(
+        '/encoder/_conv_stem/Conv', '/encoder/Relu', '/encoder/_blocks.0/_depthwise_conv/Conv',
+        '/encoder/_blocks.0/Relu', '/head/Conv'))
+    assert resolve_fp32_nodes('auto', plain) == []
+    assert resolve_fp32_nodes('auto', lite) == ['/encoder/_blocks.0/']
+    assert resolve_fp32_nodes('none', lite) == []
+    assert resolve_fp32_nodes('/head,/encoder/_conv_stem', lite) == ['/head',
+                                                                     '/encoder/_conv_stem']
+    with pytest.raises(ValueError, match='/decoder'):
+        resolve_fp32_nodes('/decoder', lite)
