@@ -87,7 +87,7 @@ def test_shipped_model_finds_the_free_floor(ros_init, frames):
 
 
 def test_int8_variant_matches_fp32(frames):
-    """The shipped INT8 model: its card's test mIoU within 0.01 of fp32's, the same sure pixels."""
+    """The shipped INT8 model: within 0.01 mIoU of fp32 on every set of the cards."""
     import os
 
     from freespace_seg.perception.model_card import load_card
@@ -99,9 +99,13 @@ def test_int8_variant_matches_fp32(frames):
     if not os.path.isfile(int8_path):
         pytest.fail(f'the INT8 variant is missing: {int8_path} (python -m freespace_seg '
                     'quantize writes it)')
-    fp32_miou = load_card(fp32_path).evaluation['synthetic_test']['miou']
-    int8_card = load_card(int8_path)
-    assert abs(int8_card.evaluation['synthetic_test']['miou'] - fp32_miou) <= 0.01
+    fp32_eval = load_card(fp32_path).evaluation
+    int8_eval = load_card(int8_path).evaluation
+    # Within 0.01 mIoU of fp32 on every set that both cards were scored on.
+    shared = sorted(set(fp32_eval) & set(int8_eval))
+    assert 'synthetic_test' in shared, shared
+    for key in shared:
+        assert abs(int8_eval[key]['miou'] - fp32_eval[key]['miou']) <= 0.01, key
     assert os.path.getsize(int8_path) < 0.5 * os.path.getsize(fp32_path)
     a = SegmentationPipeline(fp32_path, backend='onnxruntime', num_threads=1)
     b = SegmentationPipeline(int8_path, backend='onnxruntime', num_threads=1)
