@@ -112,7 +112,7 @@ def with_effects_share(frames, seed, effects, share):
 
 
 def command_line(args, out):
-    """The ``python -m freespace_seg quantize`` command line that ``args`` stand for."""
+    """Return the ``python -m freespace_seg quantize`` command line that ``args`` stand for."""
     import shlex
 
     parts = ['python', '-m', 'freespace_seg', 'quantize', '--model', args.model, '--out', out,

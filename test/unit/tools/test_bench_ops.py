@@ -28,13 +28,21 @@ def int8():
     return ops.measure(packaged_model_path(PACKAGED_INT8_MODEL), threads=1, runs=2, warmup=1)
 
 
-def test_the_int8_default_is_quantized_but_for_its_resizes_and_layout(int8):
+def test_the_int8_default_is_quantized_but_for_its_resizes_layout_and_fp32_block(int8):
+    from freespace_seg.perception.model_card import load_card
+
     names = {r['name'] for r in int8['ops']}
     assert 'QLinearConv' in names and 'Resize' in names
-    assert 'Conv' not in names and 'FusedConv' not in names
+    # The only float convolutions are those its card keeps in fp32 (quantize --fp32-nodes).
+    card = load_card(packaged_model_path(PACKAGED_INT8_MODEL))
+    prefixes = tuple(card.raw['quantization'].get('fp32_nodes', {}).get('prefixes', ()))
+    float_convs = [r['name'] for r in int8['nodes'] if r['op'] in ('Conv', 'FusedConv')]
+    assert all(prefixes and name.startswith(prefixes) for name in float_convs), float_convs
+    assert sum(r['op'] == 'QLinearConv' for r in int8['nodes']) > 10 * len(float_convs)
     text = ops.markdown(int8, top=5)
     assert 'Quantized model:' in text and '`Resize`' in text.split('Quantized model:')[1]
-    assert text.count('| `/') == 5
+    node_rows = text.split('| node |')[1].splitlines()[2:]
+    assert len([row for row in node_rows if row.startswith('| `')]) == 5
 
 
 def test_the_time_splits_into_parts_that_add_up(int8):
