@@ -213,9 +213,10 @@ def resolve_fp32_nodes(spec, model_path):
         return []
     if text == 'auto':
         try:
-            return [AUTO_FP32_PREFIX] if nodes_matching(model_path, [AUTO_FP32_PREFIX]) else []
-        except ValueError:
+            nodes_matching(model_path, [AUTO_FP32_PREFIX])
+        except ValueError:  # no such block: every node INT8
             return []
+        return [AUTO_FP32_PREFIX]
     prefixes = [p.strip() for p in text.split(',') if p.strip()]
     if not prefixes:
         raise ValueError('give auto, none or at least one node name prefix')
