@@ -58,6 +58,12 @@ Rules are written ``plain`` or as parts joined by ``+``: ``run<fraction>``,
 default is ``run0.1+conf0.97+mark0.5+free0.6+behind0.97``. Pick rules on one ``--seed`` and report
 on another: frames of different seeds are different rooms.
 
+``--mask-widths 0,640`` scores every rule again on a narrower copy of the predicted free mask
+and its confidence, as the node's ``grid_mask_width`` makes it
+(:func:`freespace_seg.ground.frame.shrink_for_ground`), projected at its own scale; the truth
+stays the full-size true mask. A row of width W is labelled ``rule @W``. Use it with camera-sized
+frames (``--width 1280 --height 720``): at 480x270 a 640 copy is the mask itself.
+
 Examples (docs/ground_outputs.md)::
 
     python -m freespace_seg grid-rules --frames 100 --seed 3000 --out grid_rules.md
@@ -124,6 +130,10 @@ def add_arguments(parser):
                         help='score at most this many frames of --data')
     parser.add_argument('--by-lens', action='store_true',
                         help='with --data: also a set per lens model (pinhole, equidistant)')
+    parser.add_argument('--mask-widths', default='0', metavar='W[,W...]',
+                        help="also score each rule on a copy of the predicted mask at most W "
+                             "pixels wide, as the node's grid_mask_width makes it (0: the mask "
+                             "as it is; rows of W > 0 are labelled 'rule @W') (default: 0)")
     parser.add_argument('--threads', type=int, default=1, help='inference threads')
     parser.add_argument('--out', default='', help='also write the table (Markdown) here')
     parser.add_argument('--json', default='', help='also write every number here')
@@ -200,6 +210,43 @@ def _counts(pred, exact, visible, iou, floor, blocked):
             int(pred_occ.sum()), int((pred_occ & floor & ~near_blocked).sum()), wrong, free)
 
 
+def parse_widths(text):
+    """Return the ``--mask-widths`` as a list of distinct ints >= 0, in the given order."""
+    widths = []
+    for part in str(text).split(','):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit():
+            raise ValueError(f'--mask-widths takes whole numbers >= 0, got {part!r}')
+        if int(part) not in widths:
+            widths.append(int(part))
+    if not widths:
+        raise ValueError('--mask-widths needs at least one width')
+    return widths
+
+
+def row_key(rule, width):
+    """Return the result key of ``rule`` scored at mask width ``width`` (0: the rule's name)."""
+    return rule if not width else f'{rule} @{width}'
+
+
+def predicted_grids(free, conf, rules, widths, projector_for):
+    """
+    Yield (row key, predicted grid) for every rule at every mask width.
+
+    ``projector_for(shape)`` returns the projector for a mask of that (rows, cols) shape; a
+    width shrinks ``free`` and ``conf`` as the node's ``grid_mask_width`` does.
+    """
+    from freespace_seg.ground.frame import shrink_for_ground
+
+    for width in widths:
+        f, c = shrink_for_ground(free, conf, width)
+        proj = projector_for(f.shape[:2])
+        for rule_name, rule in rules.items():
+            yield row_key(rule_name, width), proj.ground(f, c, rule).grid
+
+
 def _new_totals(rules):
     return {r: {'iou': [], 'occupied': 0, 'missed': 0, 'called_free': 0,
                 'predicted_occupied': 0, 'phantom': 0, 'false_free': 0,
@@ -218,9 +265,11 @@ def _add(a, numbers):
     a['predicted_free'] += n_free
 
 
-def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
+def measure(pipeline, rules, sets, frames, seed, width, height, log=print, widths=(0,)):
     """
-    Return {set: {rule: totals}} over ``frames`` rendered frames per set.
+    Return {set: {row key: totals}} over ``frames`` rendered frames per set.
+
+    Row keys are :func:`row_key` of each rule and mask width in ``widths``.
 
     ``pipeline`` is a SegmentationPipeline, or a function of a rendered frame that returns
     its (free mask, confidence) (the true mask, for instance).
@@ -237,7 +286,7 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
     result = {}
     for name in sets:
         style, camera = SETS[name]
-        acc = _new_totals(rules)
+        acc = _new_totals([row_key(r, w) for w in widths for r in rules])
         t0 = time.time()
         samples = rendered_samples(frames, seed, width, height, style=style, camera=camera)
         for frame in progress(samples, total=frames, desc=name):
@@ -249,9 +298,13 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print):
             proj = GroundProjector(frame.intrinsics, frame.mount, spec)
             exact = proj.ground(frame.free, None, PLAIN_RULE).grid
             visible = proj.ground(frame.free, None, visible_floor).grid
-            for rule_name, rule in rules.items():
-                pred = proj.ground(free, conf, rule).grid
-                _add(acc[rule_name], score(frame, pred, exact, spec, visible))
+            def projector_for(shape, frame=frame, proj=proj):
+                if shape == (proj.mask_intrinsics.height, proj.mask_intrinsics.width):
+                    return proj
+                return GroundProjector(frame.intrinsics, frame.mount, spec, mask_shape=shape)
+
+            for key, pred in predicted_grids(free, conf, rules, widths, projector_for):
+                _add(acc[key], score(frame, pred, exact, spec, visible))
         result[name] = {r: summary(a) for r, a in acc.items()}
         log(f'{name}: {frames} frames in {time.time() - t0:.0f} s')
     return result
@@ -368,7 +421,7 @@ def camera_of(record):
     return intrinsics, CameraMount(**values)
 
 
-def measure_data(pipeline, rules, samples, name, by_lens=False, log=print):
+def measure_data(pipeline, rules, samples, name, by_lens=False, log=print, widths=(0,)):
     """
     Return ({set: {rule: totals}}, {set: frame counts}) over the :class:`Sample` list.
 
@@ -385,7 +438,8 @@ def measure_data(pipeline, rules, samples, name, by_lens=False, log=print):
     visible_floor = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
     lenses = sorted({s.lens for s in samples}) if by_lens else []
     names = [name] + [f'{name}, {lens}' for lens in lenses]
-    acc = {n: _new_totals(rules) for n in names}
+    keys = [row_key(r, w) for w in widths for r in rules]
+    acc = {n: _new_totals(keys) for n in names}
     counts = {n: {'frames': 0, 'scored': 0, 'skipped': {}, 'skipped_frames': []} for n in names}
     t0 = time.time()
     for sample in progress(samples, desc=name):
@@ -416,10 +470,15 @@ def measure_data(pipeline, rules, samples, name, by_lens=False, log=print):
             free = pipeline.free_mask(mask)
         exact = proj.ground(sample.free, None, PLAIN_RULE).grid
         visible = proj.ground(sample.free, None, visible_floor).grid
-        for rule_name, rule in rules.items():
-            numbers = score_on_mask(proj.ground(free, conf, rule).grid, exact, visible)
+        def projector_for(shape, intrinsics=intrinsics, mount=mount, proj=proj):
+            if shape == (proj.mask_intrinsics.height, proj.mask_intrinsics.width):
+                return proj
+            return GroundProjector(intrinsics, mount, spec, mask_shape=shape)
+
+        for key, pred in predicted_grids(free, conf, rules, widths, projector_for):
+            numbers = score_on_mask(pred, exact, visible)
             for n in sets:
-                _add(acc[n][rule_name], numbers)
+                _add(acc[n][key], numbers)
         for n in sets:
             counts[n]['scored'] += 1
         sample.image = sample.free = None
@@ -450,15 +509,21 @@ def summary(acc):
 
 
 def table(result, rules):
-    """Return the Markdown table: one row per set and rule."""
+    """
+    Return the Markdown table: one row per set and row key (a rule, or ``rule @W``).
+
+    The gain in brackets is against ``plain`` at the same mask width, when it was scored.
+    """
     cells = []
     for name, rows in result.items():
-        base = rows.get('plain')
-        for rule in rules:
-            r = rows[rule]
+        for key in rules:
+            r = rows[key]
+            rule, _, width = key.partition(' @')
+            base = rows.get(row_key('plain', int(width) if width else 0))
             gain = f' ({number(r["free_iou"] - base["free_iou"], 3, sign=True)})' \
                 if base and rule != 'plain' else ''
-            cells.append((name, f'`{rule}`', number(r['free_iou'], 3) + gain,
+            label = f'`{rule}`' + (f' @{width}' if width else '')
+            cells.append((name, label, number(r['free_iou'], 3) + gain,
                           number(100 * r['false_free'], 1, unit=' %'),
                           number(100 * r['missed'], 1, unit=' %'),
                           number(100 * r['called_free'], 1, unit=' %'),
@@ -474,9 +539,11 @@ def run(args):
     names = [n.strip() for n in args.rules.split(',') if n.strip()]
     try:
         rules = {n: parse_rule(n) for n in names}
+        args.widths = parse_widths(args.mask_widths)
     except ValueError as e:
         print(f'grid-rules: {e}', file=sys.stderr)
         return 2
+    keys = [row_key(n, w) for w in args.widths for n in names]
     given = [f'--{k}' for k in RENDER_DEFAULTS if getattr(args, k, None) is not None]
     if args.data is not None:
         if given:
@@ -486,7 +553,7 @@ def run(args):
         if args.limit is not None and args.limit < 1:
             print('grid-rules: --limit must be at least 1', file=sys.stderr)
             return 2
-        return _run_data(args, rules, names)
+        return _run_data(args, rules, keys)
     if args.limit is not None or args.by_lens:
         print('grid-rules: --limit and --by-lens only apply to --data', file=sys.stderr)
         return 2
@@ -506,11 +573,12 @@ def run(args):
     print(f'{model}; {args.frames} frames per set, seed {args.seed}, '
           f'{args.width}x{args.height}', flush=True)
     result = measure(pipeline, rules, sets, args.frames, args.seed, args.width, args.height,
-                     log=lambda text: print(text, flush=True))
-    text = table(result, names)
+                     log=lambda text: print(text, flush=True), widths=args.widths)
+    text = table(result, keys)
     print(text)
     header = (f'`python -m freespace_seg grid-rules --frames {args.frames} --seed {args.seed} '
-              f'--width {args.width} --height {args.height}`; {model}\n\n')
+              f'--width {args.width} --height {args.height}{_widths_option(args)}`; '
+              f'{model}\n\n')
     _write(args, header + text + '\n', {'result': result})
     if not callable(pipeline):
         pipeline.close()
@@ -537,7 +605,13 @@ def _write(args, markdown, numbers):
                        **numbers}, f, indent=1)
 
 
-def _run_data(args, rules, names):
+def _widths_option(args):
+    """Return `` --mask-widths ...`` when other widths than 0 alone were scored, else ''."""
+    widths = getattr(args, 'widths', [0])
+    return '' if widths == [0] else ' --mask-widths ' + ','.join(str(w) for w in widths)
+
+
+def _run_data(args, rules, keys):
     """Score the frames of ``--data``: the true mask's grid is the truth."""
     from freespace_seg.training.data import read_meta
 
@@ -553,18 +627,19 @@ def _run_data(args, rules, names):
           f'(dataset seed {meta.get("seed")}, {meta.get("generator", "generate")})', flush=True)
     try:
         result, counts = measure_data(pipeline, rules, samples, name, args.by_lens,
-                                      log=lambda text: print(text, flush=True))
+                                      log=lambda text: print(text, flush=True),
+                                      widths=args.widths)
     except DataError as e:
         print(f'grid-rules: {e}', file=sys.stderr)
         return 2
     finally:
         if not callable(pipeline):
             pipeline.close()
-    text = table(result, names)
+    text = table(result, keys)
     print(text)
     limit = f' --limit {args.limit}' if args.limit is not None else ''
     header = (f'`python -m freespace_seg grid-rules --data {args.data} --split {args.split}'
-              f'{limit}{" --by-lens" if args.by_lens else ""}`; {model}; '
+              f'{limit}{" --by-lens" if args.by_lens else ""}{_widths_option(args)}`; {model}; '
               + '; '.join(f'{n}: {frame_note(c)}' for n, c in counts.items()) + '\n\n')
     _write(args, header + text + '\n', {'result': result, 'frames': counts})
     return 0

@@ -79,6 +79,28 @@ def test_the_true_mask_has_no_false_free_cells_on_a_folder(scenes2, tmp_path):
     assert rows['plain']['free_iou'] == 1.0 and rows['plain']['missed'] == 0.0
 
 
+def test_mask_widths_score_each_rule_on_the_node_s_narrower_copy(scenes2, tmp_path):
+    rules = 'plain,run0.1+conf0.97+mark0.5+free0.6+behind0.97'
+    rc, data, text = _run(['--data', scenes2, '--model', MODEL, '--rules', rules,
+                           '--mask-widths', '0,80'], tmp_path)
+    assert rc == 0
+    names = rules.split(',')
+    rows = data['result']['scenes2/test']
+    assert list(rows) == names + [f'{n} @80' for n in names]
+    # Width 0 is the rule as scored alone; half the width projects another (coarser) mask.
+    _, alone, _ = _run(['--data', scenes2, '--model', MODEL, '--rules', rules], tmp_path)
+    assert {n: rows[n] for n in names} == alone['result']['scenes2/test']
+    assert rows['plain @80'] != rows['plain'] and rows['plain @80']['frames'] == 4
+    assert '--mask-widths 0,80`' in text.splitlines()[0]
+    assert '| scenes2/test | `plain` @80 | ' in text
+    # The true mask, shrunk as the node shrinks it (an erosion), is never free off the floor.
+    rc, truth, _ = _run(['--data', scenes2, '--perception', 'truth', '--rules', rules,
+                         '--mask-widths', '80,40'], tmp_path)
+    assert rc == 0
+    for key, r in truth['result']['scenes2/test'].items():
+        assert r['false_free'] == 0.0, key
+
+
 def test_frames_that_cannot_be_projected_are_counted(scenes2, tmp_path):
     folder = str(tmp_path / 'set')
     shutil.copytree(scenes2, folder)
@@ -145,6 +167,8 @@ def test_bad_input_exits_2(scenes2, tmp_path, capsys):
     refused(['--data', scenes2, '--frames', '3'], '--frames only apply to rendered rooms')
     refused(['--data', scenes2, '--limit', '0'], '--limit must be at least 1')
     refused(['--limit', '2'], '--limit and --by-lens only apply to --data')
+    refused(['--data', scenes2, '--mask-widths', '640px'], '--mask-widths takes whole numbers')
+    refused(['--data', scenes2, '--mask-widths', ','], '--mask-widths needs at least one width')
     broken = tmp_path / 'broken'
     shutil.copytree(scenes2, broken)
     with open(broken / 'samples.jsonl', encoding='utf-8') as f:
