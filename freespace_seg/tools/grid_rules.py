@@ -131,9 +131,9 @@ def add_arguments(parser):
     parser.add_argument('--by-lens', action='store_true',
                         help='with --data: also a set per lens model (pinhole, equidistant)')
     parser.add_argument('--mask-widths', default='0', metavar='W[,W...]',
-                        help="also score each rule on a copy of the predicted mask at most W "
-                             "pixels wide, as the node's grid_mask_width makes it (0: the mask "
-                             "as it is; rows of W > 0 are labelled 'rule @W') (default: 0)")
+                        help='also score each rule on a copy of the predicted mask at most W '
+                             'pixels wide, as the grid_mask_width of the node makes it (0: the '
+                             'mask as it is; rows of W > 0 are labelled "rule @W") (default: 0)')
     parser.add_argument('--threads', type=int, default=1, help='inference threads')
     parser.add_argument('--out', default='', help='also write the table (Markdown) here')
     parser.add_argument('--json', default='', help='also write every number here')
@@ -298,6 +298,7 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print, width
             proj = GroundProjector(frame.intrinsics, frame.mount, spec)
             exact = proj.ground(frame.free, None, PLAIN_RULE).grid
             visible = proj.ground(frame.free, None, visible_floor).grid
+
             def projector_for(shape, frame=frame, proj=proj):
                 if shape == (proj.mask_intrinsics.height, proj.mask_intrinsics.width):
                     return proj
@@ -470,6 +471,7 @@ def measure_data(pipeline, rules, samples, name, by_lens=False, log=print, width
             free = pipeline.free_mask(mask)
         exact = proj.ground(sample.free, None, PLAIN_RULE).grid
         visible = proj.ground(sample.free, None, visible_floor).grid
+
         def projector_for(shape, intrinsics=intrinsics, mount=mount, proj=proj):
             if shape == (proj.mask_intrinsics.height, proj.mask_intrinsics.width):
                 return proj
