@@ -61,6 +61,10 @@ from freespace_seg.tools.sim_bag import write_drive_bag
 import numpy as np
 
 
+#: the drive's default camera heights (m): eval's and the training's range
+DEFAULT_CAMERA_HEIGHT = (0.1, 0.5)
+
+
 def add_arguments(parser):
     parser.add_argument('output', metavar='OUT', help='folder to write (must not exist)')
     parser.add_argument('--overwrite', action='store_true', help='replace an existing OUT')
@@ -76,9 +80,11 @@ def add_arguments(parser):
                         help='seconds between recorded camera frames (0.5)')
     parser.add_argument('--width', type=int, default=480, help='image width (480)')
     parser.add_argument('--height', type=int, default=270, help='image height (270)')
-    parser.add_argument('--camera-height', type=float, nargs=2, default=(0.1, 0.5),
+    parser.add_argument('--camera-height', type=float, nargs=2, default=DEFAULT_CAMERA_HEIGHT,
                         metavar=('LOW', 'HIGH'),
-                        help='camera heights over the rooms, spread evenly (0.1 0.5 m)')
+                        help='camera heights over the rooms, spread evenly; the held-out rooms '
+                             'of --style are seen from the same range, and the closed loop '
+                             'drives each room with its own camera (0.1 0.5 m)')
     parser.add_argument('--camera-pitch', type=float, nargs=2, default=(0.15, 0.45),
                         metavar=('LOW', 'HIGH'),
                         help='camera pitches over the rooms (0.15 0.45 rad)')
@@ -160,6 +166,20 @@ def _check(args):
         raise ValueError(f'--replay {args.replay}: no such folder')
     if args.model and not os.path.isfile(args.model):
         raise ValueError(f'--model {args.model}: no such file')
+
+
+def _eval_cameras(args):
+    """
+    Return eval's camera option for the held-out rooms of ``--style``: the drive's heights.
+
+    The robot's own camera is what the fine-tuned model must see well, so the held-out rooms
+    of the driven style are seen from ``--camera-height``; eval's own default (0.1-0.5 m, the
+    training range) needs no option. The default-style check keeps eval's defaults.
+    """
+    low, high = args.camera_height
+    if (low, high) == DEFAULT_CAMERA_HEIGHT:
+        return []
+    return ['--camera-height', f'{low:g},{high:g}']
 
 
 def _run_cli(argv, what):
@@ -314,14 +334,15 @@ def _loop(args, out):
         models.insert(1, ('base INT8', model_int8))
     models.append(('fine-tuned INT8', tuned_int8))
     styles = [args.style] + (['default'] if args.style != 'default' else [])
+    cameras = _eval_cameras(args)
     checks = {}
     for label, path in models:
         for style in styles:
             where = os.path.join(out, 'eval', label.replace(' ', '_'), style)
             _run_cli(['eval', '--model', path, '--render', str(args.eval_frames), '--seed',
                       str(args.eval_seed), '--style', style, '--latency-runs', '0',
-                      '--figures', '0', '--threads', str(args.threads), '--out', where],
-                     'eval')
+                      '--figures', '0', '--threads', str(args.threads), '--out', where]
+                     + (cameras if style == args.style else []), 'eval')
             checks[(label, style)] = _metrics(os.path.join(where, 'metrics.json'))
     timing['eval_s'] = round(time.monotonic() - t2, 1)
 
@@ -333,8 +354,11 @@ def _loop(args, out):
         for label, path in models:
             if 'INT8' not in label and model_int8:
                 continue
+            # Each room with the camera it was driven with; the node gets the same mount.
             rs = [run_room(r.seed, duration=60.0 * args.loop_minutes, model_path=path,
-                           sim_params={'style': args.style})
+                           sim_params={'style': args.style,
+                                       'camera_height': round(float(r.mount.z), 4),
+                                       'camera_pitch': round(float(r.mount.pitch), 4)})
                   for r in rooms]
             loop[label] = {'rooms': len(rs), 'collisions': sum(r.collisions for r in rs),
                            'distance_m': round(sum(r.distance for r in rs), 1),
@@ -381,8 +405,11 @@ def _markdown(args, data, checks, styles, models):
          'free precision', 'blocked precision', 'blocked below the horizon: precision',
          'free coverage', 'free (% px)', 'blocked (% px)', 'blocked below the horizon (% px)'],
         rows)
+    cameras = ' '.join(_eval_cameras(args))
     lines += ['', f'## Held-out rooms (`eval --render {args.eval_frames} --seed '
-              f'{args.eval_seed} --style S`): mIoU / blocked called free', '']
+              f'{args.eval_seed} --style S`' + (f', `{cameras}` for style {args.style}'
+                                                 if cameras else '')
+              + '): mIoU / blocked called free', '']
     rows = [[label] + [f'{checks[(label, s)]["miou"]:.3f} / '
                        f'{_pct(checks[(label, s)]["blocked_called_free"])}' for s in styles]
             for label, _ in models]

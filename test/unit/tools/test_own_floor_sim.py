@@ -57,6 +57,24 @@ def test_the_loop_writes_bags_labels_models_and_checks(tmp_path, capsys):
     assert text.strip().endswith((out / 'summary.md').read_text().strip())
 
 
+def test_held_out_rooms_of_the_style_are_seen_from_the_drive_s_camera_heights():
+    import argparse
+
+    from freespace_seg.tools import own_floor_sim
+
+    parser = argparse.ArgumentParser()
+    own_floor_sim.add_arguments(parser)
+    assert own_floor_sim._eval_cameras(parser.parse_args(['out'])) == []
+    high = parser.parse_args(['out', '--camera-height', '0.6', '1'])
+    assert own_floor_sim._eval_cameras(high) == ['--camera-height', '0.6,1']
+    # eval takes the option as it is given
+    eval_parser = argparse.ArgumentParser()
+    from freespace_seg.training import evaluate
+    evaluate.add_arguments(eval_parser)
+    args = eval_parser.parse_args(['--render', '2'] + own_floor_sim._eval_cameras(high))
+    assert args.camera_height == (0.6, 1.0)
+
+
 def test_bad_options_and_an_existing_out_are_refused(tmp_path, capsys):
     assert cli.main(['own-floor-sim', str(tmp_path / 'a'), '--rooms', '0']) == 2
     assert '--rooms' in capsys.readouterr().err
