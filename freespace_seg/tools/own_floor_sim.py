@@ -406,10 +406,9 @@ def _markdown(args, data, checks, styles, models):
          'free coverage', 'free (% px)', 'blocked (% px)', 'blocked below the horizon (% px)'],
         rows)
     cameras = ' '.join(_eval_cameras(args))
+    seen_from = f', `{cameras}` for style {args.style}' if cameras else ''
     lines += ['', f'## Held-out rooms (`eval --render {args.eval_frames} --seed '
-              f'{args.eval_seed} --style S`' + (f', `{cameras}` for style {args.style}'
-                                                 if cameras else '')
-              + '): mIoU / blocked called free', '']
+              f'{args.eval_seed} --style S`{seen_from}): mIoU / blocked called free', '']
     rows = [[label] + [f'{checks[(label, s)]["miou"]:.3f} / '
                        f'{_pct(checks[(label, s)]["blocked_called_free"])}' for s in styles]
             for label, _ in models]
