@@ -1,0 +1,128 @@
+# Copyright 2026 freespace_seg maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Where the grid's false free cells come from: per frame of a ``grid-rules`` set, and a figure.
+
+    python tools/false_free_frames.py --set 6 [--frames 100] [--seed 3000] [--model M] \
+        [--top 10] [--figure OUT.png --rows 2]
+
+Renders the frames of ``grid-rules`` set ``--set`` (1-based, as ``grid-rules --sets``), runs
+the model and the node's default grid rule, and counts each frame's false free cells (free
+cells more than one cell from any cell where the true mask shows floor, as ``grid-rules``
+does). Prints the frames with the most of them, how much of the total they hold, and how many
+of all false free cells lie on blocked ground (an obstacle or outside the room) rather than on
+hidden floor, with their distances. ``--figure`` writes the ``--rows`` worst frames: the
+image, then the mask over it (red: blocked pixels called free; blue: floor called blocked).
+"""
+
+import argparse
+import os
+import sys
+
+import cv2
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from freespace_seg.ground.grid import FREE, GridRule, GridSpec  # noqa: E402
+from freespace_seg.ground.projection import GroundProjector  # noqa: E402
+from freespace_seg.nodes.params import SEGMENTATION_PARAMS  # noqa: E402
+from freespace_seg.perception.pipeline import SegmentationPipeline  # noqa: E402
+from freespace_seg.tools.grid_rules import SETS  # noqa: E402
+from freespace_seg.training.data import rendered_samples  # noqa: E402
+
+
+def default_rule():
+    """Return the node's default grid rule."""
+    d = {spec.name: spec.default for spec in SEGMENTATION_PARAMS}
+    return GridRule(d['grid_min_obstacle_run'], d['grid_cut_confidence'],
+                    d['grid_mark_confidence'], d['grid_free_confidence'],
+                    d['grid_behind_confidence'])
+
+
+def overlay(image, free, truth):
+    """Return ``image`` with blocked pixels called free in red and floor called blocked in blue."""
+    out = image.copy()
+    for wrong, colour in ((free & ~truth, (255, 0, 0)), (~free & truth, (0, 0, 255))):
+        out[wrong] = (0.4 * out[wrong] + 0.6 * np.array(colour)).astype(np.uint8)
+    return out
+
+
+def main(argv=None):
+    """Count false free cells per frame; print the worst frames; write the figure."""
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--set', type=int, required=True, help='grid-rules set number, 1-based')
+    ap.add_argument('--frames', type=int, default=100)
+    ap.add_argument('--seed', type=int, default=3000)
+    ap.add_argument('--model', default='', help='default: the shipped INT8 model')
+    ap.add_argument('--top', type=int, default=10, help='frames to list (10)')
+    ap.add_argument('--figure', default='', help='write the worst frames here (PNG)')
+    ap.add_argument('--rows', type=int, default=2, help='frames in the figure (2)')
+    args = ap.parse_args(argv)
+    names = list(SETS)
+    if not 1 <= args.set <= len(names) or args.frames < 1:
+        ap.error(f'--set takes 1-{len(names)} and --frames at least 1')
+    name = names[args.set - 1]
+    style, camera = SETS[name]
+    pipe = SegmentationPipeline(args.model or None, 'onnxruntime', 1)
+    rule, spec = default_rule(), GridSpec()
+    visible_rule = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
+    x, y = spec.cell_centers()
+    per_frame, on_blocked, distances, free_cells, kept = [], 0, [], 0, {}
+    for i, frame in enumerate(rendered_samples(args.frames, args.seed, 480, 270, style=style,
+                                               camera=camera)):
+        mask, conf = pipe.segment_with_confidence(frame.image)
+        free = pipe.free_mask(mask)
+        proj = GroundProjector(frame.intrinsics, frame.mount, spec)
+        visible = proj.ground(frame.free, None, visible_rule).grid == FREE
+        pred = proj.ground(free, conf, rule).grid
+        near = cv2.dilate(visible.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+        wrong = (pred == FREE) & ~near
+        px, py, yaw = frame.robot_pose
+        blocked = frame.scene.blocked_top_down(px + np.cos(yaw) * x - np.sin(yaw) * y,
+                                               py + np.sin(yaw) * x + np.cos(yaw) * y)
+        on_blocked += int((wrong & blocked).sum())
+        distances += list(np.hypot(x[wrong], y[wrong]))
+        free_cells += int((pred == FREE).sum())
+        per_frame.append((int(wrong.sum()), i, float(frame.mount.z)))
+        if args.figure:
+            kept[i] = np.hstack([frame.image, overlay(frame.image, free > 0, frame.free > 0)])
+            kept = dict(sorted(kept.items(), key=lambda kv: -per_frame[kv[0]][0])[:args.rows])
+    total = sum(n for n, _, _ in per_frame)
+    worst = sorted(per_frame, reverse=True)
+    print(f'{name}: {args.frames} frames, seed {args.seed}, model '
+          f'{os.path.basename(pipe.card.model_file)}: {total} false free cells of {free_cells} '
+          f'free ({100 * total / max(1, free_cells):.1f} %); {on_blocked} on blocked ground, '
+          f'{total - on_blocked} on hidden floor')
+    if distances:
+        q = np.percentile(distances, [25, 50, 75])
+        print(f'distance from the robot (m): quartiles {q[0]:.2f} / {q[1]:.2f} / {q[2]:.2f}')
+    print('| frame | camera height (m) | false free cells | share of all |')
+    print('|---|---|---|---|')
+    for n, i, z in worst[:args.top]:
+        print(f'| {i} | {z:.2f} | {n} | {100 * n / max(1, total):.1f} % |')
+    top = sum(n for n, _, _ in worst[:args.top])
+    print(f'the {args.top} worst frames hold {100 * top / max(1, total):.1f} % of them')
+    if args.figure:
+        rows = [kept[i] for _, i, _ in worst[:args.rows]]
+        cv2.imwrite(args.figure, cv2.cvtColor(np.vstack(rows), cv2.COLOR_RGB2BGR),
+                    [cv2.IMWRITE_JPEG_QUALITY, 85])
+        print(f'wrote {args.figure}')
+    pipe.close()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
