@@ -23,7 +23,7 @@ and it bumps into things, so the path has hazard events. Seeded: the same room, 
 seed give the same drive.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 
 from freespace_seg.sim.robot import RobotBody, start_pose
@@ -65,15 +65,34 @@ def contact_bearing(scene, x, y, yaw, radius, reach=0.01):
     return float(math.atan2(s, c))
 
 
+def as_seen_by_height(scene, height):
+    """
+    Return ``scene`` as a robot ``height`` metres tall meets it: raised things below that height
+    (a table top, a shelf) block the floor under them as if they stood on it.
+
+    The copy is for driving only (its obstacles are moved down to the floor); render the
+    original. ``height`` None or 0: ``scene`` itself (a Create 3 passes under a table).
+    """
+    if not height:
+        return scene
+    lowered = [replace(o, bottom=0.0) if 0.0 < getattr(o, 'bottom', 0.0) < height else o
+               for o in scene.obstacles]
+    return replace(scene, obstacles=lowered)
+
+
 def wander(scene, rng, duration=60.0, radius=0.17, dt=0.05, speed=0.25, pose=None,
-           curves=True):
+           curves=True, height=None):
     """
     Drive ``duration`` s through ``scene`` from ``pose`` (default: a free start pose).
 
     ``curves``: now and then drive a gentle curve (off: only straight lines between bumps).
+    ``height``: the robot's height (m; e.g. a camera mast): it bumps into raised things below
+    it instead of driving under them (:func:`as_seen_by_height`; None: the Create 3's body,
+    which passes under tables).
 
     Returns a :class:`Drive`; RuntimeError when the room has no free start pose.
     """
+    scene = as_seen_by_height(scene, height)
     pose = pose if pose is not None else start_pose(scene, rng, radius)
     if pose is None:
         raise RuntimeError('the room has no free start pose')

@@ -63,6 +63,8 @@ import numpy as np
 
 #: the drive's default camera heights (m): eval's and the training's range
 DEFAULT_CAMERA_HEIGHT = (0.1, 0.5)
+#: ``--robot-height camera``: the robot's top this far (m) above its camera
+MAST_ABOVE_CAMERA = 0.05
 
 
 def add_arguments(parser):
@@ -85,6 +87,11 @@ def add_arguments(parser):
                         help='camera heights over the rooms, spread evenly; the held-out rooms '
                              'of --style are seen from the same range, and the closed loop '
                              'drives each room with its own camera (0.1 0.5 m)')
+    parser.add_argument('--robot-height', default='0', metavar='H|camera',
+                        help='the driving robot is H m tall: it bumps into raised things below '
+                             'H (a table top, a shelf) instead of driving under them; camera: '
+                             'each room\'s camera height + 0.05 m (a camera on a mast); 0: the '
+                             'Create 3, which passes under tables (0)')
     parser.add_argument('--camera-pitch', type=float, nargs=2, default=(0.15, 0.45),
                         metavar=('LOW', 'HIGH'),
                         help='camera pitches over the rooms (0.15 0.45 rad)')
@@ -133,9 +140,11 @@ class Room:
         self.look = RandomizationConfig(style=args.style)
         rng = np.random.default_rng(self.seed)
         self.scene = make_scene(rng, self.look)
-        self.drive = wander(self.scene, rng, duration=60.0 * args.minutes)
-        self.intrinsics = default_intrinsics(args.width, args.height)
         self.mount = room_mount(args, index)
+        self.robot_height = robot_height(args, self.mount)
+        self.drive = wander(self.scene, rng, duration=60.0 * args.minutes,
+                            height=self.robot_height)
+        self.intrinsics = default_intrinsics(args.width, args.height)
         self.effects = not args.no_camera_effects
         self.name = f'room_{self.seed}'
         self.times = []
@@ -162,10 +171,26 @@ def _check(args):
                                       ('--camera-pitch', args.camera_pitch, -0.5, 1.5)):
         if not (lo <= low <= high <= hi):
             raise ValueError(f'{flag}: need {lo} <= LOW <= HIGH <= {hi}')
+    if args.robot_height != 'camera':
+        try:
+            height = float(args.robot_height)
+        except ValueError:
+            height = float('nan')
+        if not 0.0 <= height <= 3.0:
+            raise ValueError(f'--robot-height takes a height in metres (0-3) or "camera", got '
+                             f'{args.robot_height!r}')
     if args.replay not in ('generate', 'none') and not os.path.isdir(args.replay):
         raise ValueError(f'--replay {args.replay}: no such folder')
     if args.model and not os.path.isfile(args.model):
         raise ValueError(f'--model {args.model}: no such file')
+
+
+def robot_height(args, mount):
+    """Return the drive's robot height (m) for ``--robot-height``, or None (the Create 3)."""
+    if args.robot_height == 'camera':
+        return float(mount.z) + MAST_ABOVE_CAMERA
+    height = float(args.robot_height)
+    return height if height > 0.0 else None
 
 
 def _eval_cameras(args):

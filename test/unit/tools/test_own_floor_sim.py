@@ -75,6 +75,22 @@ def test_held_out_rooms_of_the_style_are_seen_from_the_drive_s_camera_heights():
     assert args.camera_height == (0.6, 1.0)
 
 
+def test_the_robot_is_as_tall_as_asked_or_as_its_camera():
+    import argparse
+
+    from freespace_seg.ground.geometry import CameraMount
+    from freespace_seg.tools import own_floor_sim
+
+    parser = argparse.ArgumentParser()
+    own_floor_sim.add_arguments(parser)
+    mount = CameraMount(z=0.8, pitch=0.3)
+    assert own_floor_sim.robot_height(parser.parse_args(['out']), mount) is None
+    assert own_floor_sim.robot_height(parser.parse_args(['out', '--robot-height', '1.1']),
+                                      mount) == 1.1
+    camera = parser.parse_args(['out', '--robot-height', 'camera'])
+    assert abs(own_floor_sim.robot_height(camera, mount) - 0.85) < 1e-9
+
+
 def test_bad_options_and_an_existing_out_are_refused(tmp_path, capsys):
     assert cli.main(['own-floor-sim', str(tmp_path / 'a'), '--rooms', '0']) == 2
     assert '--rooms' in capsys.readouterr().err
@@ -83,6 +99,8 @@ def test_bad_options_and_an_existing_out_are_refused(tmp_path, capsys):
     assert '--camera-height' in capsys.readouterr().err
     assert cli.main(['own-floor-sim', str(tmp_path / 'd'), '--grow', '-1']) == 2
     assert '--grow' in capsys.readouterr().err
+    assert cli.main(['own-floor-sim', str(tmp_path / 'e'), '--robot-height', 'tall']) == 2
+    assert '--robot-height takes a height in metres' in capsys.readouterr().err
     (tmp_path / 'c').mkdir()
     assert cli.main(['own-floor-sim', str(tmp_path / 'c')]) == 2
     assert 'exists' in capsys.readouterr().err
