@@ -67,11 +67,12 @@ def contact_bearing(scene, x, y, yaw, radius, reach=0.01):
 
 def as_seen_by_height(scene, height):
     """
-    Return ``scene`` as a robot ``height`` metres tall meets it: raised things below that height
-    (a table top, a shelf) block the floor under them as if they stood on it.
+    Return ``scene`` as a robot ``height`` metres tall meets it.
 
-    The copy is for driving only (its obstacles are moved down to the floor); render the
-    original. ``height`` None or 0: ``scene`` itself (a Create 3 passes under a table).
+    Raised things below that height (a table top, a shelf) block the floor under them as if
+    they stood on it. The copy is for driving only (its obstacles are moved down to the
+    floor); render the original. ``height`` None or 0: ``scene`` itself (a Create 3 passes
+    under a table).
     """
     if not height:
         return scene

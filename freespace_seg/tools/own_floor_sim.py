@@ -90,8 +90,8 @@ def add_arguments(parser):
     parser.add_argument('--robot-height', default='0', metavar='H|camera',
                         help='the driving robot is H m tall: it bumps into raised things below '
                              'H (a table top, a shelf) instead of driving under them; camera: '
-                             'each room\'s camera height + 0.05 m (a camera on a mast); 0: the '
-                             'Create 3, which passes under tables (0)')
+                             'the camera height of each room + 0.05 m (a camera on a mast); 0: '
+                             'the Create 3, which passes under tables (0)')
     parser.add_argument('--camera-pitch', type=float, nargs=2, default=(0.15, 0.45),
                         metavar=('LOW', 'HIGH'),
                         help='camera pitches over the rooms (0.15 0.45 rad)')

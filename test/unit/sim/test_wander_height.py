@@ -20,7 +20,7 @@ import numpy as np
 
 
 def _room_with_a_table_top():
-    """A 4 x 4 m room, and a table top (0.70-0.74 m, no legs) 1 m ahead of the start."""
+    """Return a 4 x 4 m room with a table top (0.70-0.74 m, no legs) 1 m ahead of the start."""
     scene = Scene.empty(size=(4.0, 4.0))
     scene.obstacles.append(Box(0.0, 0.0, 0.8, 1.6, 0.74, bottom=0.70))
     return scene
