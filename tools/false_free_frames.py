@@ -36,20 +36,19 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from freespace_seg.ground.frame import GroundParams  # noqa: E402
 from freespace_seg.ground.grid import FREE, GridRule, GridSpec  # noqa: E402
+from freespace_seg.ground.metrics import false_free_cells  # noqa: E402
 from freespace_seg.ground.projection import GroundProjector  # noqa: E402
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS  # noqa: E402
 from freespace_seg.perception.pipeline import SegmentationPipeline  # noqa: E402
-from freespace_seg.tools.grid_rules import SETS  # noqa: E402
+from freespace_seg.tools.grid_rules import blocked_at_cells, SETS  # noqa: E402
 from freespace_seg.training.data import rendered_samples  # noqa: E402
 
 
 def default_rule():
     """Return the node's default grid rule."""
-    d = {spec.name: spec.default for spec in SEGMENTATION_PARAMS}
-    return GridRule(d['grid_min_obstacle_run'], d['grid_cut_confidence'],
-                    d['grid_mark_confidence'], d['grid_free_confidence'],
-                    d['grid_behind_confidence'])
+    return GroundParams.from_params({s.name: s.default for s in SEGMENTATION_PARAMS}).rule
 
 
 def overlay(image, free, truth):
@@ -86,13 +85,10 @@ def main(argv=None):
         mask, conf = pipe.segment_with_confidence(frame.image)
         free = pipe.free_mask(mask)
         proj = GroundProjector(frame.intrinsics, frame.mount, spec)
-        visible = proj.ground(frame.free, None, visible_rule).grid == FREE
+        visible = proj.ground(frame.free, None, visible_rule).grid
         pred = proj.ground(free, conf, rule).grid
-        near = cv2.dilate(visible.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
-        wrong = (pred == FREE) & ~near
-        px, py, yaw = frame.robot_pose
-        blocked = frame.scene.blocked_top_down(px + np.cos(yaw) * x - np.sin(yaw) * y,
-                                               py + np.sin(yaw) * x + np.cos(yaw) * y)
+        wrong = false_free_cells(pred, visible)
+        blocked = blocked_at_cells(frame, spec)
         on_blocked += int((wrong & blocked).sum())
         distances += list(np.hypot(x[wrong], y[wrong]))
         free_cells += int((pred == FREE).sum())

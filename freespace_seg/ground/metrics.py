@@ -43,6 +43,22 @@ def grid_iou(pred_grid, true_free, valid=None):
     return np.count_nonzero(pred & truth) / union
 
 
+def false_free_cells(pred_grid, exact_grid, tolerance_cells=1):
+    """
+    Return the boolean mask of the free cells of ``pred_grid`` far from any truly free cell.
+
+    Far: more than ``tolerance_cells`` cells (8-connected, so diagonals count as one) from
+    every free cell of ``exact_grid`` (see :func:`false_free`).
+    """
+    pred = np.asarray(pred_grid) == FREE
+    exact = np.asarray(exact_grid) == FREE
+    if pred.shape != exact.shape:
+        raise ValueError(f'grid shapes differ: {pred.shape} vs {exact.shape}')
+    size = 2 * int(tolerance_cells) + 1
+    near = cv2.dilate(exact.astype(np.uint8), np.ones((size, size), np.uint8)) > 0
+    return pred & ~near
+
+
 def false_free(pred_grid, exact_grid, tolerance_cells=1):
     """
     Return ``(false, predicted)``: predicted free cells far from any truly free cell.
@@ -54,10 +70,5 @@ def false_free(pred_grid, exact_grid, tolerance_cells=1):
     ``pred_grid``; ``false / predicted`` is the false-free share (0 for the exact grid
     itself, by construction).
     """
-    pred = np.asarray(pred_grid) == FREE
-    exact = np.asarray(exact_grid) == FREE
-    if pred.shape != exact.shape:
-        raise ValueError(f'grid shapes differ: {pred.shape} vs {exact.shape}')
-    size = 2 * int(tolerance_cells) + 1
-    near = cv2.dilate(exact.astype(np.uint8), np.ones((size, size), np.uint8)) > 0
-    return int(np.count_nonzero(pred & ~near)), int(np.count_nonzero(pred))
+    wrong = false_free_cells(pred_grid, exact_grid, tolerance_cells)
+    return int(np.count_nonzero(wrong)), int(np.count_nonzero(np.asarray(pred_grid) == FREE))

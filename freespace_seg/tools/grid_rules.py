@@ -159,6 +159,14 @@ def parse_rule(text):
                     values['behind'])
 
 
+def blocked_at_cells(frame, spec):
+    """Return the top-down truth of a rendered frame at the centres of ``spec``'s cells."""
+    x, y = spec.cell_centers()
+    px, py, yaw = frame.robot_pose
+    return frame.scene.blocked_top_down(px + np.cos(yaw) * x - np.sin(yaw) * y,
+                                        py + np.sin(yaw) * x + np.cos(yaw) * y)
+
+
 def score(frame, pred, exact, spec, visible=None):
     """
     Score one predicted grid against the truth and the exact grid.
@@ -168,11 +176,7 @@ def score(frame, pred, exact, spec, visible=None):
     """
     from freespace_seg.ground.metrics import grid_iou
 
-    x, y = spec.cell_centers()
-    px, py, yaw = frame.robot_pose
-    wx = px + np.cos(yaw) * x - np.sin(yaw) * y
-    wy = py + np.sin(yaw) * x + np.cos(yaw) * y
-    blocked = frame.scene.blocked_top_down(wx, wy)
+    blocked = blocked_at_cells(frame, spec)
     iou = grid_iou(pred, ~blocked, exact != -1)
     return _counts(pred, exact, exact if visible is None else visible, iou, ~blocked, blocked)
 
@@ -231,20 +235,24 @@ def row_key(rule, width):
     return rule if not width else f'{rule} @{width}'
 
 
-def predicted_grids(free, conf, rules, widths, projector_for):
+def predicted_grids(free, conf, rules, widths, proj, intrinsics, mount):
     """
     Yield (row key, predicted grid) for every rule at every mask width.
 
-    ``projector_for(shape)`` returns the projector for a mask of that (rows, cols) shape; a
-    width shrinks ``free`` and ``conf`` as the node's ``grid_mask_width`` does.
+    A width shrinks ``free`` and ``conf`` as the node's ``grid_mask_width`` does; a mask of
+    another shape than ``proj``'s is projected by a projector of the same camera
+    (``intrinsics``, ``mount``) for its shape.
     """
     from freespace_seg.ground.frame import shrink_for_ground
+    from freespace_seg.ground.projection import GroundProjector
 
     for width in widths:
         f, c = shrink_for_ground(free, conf, width)
-        proj = projector_for(f.shape[:2])
+        p = proj
+        if f.shape[:2] != (proj.mask_intrinsics.height, proj.mask_intrinsics.width):
+            p = GroundProjector(intrinsics, mount, proj.grid_spec, mask_shape=f.shape[:2])
         for rule_name, rule in rules.items():
-            yield row_key(rule_name, width), proj.ground(f, c, rule).grid
+            yield row_key(rule_name, width), p.ground(f, c, rule).grid
 
 
 def _new_totals(rules):
@@ -298,13 +306,8 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print, width
             proj = GroundProjector(frame.intrinsics, frame.mount, spec)
             exact = proj.ground(frame.free, None, PLAIN_RULE).grid
             visible = proj.ground(frame.free, None, visible_floor).grid
-
-            def projector_for(shape, frame=frame, proj=proj):
-                if shape == (proj.mask_intrinsics.height, proj.mask_intrinsics.width):
-                    return proj
-                return GroundProjector(frame.intrinsics, frame.mount, spec, mask_shape=shape)
-
-            for key, pred in predicted_grids(free, conf, rules, widths, projector_for):
+            for key, pred in predicted_grids(free, conf, rules, widths, proj,
+                                             frame.intrinsics, frame.mount):
                 _add(acc[key], score(frame, pred, exact, spec, visible))
         result[name] = {r: summary(a) for r, a in acc.items()}
         log(f'{name}: {frames} frames in {time.time() - t0:.0f} s')
@@ -471,13 +474,8 @@ def measure_data(pipeline, rules, samples, name, by_lens=False, log=print, width
             free = pipeline.free_mask(mask)
         exact = proj.ground(sample.free, None, PLAIN_RULE).grid
         visible = proj.ground(sample.free, None, visible_floor).grid
-
-        def projector_for(shape, intrinsics=intrinsics, mount=mount, proj=proj):
-            if shape == (proj.mask_intrinsics.height, proj.mask_intrinsics.width):
-                return proj
-            return GroundProjector(intrinsics, mount, spec, mask_shape=shape)
-
-        for key, pred in predicted_grids(free, conf, rules, widths, projector_for):
+        for key, pred in predicted_grids(free, conf, rules, widths, proj, intrinsics,
+                                         mount):
             numbers = score_on_mask(pred, exact, visible)
             for n in sets:
                 _add(acc[n][key], numbers)
