@@ -42,7 +42,7 @@ from freespace_seg.ground.metrics import false_free_cells  # noqa: E402
 from freespace_seg.ground.projection import GroundProjector  # noqa: E402
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS  # noqa: E402
 from freespace_seg.perception.pipeline import SegmentationPipeline  # noqa: E402
-from freespace_seg.tools.grid_rules import blocked_at_cells, SETS  # noqa: E402
+from freespace_seg.tools.grid_scoring import blocked_at_cells, SETS  # noqa: E402
 from freespace_seg.training.data import rendered_samples  # noqa: E402
 
 

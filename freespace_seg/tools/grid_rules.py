@@ -77,20 +77,14 @@ import sys
 import time
 
 from freespace_seg.common.markdown import number, table as markdown_table
+from freespace_seg.tools.grid_drives import DRIVE_DEFAULTS
+from freespace_seg.tools.grid_scoring import (add, new_totals, score, score_on_mask, SETS,
+                                              summary)
 import numpy as np
 
 DEFAULT_RULES = ('plain,run0.1+conf0.97+mark0.5,run0.1+conf0.97+mark0.5+behind,'
                  'run0.1+conf0.97+mark0.5+free0.7,run0.1+conf0.97+mark0.5+behind0.95,'
                  'run0.1+conf0.97+mark0.5+free0.6+behind0.97')
-#: name -> (renderer style, camera ranges or None)
-SETS = {
-    'held-out': ('default', None),
-    'style-shifted': ('shifted', None),
-    'held-out, camera 0.10-0.20 m': ('default', {'camera_height': (0.10, 0.20)}),
-    'held-out, camera 0.35-0.50 m': ('default', {'camera_height': (0.35, 0.50)}),
-    'style-shifted, camera 0.35-0.50 m': ('shifted', {'camera_height': (0.35, 0.50)}),
-    'held-out, camera 0.5-1.2 m (outside training)': ('default', {'camera_height': (0.5, 1.2)}),
-}
 
 
 #: the rendered sets' options and their defaults (``--data`` takes none of them)
@@ -134,6 +128,20 @@ def add_arguments(parser):
                         help='also score each rule on a copy of the predicted mask at most W '
                              'pixels wide, as the grid_mask_width of the node makes it (0: the '
                              'mask as it is; rows of W > 0 are labelled "rule @W") (default: 0)')
+    parser.add_argument('--drives', type=int, default=None, metavar='N',
+                        help='score frames of N rendered drives per set instead of single '
+                             'frames, each rule also filtered by --agreement (a free cell '
+                             'must be free in M of the last K grids, in the odom frame)')
+    parser.add_argument('--drive-seconds', type=float, default=None, metavar='S',
+                        help=f'with --drives: each drive this long '
+                             f'({DRIVE_DEFAULTS["seconds"]:g} s)')
+    parser.add_argument('--frame-every', type=float, default=None, metavar='S',
+                        help=f'with --drives: a frame every S seconds '
+                             f'({DRIVE_DEFAULTS["frame_every"]:g})')
+    parser.add_argument('--agreement', default=None, metavar='K[/M],...',
+                        help='with --drives: the agreements to score, K (all of the last K '
+                             'grids) or K/M (M of them); 1 is none '
+                             f'({DRIVE_DEFAULTS["agreement"]})')
     parser.add_argument('--threads', type=int, default=1, help='inference threads')
     parser.add_argument('--out', default='', help='also write the table (Markdown) here')
     parser.add_argument('--json', default='', help='also write every number here')
@@ -157,61 +165,6 @@ def parse_rule(text):
         values[m.group(1)] = 1.0 if m.group(2) is None else float(m.group(2))
     return GridRule(values['run'], values['conf'], values['mark'], values['free'],
                     values['behind'])
-
-
-def blocked_at_cells(frame, spec):
-    """Return the top-down truth of a rendered frame at the centres of ``spec``'s cells."""
-    x, y = spec.cell_centers()
-    px, py, yaw = frame.robot_pose
-    return frame.scene.blocked_top_down(px + np.cos(yaw) * x - np.sin(yaw) * y,
-                                        py + np.sin(yaw) * x + np.cos(yaw) * y)
-
-
-def score(frame, pred, exact, spec, visible=None):
-    """
-    Score one predicted grid against the truth and the exact grid.
-
-    Returns (free IoU, exact occupied, missed, called free, predicted occupied, phantom,
-    false free cells, predicted free cells).
-    """
-    from freespace_seg.ground.metrics import grid_iou
-
-    blocked = blocked_at_cells(frame, spec)
-    iou = grid_iou(pred, ~blocked, exact != -1)
-    return _counts(pred, exact, exact if visible is None else visible, iou, ~blocked, blocked)
-
-
-def score_on_mask(pred, exact, visible):
-    """
-    Score one predicted grid where the true mask is all the truth (a dataset's frame).
-
-    ``exact``: the true mask's grid under the plain rule, ``visible``: with no column cut.
-    Free IoU against ``exact``'s free cells on the cells it sees; phantom: occupied cells
-    that ``visible`` calls free with no occupied cell of ``visible`` within one cell. Returns
-    what :func:`score` returns.
-    """
-    from freespace_seg.ground.grid import FREE, OCCUPIED, UNKNOWN
-    from freespace_seg.ground.metrics import grid_iou
-
-    iou = grid_iou(pred, exact == FREE, exact != UNKNOWN)
-    return _counts(pred, exact, visible, iou, visible == FREE, visible == OCCUPIED)
-
-
-def _counts(pred, exact, visible, iou, floor, blocked):
-    """Return :func:`score`'s numbers: ``floor``/``blocked`` are the phantom test's truth."""
-    import cv2
-
-    from freespace_seg.ground.metrics import false_free
-
-    kernel = np.ones((3, 3), np.uint8)
-    occ = exact == 100
-    near_pred = cv2.dilate((pred == 100).astype(np.uint8), kernel) > 0
-    missed = occ & ~near_pred
-    near_blocked = cv2.dilate(blocked.astype(np.uint8), kernel) > 0
-    pred_occ = pred == 100
-    wrong, free = false_free(pred, visible)
-    return (iou, int(occ.sum()), int(missed.sum()), int((missed & (pred == 0)).sum()),
-            int(pred_occ.sum()), int((pred_occ & floor & ~near_blocked).sum()), wrong, free)
 
 
 def parse_widths(text):
@@ -255,24 +208,6 @@ def predicted_grids(free, conf, rules, widths, proj, intrinsics, mount):
             yield row_key(rule_name, width), p.ground(f, c, rule).grid
 
 
-def _new_totals(rules):
-    return {r: {'iou': [], 'occupied': 0, 'missed': 0, 'called_free': 0,
-                'predicted_occupied': 0, 'phantom': 0, 'false_free': 0,
-                'predicted_free': 0} for r in rules}
-
-
-def _add(a, numbers):
-    iou, occ, miss, called, pocc, phantom, wrong, n_free = numbers
-    a['iou'].append(iou)
-    a['occupied'] += occ
-    a['missed'] += miss
-    a['called_free'] += called
-    a['predicted_occupied'] += pocc
-    a['phantom'] += phantom
-    a['false_free'] += wrong
-    a['predicted_free'] += n_free
-
-
 def measure(pipeline, rules, sets, frames, seed, width, height, log=print, widths=(0,)):
     """
     Return {set: {row key: totals}} over ``frames`` rendered frames per set.
@@ -294,7 +229,7 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print, width
     result = {}
     for name in sets:
         style, camera = SETS[name]
-        acc = _new_totals([row_key(r, w) for w in widths for r in rules])
+        acc = new_totals([row_key(r, w) for w in widths for r in rules])
         t0 = time.time()
         samples = rendered_samples(frames, seed, width, height, style=style, camera=camera)
         for frame in progress(samples, total=frames, desc=name):
@@ -308,7 +243,7 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print, width
             visible = proj.ground(frame.free, None, visible_floor).grid
             for key, pred in predicted_grids(free, conf, rules, widths, proj,
                                              frame.intrinsics, frame.mount):
-                _add(acc[key], score(frame, pred, exact, spec, visible))
+                add(acc[key], score(frame, pred, exact, spec, visible))
         result[name] = {r: summary(a) for r, a in acc.items()}
         log(f'{name}: {frames} frames in {time.time() - t0:.0f} s')
     return result
@@ -443,7 +378,7 @@ def measure_data(pipeline, rules, samples, name, by_lens=False, log=print, width
     lenses = sorted({s.lens for s in samples}) if by_lens else []
     names = [name] + [f'{name}, {lens}' for lens in lenses]
     keys = [row_key(r, w) for w in widths for r in rules]
-    acc = {n: _new_totals(keys) for n in names}
+    acc = {n: new_totals(keys) for n in names}
     counts = {n: {'frames': 0, 'scored': 0, 'skipped': {}, 'skipped_frames': []} for n in names}
     t0 = time.time()
     for sample in progress(samples, desc=name):
@@ -478,7 +413,7 @@ def measure_data(pipeline, rules, samples, name, by_lens=False, log=print, width
                                          mount):
             numbers = score_on_mask(pred, exact, visible)
             for n in sets:
-                _add(acc[n][key], numbers)
+                add(acc[n][key], numbers)
         for n in sets:
             counts[n]['scored'] += 1
         sample.image = sample.free = None
@@ -496,16 +431,6 @@ def frame_note(counts):
         text += f', {sum(skipped.values())} not scored (' + '; '.join(
             f'{reason}: {n}' for reason, n in sorted(skipped.items())) + ')'
     return text
-
-
-def summary(acc):
-    """Turn the per-frame totals of one rule into rates."""
-    return {'free_iou': float(np.nanmean(acc['iou'])) if acc['iou'] else float('nan'),
-            'missed': acc['missed'] / max(1, acc['occupied']),
-            'called_free': acc['called_free'] / max(1, acc['occupied']),
-            'phantom': acc['phantom'] / max(1, acc['predicted_occupied']),
-            'false_free': acc['false_free'] / max(1, acc['predicted_free']),
-            'occupied_cells': acc['occupied'], 'frames': len(acc['iou'])}
 
 
 def table(result, rules):
@@ -557,6 +482,7 @@ def run(args):
     if args.limit is not None or args.by_lens:
         print('grid-rules: --limit and --by-lens only apply to --data', file=sys.stderr)
         return 2
+    args._frames_given = args.frames is not None
     for key, value in RENDER_DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
@@ -569,6 +495,14 @@ def run(args):
             return 2
     else:
         sets = all_sets
+    drive_options = ('drive_seconds', 'frame_every', 'agreement')
+    drive_given = [f'--{k.replace("_", "-")}' for k in drive_options
+                   if getattr(args, k, None) is not None]
+    if args.drives is not None:
+        return _run_drives(args, rules, sets)
+    if drive_given:
+        print(f'grid-rules: {", ".join(drive_given)} only apply to --drives', file=sys.stderr)
+        return 2
     pipeline, model = _perception(args)
     print(f'{model}; {args.frames} frames per set, seed {args.seed}, '
           f'{args.width}x{args.height}', flush=True)
@@ -642,4 +576,53 @@ def _run_data(args, rules, keys):
               f'{limit}{" --by-lens" if args.by_lens else ""}{_widths_option(args)}`; {model}; '
               + '; '.join(f'{n}: {frame_note(c)}' for n, c in counts.items()) + '\n\n')
     _write(args, header + text + '\n', {'result': result, 'frames': counts})
+    return 0
+
+
+def _run_drives(args, rules, sets):
+    """Score the frames of ``--drives`` rendered drives per set (:mod:`.grid_drives`)."""
+    from freespace_seg.tools.grid_drives import agreement_key, measure_drives, parse_agreements
+
+    seconds = args.drive_seconds if args.drive_seconds is not None \
+        else DRIVE_DEFAULTS['seconds']
+    every = args.frame_every if args.frame_every is not None else DRIVE_DEFAULTS['frame_every']
+    try:
+        agreements = parse_agreements(args.agreement if args.agreement is not None
+                                      else DRIVE_DEFAULTS['agreement'])
+    except ValueError as e:
+        print(f'grid-rules: {e}', file=sys.stderr)
+        return 2
+    problems = []
+    if args.drives < 1:
+        problems.append('--drives must be at least 1')
+    if not seconds > 0 or not every > 0 or every > seconds:
+        problems.append('--drive-seconds and --frame-every must be > 0, a frame at most '
+                        'a drive long')
+    if getattr(args, 'widths', [0]) != [0]:
+        problems.append('--mask-widths does not apply to --drives')
+    if getattr(args, '_frames_given', False):
+        problems.append('--frames does not apply to --drives (--drive-seconds and '
+                        '--frame-every set the frames)')
+    if problems:
+        print('grid-rules: ' + '; '.join(problems), file=sys.stderr)
+        return 2
+    pipeline, model = _perception(args)
+    print(f'{model}; {args.drives} drives per set of {seconds:g} s, a frame every {every:g} s, '
+          f'seed {args.seed}, {args.width}x{args.height}', flush=True)
+    try:
+        result, scored = measure_drives(pipeline, rules, agreements, sets, args.drives,
+                                        args.seed, args.width, args.height, seconds, every,
+                                        log=lambda text: print(text, flush=True))
+    finally:
+        if not callable(pipeline):
+            pipeline.close()
+    keys = [agreement_key(r, a) for r in rules for a in agreements]
+    text = table(result, keys)
+    print(text)
+    header = (f'`python -m freespace_seg grid-rules --drives {args.drives} --drive-seconds '
+              f'{seconds:g} --frame-every {every:g} --agreement '
+              f'{",".join(a.name for a in agreements)} --seed {args.seed} --width {args.width} '
+              f'--height {args.height}`; {model}; '
+              + '; '.join(f'{n}: {k} frames scored' for n, k in scored.items()) + '\n\n')
+    _write(args, header + text + '\n', {'result': result, 'frames': scored})
     return 0

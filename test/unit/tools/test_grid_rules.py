@@ -184,3 +184,39 @@ def test_bad_input_exits_2(scenes2, tmp_path, capsys):
     (broken / 'samples.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in records))
     os.remove(broken / 'test' / '000003_mask.png')
     refused(['--data', str(broken)], '000003_mask.png')
+
+
+def test_drives_score_each_rule_with_and_without_agreement_in_odom(tmp_path, capsys):
+    args = ['--drives', '1', '--drive-seconds', '1.5', '--frame-every', '0.25', '--sets', '1',
+            '--width', '160', '--height', '90', '--rules', 'plain', '--agreement', '1,3,3/2']
+    rc, data, text = _run(args + ['--perception', 'truth'], tmp_path)
+    assert rc == 0
+    rows = data['result']['held-out']
+    assert list(rows) == ['plain', 'plain ~3/3', 'plain ~3/2']
+    # The two frames before the third are the warm-up of 3 grids: 6 - 2 frames scored.
+    assert data['frames'] == {'held-out': 4}
+    for row in rows.values():
+        assert row['false_free'] == 0.0 and row['frames'] == 4
+    # Agreement only takes free cells away: never a higher free IoU than the grids alone.
+    assert rows['plain ~3/3']['free_iou'] <= rows['plain ~3/2']['free_iou'] <= \
+        rows['plain']['free_iou']
+    assert '`plain ~3/3`' in text and '--drives 1' in text
+    rc, data, _ = _run(args + ['--model', MODEL], tmp_path)
+    assert rc == 0 and 0.0 <= data['result']['held-out']['plain']['free_iou'] <= 1.0
+
+
+@pytest.mark.parametrize('extra, message', [
+    (['--agreement', '3/4'], 'grid agreement'),
+    (['--drives', '0'], '--drives must be at least 1'),
+    (['--frame-every', '0'], '--frame-every must be > 0'),
+    (['--frames', '10'], '--frames does not apply to --drives'),
+    (['--mask-widths', '0,640'], '--mask-widths does not apply'),
+])
+def test_bad_drive_options_exit_2(extra, message, capsys):
+    assert cli_main(['grid-rules', '--drives', '1', '--perception', 'truth'] + extra) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_drive_options_without_drives_exit_2(capsys):
+    assert cli_main(['grid-rules', '--agreement', '3', '--perception', 'truth']) == 2
+    assert '--agreement only apply to --drives' in capsys.readouterr().err
