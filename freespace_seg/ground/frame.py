@@ -119,6 +119,52 @@ def shrink_for_ground(free, confidence, width):
     return free, confidence
 
 
+def _nearest_indices(n_src, n_dst, interpolation):
+    """Return the source index OpenCV's ``interpolation`` reads for each of ``n_dst`` pixels."""
+    ramp = np.arange(n_src, dtype=np.float32).reshape(1, -1)
+    return cv2.resize(ramp, (int(n_dst), 1), interpolation=interpolation)[0].astype(np.intp)
+
+
+class NetworkShrink:
+    """
+    :func:`shrink_for_ground` of the camera-sized masks, made from the network-sized ones.
+
+    The camera-sized class mask is the network's, cropped and resized nearest-neighbour
+    (:meth:`~freespace_seg.perception.preprocess.Letterbox.mask_to_source`), so each pixel of
+    the shrunk copy is the least of a few network pixels: which ones is worked out once per
+    letterbox and width (from OpenCV's own nearest-neighbour indices), and a frame costs two
+    gathers and minima at the small size instead of two camera-sized resizes, the camera-sized
+    free mask and two erosions. The result equals :func:`shrink_for_ground` of the
+    camera-sized masks, pixel for pixel (``test_frame_network_shrink``).
+    """
+
+    def __init__(self, letterbox, width):
+        lb = letterbox
+        cols, rows = lb.src_w, lb.src_h
+        self.letterbox, self.width = letterbox, int(width)
+        self.size = (int(width), max(1, int(round(rows * width / cols))))
+        k = int(np.ceil(max(cols / self.size[0], rows / self.size[1])))
+        a = k // 2  # OpenCV's anchor of a k x k kernel: the erosion reads -a .. k-1-a
+        full_c = _nearest_indices(lb.content_w, cols, cv2.INTER_NEAREST_EXACT) + lb.pad_left
+        full_r = _nearest_indices(lb.content_h, rows, cv2.INTER_NEAREST_EXACT) + lb.pad_top
+        src_c = _nearest_indices(cols, self.size[0], cv2.INTER_NEAREST)
+        src_r = _nearest_indices(rows, self.size[1], cv2.INTER_NEAREST)
+        # Pixels past the border do not take part in an erosion: clipping to the border picks
+        # one inside the same window.
+        self._cols = [full_c[np.clip(src_c - a + t, 0, cols - 1)] for t in range(k)]
+        self._rows = [full_r[np.clip(src_r - a + t, 0, rows - 1)] for t in range(k)]
+
+    def __call__(self, network_image):
+        """Return the shrunk camera-sized copy of a network-sized uint8 image."""
+        r = np.take(network_image, self._rows[0], axis=0)
+        for rows in self._rows[1:]:
+            np.minimum(r, np.take(network_image, rows, axis=0), out=r)
+        out = np.take(r, self._cols[0], axis=1)
+        for cols in self._cols[1:]:
+            np.minimum(out, np.take(r, cols, axis=1), out=out)
+        return out
+
+
 @dataclass(frozen=True)
 class GroundParams:
     """
@@ -267,7 +313,8 @@ class FrameOutputs:
     pose (the ground outputs are then missing, and the masks are not cut at the horizon).
     ``horizon`` is the :class:`~freespace_seg.ground.horizon.HorizonCut` the masks were cut
     with (None: not cut). ``timings``: seconds per stage (the pipeline's, then ``horizon``,
-    ``free``, ``ground``, ``scan``, ``colored``, ``overlay`` where they ran).
+    ``free``, ``shrink`` (the ground's copy of the masks at ``grid_mask_width``), ``ground``,
+    ``scan``, ``colored``, ``overlay`` where they ran).
     """
 
     rgb: object = None
@@ -356,11 +403,13 @@ class FrameProcessor:
         #: the horizon cut of the latest frame cut at the horizon (None before one)
         self.horizon = None
         self._buffers = {}
+        self._network_shrink = None
 
     def reset(self):
         """Forget the projector, the scan's rays, the horizon cut and the buffers."""
         self.projector = self.scan_layout = self.horizon = None
         self._buffers = {}
+        self._network_shrink = None
 
     def needs_confidence(self, want, camera_info=None, params=None):
         """Whether a frame with these outputs (and this CameraInfo) computes the confidence."""
@@ -404,24 +453,48 @@ class FrameProcessor:
                     if name in want:
                         ready(name, out)
 
-        if self.needs_confidence(want, camera_info, params):
+        ground = bool(GROUND_OUTPUTS & want) and params is not None
+        # The ground's narrower copy of the masks straight from the network's (exact; see
+        # NetworkShrink) when the camera is wider than grid_mask_width.
+        narrow = ground and 0 < params.mask_width < rgb.shape[1] and \
+            hasattr(pipe, 'segment_parts')
+        needs_conf = self.needs_confidence(want, camera_info, params)
+        if narrow:
+            seg = pipe.segment_parts(rgb, confidence='confidence' in want,
+                                     network_confidence=needs_conf)
+            out.mask, out.confidence = seg.mask, seg.confidence
+        elif needs_conf:
             out.mask, out.confidence = pipe.segment_with_confidence(rgb)
         else:
             out.mask = pipe.segment(rgb)
         out.timings.update(pipe.timings)
-        ground = bool(GROUND_OUTPUTS & want) and params is not None
         horizon = bool(HORIZON_OUTPUTS & want) and params is not None and params.mask_horizon
         lookups = _Lookups(camera_info, mount, params)
         if horizon and lookups.camera_info() is not None:
             self._cut_horizon(out, params, lookups)
         made('mask', 'confidence')
-        if 'free' in want or ground:
+        if narrow and lookups.camera_info() is not None:
+            t0 = time.perf_counter()
+            shrink = self._network_shrink
+            if shrink is None or shrink.letterbox != seg.letterbox or \
+                    shrink.width != params.mask_width:
+                shrink = self._network_shrink = NetworkShrink(seg.letterbox, params.mask_width)
+            ground_free = shrink(pipe.free_mask(seg.network_mask))
+            ground_conf = shrink(seg.network_confidence) \
+                if seg.network_confidence is not None else None
+            out.timings['shrink'] = time.perf_counter() - t0
+        if 'free' in want or (ground and not narrow):
             t0 = time.perf_counter()
             out.free = pipe.free_mask(out.mask, out=self._buffer('free', out.mask.shape))
             out.timings['free'] = time.perf_counter() - t0
         made('free')
         if ground and lookups.camera_info() is not None:
-            self._ground(out, want, params, lookups, made)
+            if not narrow:
+                t0 = time.perf_counter()
+                ground_free, ground_conf = shrink_for_ground(out.free, out.confidence,
+                                                             params.mask_width)
+                out.timings['shrink'] = time.perf_counter() - t0
+            self._ground(out, want, params, lookups, made, ground_free, ground_conf)
         if 'colored' in want or 'overlay' in want:
             t0 = time.perf_counter()
             lut = self.color_lut if self.color_lut is not None else pipe.color_lut
@@ -451,10 +524,9 @@ class FrameProcessor:
         out.horizon = self.horizon
         out.timings['horizon'] = time.perf_counter() - t0
 
-    def _ground(self, out, want, params, lookups, made):
-        """Project the free mask (and the scan, the picture) into ``out``."""
+    def _ground(self, out, want, params, lookups, made, free, confidence):
+        """Project ``free`` and its ``confidence`` (and the scan, the picture) into ``out``."""
         t0 = time.perf_counter()
-        free, confidence = shrink_for_ground(out.free, out.confidence, params.mask_width)
         try:
             self.projector = projector_for_camera_info(
                 self.projector, lookups.camera_info(), free.shape, lookups.mount(),

@@ -57,6 +57,17 @@ def packaged_model_path(name=PACKAGED_MODEL):
     return os.path.join(os.path.dirname(os.path.dirname(here)), 'models', name)
 
 
+@dataclasses.dataclass
+class Segmentation:
+    """One image's segmentation (:meth:`SegmentationPipeline.segment_parts`); None: not made."""
+
+    mask: np.ndarray
+    confidence: object = None
+    network_mask: object = None
+    network_confidence: object = None
+    letterbox: object = None
+
+
 class SegmentationPipeline:
     """
     One model, ready to segment RGB images of any size.
@@ -98,6 +109,8 @@ class SegmentationPipeline:
         if self.card.output_layout == 'NCHW' or self.card.output_kind == 'argmax':
             self._net_mask = np.empty((self.card.input_height, self.card.input_width),
                                       np.uint8)
+        #: the network-sized (mask, confidence, letterbox) of the last segmentation
+        self._network = (None, None, None)
         self.free_lut = postprocess.class_lut(self.card.free_space)
         self.color_lut = postprocess.palette_lut(self.card.palette)
         #: seconds spent in each stage of the last call to :meth:`segment`
@@ -127,7 +140,22 @@ class SegmentationPipeline:
         """
         return self._segment(rgb, True)
 
-    def _segment(self, rgb, want_confidence):
+    def segment_parts(self, rgb, confidence=False, network_confidence=False):
+        """
+        Return a :class:`Segmentation` of an (H, W, 3) uint8 RGB image.
+
+        Its ``mask`` always; ``confidence`` (as :meth:`segment_with_confidence`) when asked
+        for; ``network_mask`` (class ids at the network's input size, padding included: a
+        buffer that the next call may overwrite) and ``letterbox`` always;
+        ``network_confidence`` (P(free) x 255 at the network's size, fresh) when asked for.
+        The network-sized outputs let a caller make a smaller copy of the masks without
+        going through the camera's size (:class:`freespace_seg.ground.frame.NetworkShrink`).
+        """
+        mask, conf = self._segment(rgb, confidence, network_confidence)
+        net_mask, net_conf, letterbox = self._network
+        return Segmentation(mask, conf, net_mask, net_conf, letterbox)
+
+    def _segment(self, rgb, want_confidence, want_network_confidence=False):
         t0 = time.perf_counter()
         pre = self.preprocessor(rgb.shape[1], rgb.shape[0])
         tensor = pre(rgb)
@@ -141,12 +169,16 @@ class SegmentationPipeline:
             mask = mask.copy()  # no resize was needed: never hand out the reused buffer
         t3 = time.perf_counter()
         self.timings = {'preprocess': t1 - t0, 'inference': t2 - t1, 'postprocess': t3 - t2}
-        if not want_confidence:
+        self._network = (net_mask, None, pre.letterbox)
+        if not (want_confidence or want_network_confidence):
             return mask, None
         card = self.card
         net_conf = postprocess.free_probability(output, card.output_kind, card.free_space,
                                                 card.output_layout)
-        confidence = pre.letterbox.mask_to_source(net_conf)  # net_conf is fresh: no copy
+        self._network = (net_mask, net_conf, pre.letterbox)
+        confidence = None
+        if want_confidence:
+            confidence = pre.letterbox.mask_to_source(net_conf)  # net_conf is fresh: no copy
         self.timings['confidence'] = time.perf_counter() - t3
         return mask, confidence
 

@@ -132,9 +132,10 @@ def measure_pipeline(model, threads, frames, seconds, warmup_runs=5):
         timings = out.timings
         return t4 - t0, {'decode': t1 - t0, 'messages': t4 - t3,
                          'horizon': timings.get('horizon', 0.0),
-                         'free_and_projection': timings['free'] + timings['ground'],
-                         **{k: timings[k] for k in ('preprocess', 'inference', 'postprocess',
-                                                    'confidence')}}
+                         'free_and_projection': timings.get('free', 0.0) +
+                         timings.get('shrink', 0.0) + timings['ground'],
+                         **{k: timings.get(k, 0.0) for k in ('preprocess', 'inference',
+                                                             'postprocess', 'confidence')}}
 
     try:
         for i in range(warmup_runs):

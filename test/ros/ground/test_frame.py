@@ -17,15 +17,17 @@
 import os
 from types import SimpleNamespace
 
+import cv2
 from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_OUTPUTS,
-                                        GROUND_PARAMS, GroundParams, OUTPUTS,
+                                        GROUND_PARAMS, GroundParams, NetworkShrink, OUTPUTS,
                                         projector_for_camera_info, shrink_for_ground, TOPICS)
 from freespace_seg.ground.geometry import CameraIntrinsics
 from freespace_seg.ground.grid import PLAIN_RULE
 from freespace_seg.ground.scan import ScanLayout
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 from freespace_seg.perception.pipeline import SegmentationPipeline
+from freespace_seg.perception.preprocess import Letterbox
 import numpy as np
 import pytest
 
@@ -338,3 +340,50 @@ def test_the_ground_shrinks_a_wide_mask_and_projects_it_at_its_own_scale():
     assert (full.grid == shrunk.grid)[known].mean() >= 0.95
     # shrinking keeps every blocked pixel: next to no cell turns from occupied to free
     assert ((full.grid == 100) & (shrunk.grid == 0)).sum() <= 0.01 * (shrunk.grid == 0).sum()
+
+
+@pytest.mark.parametrize('src,width', [((1280, 720), 640), ((640, 480), 320),
+                                       ((1920, 1080), 640), ((800, 600), 333),
+                                       ((1280, 720), 480), ((481, 271), 200)])
+def test_the_network_shrink_equals_the_shrink_of_the_camera_sized_masks(src, width):
+    rng = np.random.default_rng(width)
+    lb = Letterbox.compute(src[0], src[1], 480, 272)
+    for _ in range(3):
+        blocks = (rng.random((34, 60)) > 0.4).astype(np.uint8) * 255
+        net = cv2.resize(blocks, (480, 272), interpolation=cv2.INTER_NEAREST)
+        net[rng.random(net.shape) < 0.01] = 0  # single blocked pixels survive
+        conf = rng.integers(0, 256, (272, 480), dtype=np.uint8)
+        want_free, want_conf = shrink_for_ground(lb.mask_to_source(net),
+                                                 lb.mask_to_source(conf), width)
+        shrink = NetworkShrink(lb, width)
+        assert shrink.size == want_free.shape[::-1]
+        assert np.array_equal(shrink(net), want_free)
+        assert np.array_equal(shrink(conf), want_conf)
+
+
+def test_a_wide_camera_s_grid_from_the_network_sized_masks_is_the_same_grid():
+    """With grid_mask_width the frame path shrinks the network's masks: the same grid."""
+    rgb = np.zeros((720, 1280, 3), np.uint8)
+    rgb[..., 0] = 200
+    line = (720 * 0.45 + 40 * np.sin(np.arange(1280) / 80.0)).astype(int)
+    rgb[np.arange(720)[:, None] >= line[None, :]] = (0, 200, 0)
+    info = camera_info_for(CameraIntrinsics.from_fov(1280, 720, 1.5))
+    model = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'models',
+                         'freespace_lite0_int8.onnx')
+    shipped = SegmentationPipeline(os.path.abspath(model), 'onnxruntime', 1)
+    try:
+        processor = _processor(shipped, grid_mask_width=640)
+        out = processor.process(rgb, {'mask', 'grid', 'scan'}, info)
+        assert 'shrink' in out.timings and out.free is None and out.confidence is None
+        # The camera-sized way: the masks at 1280x720, then shrunk.
+        mask, conf = shipped.segment_with_confidence(rgb)
+        free, conf = shrink_for_ground(shipped.free_mask(mask), conf, 640)
+        want = processor.projector.ground(free, conf, processor.ground_params.rule)
+        assert np.array_equal(out.grid, want.grid)
+        assert (out.grid == 0).sum() > 100
+        # Asking for the camera-sized masks too changes nothing on the ground.
+        both = processor.process(rgb, {'mask', 'free', 'confidence', 'grid'}, info)
+        assert np.array_equal(both.grid, out.grid)
+        assert both.free.shape == both.confidence.shape == (720, 1280)
+    finally:
+        shipped.close()
