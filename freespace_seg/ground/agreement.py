@@ -26,18 +26,22 @@ once, and nothing becomes free or occupied that the newest grid did not say.
 
 The poses are (x, y, yaw) of the grid's frame (the base frame the grid is laid in) in the
 odom frame at each grid's stamp, as odometry gives them. Every earlier grid is read at the
-newest grid's cell centres, nearest cell. Grids older than ``max_age`` seconds are dropped;
-a pose of None (no odometry) drops the history and passes the grid unchanged, so the caller
-can say that the agreement is off. ``frames`` 1 passes every grid unchanged.
+newest grid's cell centres, nearest cell, and votes free where it has a free cell within
+``tolerance`` cells (1 by default: the far floor of a grid is a sparse set of cells, and a
+lookup a fraction of a cell off must not lose it). Grids older than ``max_age`` seconds are
+dropped; a pose of None (no odometry) drops the history and passes the grid unchanged, so the
+caller can say that the agreement is off. ``frames`` 1 passes every grid unchanged.
 
-The cost is one lookup per earlier grid and cell (a 80x80 grid and 2 earlier grids: well under
-a millisecond). ROS-free and numpy only; the node, ``grid-rules --drives`` and the tests use it.
+The cost is one lookup per earlier grid and cell (an 80x80 grid and 2 earlier grids: well
+under a millisecond). ROS-free (numpy and OpenCV); ``grid-rules --drives`` measures it
+(docs/ground_outputs.md).
 """
 
 import collections
 from dataclasses import dataclass
 import math
 
+import cv2
 from freespace_seg.ground.grid import FREE, UNKNOWN
 import numpy as np
 
@@ -54,6 +58,8 @@ class AgreementParams:
     frames: int = 1
     min_free: int = 0
     max_age: float = 1.0
+    #: an earlier grid votes free where it has a free cell within this many cells
+    tolerance: int = 1
 
     def __post_init__(self):
         if not isinstance(self.frames, (int, np.integer)) or isinstance(self.frames, bool) or \
@@ -64,6 +70,10 @@ class AgreementParams:
                 or not 0 <= self.min_free <= self.frames:
             raise ValueError(f'grid agreement min_free must be an integer in [0, frames '
                              f'({self.frames})], got {self.min_free!r}')
+        if not isinstance(self.tolerance, (int, np.integer)) or \
+                isinstance(self.tolerance, bool) or not 0 <= self.tolerance <= 5:
+            raise ValueError(f'grid agreement tolerance must be an integer in [0, 5] cells, '
+                             f'got {self.tolerance!r}')
         if not (isinstance(self.max_age, (int, float)) and math.isfinite(self.max_age) and
                 self.max_age >= 0.0):
             raise ValueError(f'grid agreement max_age must be a number of seconds >= 0, got '
@@ -80,14 +90,14 @@ class AgreementParams:
         return self.frames > 1 and self.needed > 1
 
     @classmethod
-    def parse(cls, text, max_age=1.0):
+    def parse(cls, text, max_age=1.0, tolerance=1):
         """Parse ``K`` (K of K) or ``K/M`` (M of K); ``1`` is off."""
         text = str(text).strip()
         try:
             if '/' in text:
                 k, m = text.split('/', 1)
-                return cls(int(k), int(m), max_age)
-            return cls(int(text), 0, max_age)
+                return cls(int(k), int(m), max_age, tolerance)
+            return cls(int(text), 0, max_age, tolerance)
         except ValueError as e:
             if 'grid agreement' in str(e):
                 raise
@@ -145,7 +155,7 @@ class GridAgreement:
             row, col = old_spec.cell_of(oc * dx + os_ * dy, -os_ * dx + oc * dy)
             inside = row >= 0
             free = np.zeros(grid.shape, bool)
-            free[inside] = old[row[inside], col[inside]] == FREE
+            free[inside] = old[row[inside], col[inside]]
             votes += free
             used += 1
         return votes, used
@@ -166,11 +176,16 @@ class GridAgreement:
             self.reset()
             return grid
         votes, _ = self.votes(grid, spec, pose, stamp)
-        kept = np.array(grid, np.int8, copy=True)
-        self._history.append((float(stamp), tuple(float(v) for v in pose), spec, kept))
-        drop = (kept == FREE) & (votes < self.params.needed)
+        free = np.asarray(grid) == FREE
+        near = free
+        t = self.params.tolerance
+        if t:
+            near = cv2.dilate(free.view(np.uint8), np.ones((2 * t + 1, 2 * t + 1), np.uint8))
+            near = near.astype(bool)
+        self._history.append((float(stamp), tuple(float(v) for v in pose), spec, near))
+        drop = free & (votes < self.params.needed)
         if not drop.any():
             return grid
-        out = kept.copy()
+        out = np.array(grid, np.int8, copy=True)
         out[drop] = UNKNOWN
         return out

@@ -41,14 +41,14 @@ def agreement_key(rule, params):
     return rule if not params.active else f'{rule} ~{params.name}'
 
 
-def parse_agreements(text):
+def parse_agreements(text, tolerance=1):
     """Return the ``--agreement`` list as AgreementParams, in order, without repeats."""
     from freespace_seg.ground.agreement import AgreementParams
 
     out = []
     for part in str(text).split(','):
         if part.strip():
-            p = AgreementParams.parse(part, max_age=0.0)
+            p = AgreementParams.parse(part, max_age=0.0, tolerance=tolerance)
             if p.name not in [o.name for o in out]:
                 out.append(p)
     if not out:

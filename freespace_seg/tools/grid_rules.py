@@ -142,6 +142,9 @@ def add_arguments(parser):
                         help='with --drives: the agreements to score, K (all of the last K '
                              'grids) or K/M (M of them); 1 is none '
                              f'({DRIVE_DEFAULTS["agreement"]})')
+    parser.add_argument('--agreement-tolerance', type=int, default=None, metavar='CELLS',
+                        help='with --drives: an earlier grid agrees where it has a free cell '
+                             'within this many cells (1)')
     parser.add_argument('--threads', type=int, default=1, help='inference threads')
     parser.add_argument('--out', default='', help='also write the table (Markdown) here')
     parser.add_argument('--json', default='', help='also write every number here')
@@ -495,7 +498,7 @@ def run(args):
             return 2
     else:
         sets = all_sets
-    drive_options = ('drive_seconds', 'frame_every', 'agreement')
+    drive_options = ('drive_seconds', 'frame_every', 'agreement', 'agreement_tolerance')
     drive_given = [f'--{k.replace("_", "-")}' for k in drive_options
                    if getattr(args, k, None) is not None]
     if args.drives is not None:
@@ -587,8 +590,9 @@ def _run_drives(args, rules, sets):
         else DRIVE_DEFAULTS['seconds']
     every = args.frame_every if args.frame_every is not None else DRIVE_DEFAULTS['frame_every']
     try:
+        tolerance = args.agreement_tolerance if args.agreement_tolerance is not None else 1
         agreements = parse_agreements(args.agreement if args.agreement is not None
-                                      else DRIVE_DEFAULTS['agreement'])
+                                      else DRIVE_DEFAULTS['agreement'], tolerance)
     except ValueError as e:
         print(f'grid-rules: {e}', file=sys.stderr)
         return 2
@@ -621,7 +625,8 @@ def _run_drives(args, rules, sets):
     print(text)
     header = (f'`python -m freespace_seg grid-rules --drives {args.drives} --drive-seconds '
               f'{seconds:g} --frame-every {every:g} --agreement '
-              f'{",".join(a.name for a in agreements)} --seed {args.seed} --width {args.width} '
+              f'{",".join(a.name for a in agreements)} --agreement-tolerance {tolerance} '
+              f'--seed {args.seed} --width {args.width} '
               f'--height {args.height}`; {model}; '
               + '; '.join(f'{n}: {k} frames scored' for n, k in scored.items()) + '\n\n')
     _write(args, header + text + '\n', {'result': result, 'frames': scored})

@@ -116,3 +116,19 @@ def test_one_frame_is_off_and_parse_names():
 def test_bad_agreements_are_refused(text):
     with pytest.raises(ValueError, match='grid agreement'):
         AgreementParams.parse(text)
+
+
+def test_sparse_far_floor_survives_a_shift_of_less_than_a_cell_with_the_tolerance():
+    # Far floor is every other cell (rays of single pixels): a shift of the robot by less
+    # than a cell can move the pattern by one cell.
+    grid = np.full(SPEC.shape, UNKNOWN, np.int8)
+    grid[::2, 10::2] = FREE
+    kept = {}
+    for tolerance in (0, 1):
+        agree = GridAgreement(AgreementParams(2, tolerance=tolerance))
+        agree.apply(grid, SPEC, (0.0, 0.0, 0.0), stamp=0.0)
+        shifted = np.full(SPEC.shape, UNKNOWN, np.int8)
+        shifted[1::2, 10::2] = FREE
+        out = agree.apply(shifted, SPEC, (0.0, 0.0, 0.0), stamp=0.1)
+        kept[tolerance] = (out == FREE).sum() / (shifted == FREE).sum()
+    assert kept[0] == 0.0 and kept[1] == 1.0
