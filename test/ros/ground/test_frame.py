@@ -310,6 +310,18 @@ def test_one_set_of_ground_parameters_and_topics():
     assert params.mask_horizon is False and params.horizon_margin_deg == 2.5
 
 
+def _wide_frame():
+    """Return a 1280x720 frame (red wall over green floor), its CameraInfo, the shipped model."""
+    rgb = np.zeros((720, 1280, 3), np.uint8)
+    rgb[..., 0] = 200
+    line = (720 * 0.45 + 40 * np.sin(np.arange(1280) / 80.0)).astype(int)
+    rgb[np.arange(720)[:, None] >= line[None, :]] = (0, 200, 0)
+    info = camera_info_for(CameraIntrinsics.from_fov(1280, 720, 1.5))
+    model = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'models',
+                         'freespace_lite0_int8.onnx')
+    return rgb, info, SegmentationPipeline(os.path.abspath(model), 'onnxruntime', 1)
+
+
 def test_the_ground_shrinks_a_wide_mask_and_projects_it_at_its_own_scale():
     free = np.zeros((720, 1280), np.uint8)
     free[400:] = 255
@@ -323,14 +335,7 @@ def test_the_ground_shrinks_a_wide_mask_and_projects_it_at_its_own_scale():
     speck[600, 700] = 0  # one blocked pixel stays blocked
     assert (shrink_for_ground(speck, None, 640)[0] == 0).sum() == (small == 0).sum() + 1
     # The frame path: a 1280x720 frame projected 640 wide gives (nearly) the same grid.
-    rgb = np.zeros((720, 1280, 3), np.uint8)
-    rgb[..., 0] = 200
-    line = (720 * 0.45 + 40 * np.sin(np.arange(1280) / 80.0)).astype(int)
-    rgb[np.arange(720)[:, None] >= line[None, :]] = (0, 200, 0)
-    info = camera_info_for(CameraIntrinsics.from_fov(1280, 720, 1.5))
-    model = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'models',
-                         'freespace_lite0_int8.onnx')
-    shipped = SegmentationPipeline(os.path.abspath(model), 'onnxruntime', 1)
+    rgb, info, shipped = _wide_frame()
     full = _processor(shipped, grid_mask_width=0).process(rgb, {'grid'}, info)
     shrunk = _processor(shipped, grid_mask_width=640).process(rgb, {'grid'}, info)
     shipped.close()
@@ -363,14 +368,7 @@ def test_the_network_shrink_equals_the_shrink_of_the_camera_sized_masks(src, wid
 
 def test_a_wide_camera_s_grid_from_the_network_sized_masks_is_the_same_grid():
     """With grid_mask_width the frame path shrinks the network's masks: the same grid."""
-    rgb = np.zeros((720, 1280, 3), np.uint8)
-    rgb[..., 0] = 200
-    line = (720 * 0.45 + 40 * np.sin(np.arange(1280) / 80.0)).astype(int)
-    rgb[np.arange(720)[:, None] >= line[None, :]] = (0, 200, 0)
-    info = camera_info_for(CameraIntrinsics.from_fov(1280, 720, 1.5))
-    model = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'models',
-                         'freespace_lite0_int8.onnx')
-    shipped = SegmentationPipeline(os.path.abspath(model), 'onnxruntime', 1)
+    rgb, info, shipped = _wide_frame()
     try:
         processor = _processor(shipped, grid_mask_width=640)
         out = processor.process(rgb, {'mask', 'grid', 'scan'}, info)
