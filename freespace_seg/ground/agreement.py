@@ -37,9 +37,11 @@ under a millisecond). ROS-free (numpy and OpenCV); ``grid-rules --drives`` measu
 (docs/ground_outputs.md).
 """
 
+import bisect
 import collections
 from dataclasses import dataclass
 import math
+import threading
 
 import cv2
 from freespace_seg.ground.grid import FREE, UNKNOWN
@@ -109,17 +111,71 @@ class AgreementParams:
         return '1' if not self.active else f'{self.frames}/{self.needed}'
 
 
+def odom_pose(msg):
+    """Return (time ns, x, y, yaw) of a nav_msgs/Odometry message (any object with its fields)."""
+    p, q = msg.pose.pose.position, msg.pose.pose.orientation
+    yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    t_ns = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+    return t_ns, float(p.x), float(p.y), yaw
+
+
+class PoseHistory:
+    """
+    Recent odometry poses by time, to find the pose of a grid's stamp.
+
+    :meth:`add` takes (time ns, x, y, yaw) in any order of arrival; :meth:`at` returns the
+    (x, y, yaw) nearest to a time within ``tolerance_ns``, or None. Thread-safe.
+    """
+
+    def __init__(self, size=100, tolerance_ns=200_000_000):
+        self._poses = collections.deque(maxlen=size)
+        self.tolerance_ns = int(tolerance_ns)
+        self._lock = threading.Lock()
+
+    def add(self, t_ns, x, y, yaw):
+        """Keep one pose (a time that goes backwards, e.g. a replayed bag, starts over)."""
+        with self._lock:
+            if self._poses and t_ns < self._poses[-1][0] - 10 * self.tolerance_ns:
+                self._poses.clear()
+            self._poses.append((int(t_ns), float(x), float(y), float(yaw)))
+
+    def at(self, t_ns):
+        """Return the (x, y, yaw) nearest to ``t_ns`` within the tolerance, else None."""
+        with self._lock:
+            poses = sorted(self._poses)
+        if not poses:
+            return None
+        i = bisect.bisect_left(poses, (int(t_ns),))
+        best = min((poses[j] for j in (i - 1, i) if 0 <= j < len(poses)),
+                   key=lambda p: abs(p[0] - t_ns))
+        return best[1:] if abs(best[0] - t_ns) <= self.tolerance_ns else None
+
+    def clear(self):
+        """Forget every pose."""
+        with self._lock:
+            self._poses.clear()
+
+    def __len__(self):
+        return len(self._poses)
+
+
 class GridAgreement:
-    """The last grids and their odom poses; :meth:`apply` filters the newest (module doc)."""
+    """
+    The last grids and their odom poses; :meth:`apply` filters the newest (module doc).
+
+    One object may serve several threads (the node's workers): :meth:`apply` holds a lock.
+    """
 
     def __init__(self, params=AgreementParams()):
         self.params = params
         self._history = collections.deque(maxlen=max(0, params.frames - 1))
         self._centres = None
+        self._lock = threading.Lock()
 
     def reset(self):
         """Forget the grids kept (after a clock jump, a new odom frame or a new grid)."""
-        self._history.clear()
+        with self._lock:
+            self._history.clear()
 
     def __len__(self):
         return len(self._history)
@@ -175,6 +231,10 @@ class GridAgreement:
         if pose is None:
             self.reset()
             return grid
+        with self._lock:
+            return self._apply(grid, spec, pose, stamp)
+
+    def _apply(self, grid, spec, pose, stamp):
         votes, _ = self.votes(grid, spec, pose, stamp)
         free = np.asarray(grid) == FREE
         near = free

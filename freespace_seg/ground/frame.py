@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import time
 
 import cv2
+from freespace_seg.ground.agreement import AgreementParams, GridAgreement
 from freespace_seg.ground.camera_info import intrinsics_from_camera_info_msg
 from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.geometry import CameraMount
@@ -87,7 +88,8 @@ GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera
                  'max_range', 'grid_min_obstacle_run', 'grid_cut_confidence',
                  'grid_mark_confidence', 'grid_free_confidence', 'grid_behind_confidence',
                  'scan_angle_increment', 'mask_horizon', 'horizon_margin_deg',
-                 'grid_mask_width')
+                 'grid_mask_width', 'grid_agreement_frames', 'grid_agreement_min_free',
+                 'grid_agreement_tolerance', 'grid_agreement_max_age')
 #: the outputs the horizon cut changes: the class mask and what is made from it
 HORIZON_OUTPUTS = frozenset({'mask', 'free', 'colored', 'overlay'})
 
@@ -183,6 +185,8 @@ class GroundParams:
     horizon_margin_deg: float = DEFAULT_MARGIN_DEG
     #: project the free mask (and its confidence) at most this many pixels wide (0: as it is)
     mask_width: int = 0
+    #: free cells only where the last grids agree in the odom frame (off by default)
+    agreement: AgreementParams = AgreementParams()
 
     def __post_init__(self):
         if not self.scan_angle_increment > 0.0:
@@ -209,9 +213,13 @@ class GroundParams:
         rule = GridRule(p['grid_min_obstacle_run'], p['grid_cut_confidence'],
                         p['grid_mark_confidence'], p['grid_free_confidence'],
                         p['grid_behind_confidence'])
+        agreement = AgreementParams(int(p.get('grid_agreement_frames', 1)),
+                                    int(p.get('grid_agreement_min_free', 0)),
+                                    float(p.get('grid_agreement_max_age', 1.0)),
+                                    int(p.get('grid_agreement_tolerance', 1)))
         return cls(mount, grid, rule, float(p['scan_angle_increment']),
                    bool(p['mask_horizon']), float(p['horizon_margin_deg']),
-                   int(p['grid_mask_width']))
+                   int(p['grid_mask_width']), agreement)
 
 
 def mask_intrinsics(info, shape):
@@ -330,6 +338,8 @@ class FrameOutputs:
     overlay: object = None
     ground_error: object = None
     horizon: object = None
+    #: the grid agreement: None (off), True (applied), False (on, but no odometry pose)
+    agreement: object = None
     timings: dict = field(default_factory=dict)
 
     @property
@@ -351,9 +361,17 @@ class FrameOutputs:
 class _Lookups:
     """One frame's CameraInfo and pose, each looked up (or called) at most once."""
 
-    def __init__(self, camera_info, mount, params):
-        self._info, self._mount, self._params = camera_info, mount, params
-        self._have_info = self._have_mount = False
+    def __init__(self, camera_info, mount, params, odom=None):
+        self._info, self._mount, self._params, self._odom = camera_info, mount, params, odom
+        self._have_info = self._have_mount = self._have_odom = False
+
+    def odom(self):
+        """Return the frame's ((x, y, yaw) in odom, stamp in s), or None."""
+        if not self._have_odom:
+            self._have_odom = True
+            if callable(self._odom):
+                self._odom = self._odom()
+        return self._odom
 
     def camera_info(self):
         """Return the frame's CameraInfo, or None."""
@@ -389,7 +407,7 @@ class FrameProcessor:
     """
 
     def __init__(self, pipeline, ground=None, alpha=0.5, color_lut=None, footprint_radius=0.17,
-                 reuse=False):
+                 reuse=False, agreement=None):
         self.pipeline = pipeline
         self.ground_params = ground
         self.alpha = alpha
@@ -404,6 +422,9 @@ class FrameProcessor:
         self.horizon = None
         self._buffers = {}
         self._network_shrink = None
+        #: the :class:`~freespace_seg.ground.agreement.GridAgreement` of the grids (may be
+        #: shared by several processors; made from ``ground.agreement`` when it differs)
+        self.agreement = agreement
 
     def reset(self):
         """Forget the projector, the scan's rays, the horizon cut and the buffers."""
@@ -426,7 +447,7 @@ class FrameProcessor:
             buf = self._buffers[name] = np.empty(shape, np.uint8)
         return buf
 
-    def process(self, rgb, want, camera_info=None, mount=None, ready=None):
+    def process(self, rgb, want, camera_info=None, mount=None, ready=None, odom=None):
         """
         Return the :class:`FrameOutputs` of an (H, W, 3) uint8 RGB image.
 
@@ -438,7 +459,11 @@ class FrameProcessor:
         segmentation, and only when the ground is projected or the masks are cut at the
         horizon: a CameraInfo or TF that arrives during the inference is then used.
         ``ready(name, outputs)``, when given, is called for each output asked for as soon as
-        it is made, in :data:`OUTPUTS` order.
+        it is made, in :data:`OUTPUTS` order. ``odom``: the frame's ((x, y, yaw) of the grid's
+        frame in the odom frame, stamp in seconds), or a function that returns it or None;
+        read only when :attr:`GroundParams.agreement` is on (the grid's free cells are then
+        filtered by :class:`~freespace_seg.ground.agreement.GridAgreement`; without a pose
+        the grid passes as it is and ``outputs.agreement`` is False).
         """
         want = frozenset(want)
         unknown = want - set(OUTPUTS)
@@ -469,7 +494,7 @@ class FrameProcessor:
             out.mask = pipe.segment(rgb)
         out.timings.update(pipe.timings)
         horizon = bool(HORIZON_OUTPUTS & want) and params is not None and params.mask_horizon
-        lookups = _Lookups(camera_info, mount, params)
+        lookups = _Lookups(camera_info, mount, params, odom)
         if horizon and lookups.camera_info() is not None:
             self._cut_horizon(out, params, lookups)
         made('mask', 'confidence')
@@ -509,6 +534,20 @@ class FrameProcessor:
                 made('overlay')
         return out
 
+    def _agree(self, out, params, lookups):
+        """Filter the grid's free cells by the agreement of the last grids (its docstring)."""
+        agreement = self.agreement
+        if agreement is None or agreement.params != params:
+            agreement = self.agreement = GridAgreement(params)
+        odom = lookups.odom()
+        if odom is None:
+            agreement.reset()
+            out.agreement = False
+            return
+        pose, stamp = odom
+        out.ground.grid = agreement.apply(out.ground.grid, out.grid_spec, pose, stamp)
+        out.agreement = True
+
     def _cut_horizon(self, out, params, lookups):
         """Set the class mask's pixels above the horizon to blocked (the module docstring)."""
         t0 = time.perf_counter()
@@ -536,6 +575,8 @@ class FrameProcessor:
             return
         out.ground = self.projector.ground(free, confidence, params.rule)
         out.grid_spec = self.projector.grid_spec
+        if params.agreement.active:
+            self._agree(out, params.agreement, lookups)
         t1 = time.perf_counter()
         out.timings['ground'] = t1 - t0
         if 'scan' in want:

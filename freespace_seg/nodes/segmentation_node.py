@@ -15,7 +15,8 @@
 """
 ``segmentation_node``: camera images in, free-floor masks out.
 
-Subscribes ``image`` (or ``image/compressed``) and ``camera_info``, runs the model off the
+Subscribes ``image`` (or ``image/compressed``), ``camera_info`` and ``odom``
+(nav_msgs/Odometry, read only with ``grid_agreement_frames`` > 1), runs the model off the
 executor thread on the newest frame only (``num_workers`` frames at once, each worker with its
 own engine, outputs in arrival order), and publishes at camera resolution, each header
 equal to its input's: ``segmentation/mask`` (mono8 class ids), ``segmentation/colored_mask``,
@@ -24,7 +25,9 @@ equal to its input's: ``segmentation/mask`` (mono8 class ids), ``segmentation/co
 projects the free floor onto the ground and publishes in ``base_frame`` with the image's
 stamp: ``free_space/grid`` (nav_msgs/OccupancyGrid), ``free_space/obstacles``
 (sensor_msgs/PointCloud2), ``free_space/scan`` (sensor_msgs/LaserScan) and
-``free_space/grid_image`` (rgb8), all under one grid rule (:class:`GridRule`). With
+``free_space/grid_image`` (rgb8), all under one grid rule (:class:`GridRule`), and with
+``grid_agreement_frames`` free only where the last grids agree in the odom frame
+(:mod:`freespace_seg.ground.agreement`). With
 ``mask_horizon`` and a CameraInfo, the masks are blocked above the horizon
 (:mod:`freespace_seg.ground.horizon`). Plus ``/diagnostics``. Parameters:
 :data:`freespace_seg.nodes.params.SEGMENTATION_PARAMS`.
@@ -39,6 +42,7 @@ import time
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from freespace_seg.common.profiling import profile_from_environment
+from freespace_seg.ground.agreement import GridAgreement, odom_pose, PoseHistory
 from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_PARAMS,
                                         GroundParams, TOPICS)
 from freespace_seg.nodes.camera_pose import CameraPoseSource
@@ -54,7 +58,7 @@ from freespace_seg.perception.image_codec import ImageCodecError
 from freespace_seg.perception.model_card import ModelCardError, mount_outside_training
 from freespace_seg.perception.pipeline import packaged_model_path, SegmentationPipeline
 from freespace_seg.perception.postprocess import palette_lut
-from nav_msgs.msg import OccupancyGrid
+from nav_msgs.msg import OccupancyGrid, Odometry
 import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.time import Time
@@ -135,15 +139,22 @@ class SegmentationNode(LifecycleNode):
         self._info_error = ''
         self._pose_source = CameraPoseSource(self, p['use_tf'], p['base_frame'],
                                              p['tf_timeout'])
-        self._sub = self._info_sub = None
+        self._sub = self._info_sub = self._odom_sub = None
         self._output_pubs = {}
         self._slot = None
         # One frame path per worker (ground/frame.py); each holds its pipeline while
         # configured, and its lock while it processes a frame or its model is swapped.
+        # The grids' agreement in the odom frame, one for all workers (off by default).
+        self._odom = PoseHistory()
+        self._odom_frame_note = ''
+        agreement = GridAgreement(ground.agreement)
         self._workers = [
             FrameWorker(i, FrameProcessor(None, ground, alpha=p['overlay_alpha'],
-                                          footprint_radius=p['footprint_radius'], reuse=True))
+                                          footprint_radius=p['footprint_radius'], reuse=True,
+                                          agreement=agreement))
             for i in range(p['num_workers'])]
+        #: the last frame's agreement: None (off), True (applied), False (no odometry)
+        self._agreement_state = None
         #: the worker whose frame was published last (the read-only views' projector...)
         self._latest = self._workers[0]
         # With several workers, frames finish out of order: the gate lets them out in order.
@@ -323,6 +334,9 @@ class SegmentationNode(LifecycleNode):
             self._sub = self.create_subscription(Image, 'image', self._on_image, in_qos)
         self._info_sub = self.create_subscription(CameraInfo, 'camera_info', self._on_info,
                                                   in_qos)
+        # Odometry for grid_agreement_frames (cheap at a base's 20 Hz; kept while active, so
+        # that the agreement can be switched on at run time).
+        self._odom_sub = self.create_subscription(Odometry, 'odom', self._on_odom, 20)
         self._slot = LatestSlot()
         many = len(self._workers) > 1
         for worker in self._workers:
@@ -338,10 +352,10 @@ class SegmentationNode(LifecycleNode):
 
     def _stop_work(self):
         """Unsubscribe and stop the workers, each finishing or dropping its in-flight frame."""
-        for sub in (self._sub, self._info_sub):
+        for sub in (self._sub, self._info_sub, self._odom_sub):
             if sub is not None:
                 self.destroy_subscription(sub)
-        self._sub = self._info_sub = None
+        self._sub = self._info_sub = self._odom_sub = None
         if self._slot is not None:
             self.dropped_before += self._slot.dropped
             self._slot.close()
@@ -454,9 +468,15 @@ class SegmentationNode(LifecycleNode):
 
     def _commit_changes(self, ready, changes):
         """Apply what :meth:`_prepare_changes` built, and the plain values of ``changes``."""
+        agreement = None
+        if 'ground' in ready and \
+                ready['ground'].agreement != self._workers[0].frames.ground_params.agreement:
+            agreement = GridAgreement(ready['ground'].agreement)
         for worker in self._workers:
             if 'ground' in ready:
                 worker.frames.ground_params = ready['ground']
+            if agreement is not None:
+                worker.frames.agreement = agreement
             if 'color_lut' in ready:
                 worker.frames.color_lut = ready['color_lut']
         new_pipelines = ready.get('pipelines')
@@ -492,6 +512,23 @@ class SegmentationNode(LifecycleNode):
 
     def _on_info(self, msg):
         self._infos.add(msg)
+
+    def _on_odom(self, msg):
+        self._odom.add(*odom_pose(msg))
+        base = self.params['base_frame']
+        child = msg.child_frame_id
+        self._odom_frame_note = '' if not child or child == base else (
+            f'odometry of {child}, grids in {base}: poses used as they are')
+
+    def odom_pose_at(self, t_ns):
+        """Return the odometry (x, y, yaw) received for time ``t_ns``, within 0.2 s, or None."""
+        return self._odom.at(t_ns)
+
+    def _odom_at(self, header):
+        """Return ((x, y, yaw), stamp s) of the odometry at an image's stamp, or None."""
+        t_ns = Time.from_msg(header.stamp).nanoseconds
+        pose = self._odom.at(t_ns)
+        return None if pose is None else (pose, t_ns * 1e-9)
 
     def _wanted(self, pub):
         return self._publish_all or pub.get_subscription_count() > 0
@@ -660,7 +697,15 @@ class SegmentationNode(LifecycleNode):
         out = worker.frames.process(
             rgb, want, functools.partial(self._camera_info, header),
             functools.partial(self._camera_transform, header),
-            ready=publish if gate is None else lambda name, out: made.append(name))
+            ready=publish if gate is None else lambda name, out: made.append(name),
+            odom=functools.partial(self._odom_at, header))
+        if out.agreement is not None or out.has_ground:
+            if out.agreement is False and self._agreement_state is not False:
+                self.get_logger().warning(
+                    f'grid_agreement_frames is on but no odometry on {self.odom_topic} within '
+                    '0.2 s of the image stamp: grids pass unfiltered until it comes',
+                    throttle_duration_sec=ERROR_THROTTLE_S)
+            self._agreement_state = out.agreement
         if out.ground_error is not None:
             self._info_error = f'unusable CameraInfo: {out.ground_error}'
         elif out.has_ground or out.horizon is not None:
@@ -756,6 +801,7 @@ class SegmentationNode(LifecycleNode):
             'camera_info': self._info_error or (
                 'ok' if self._infos else f'none yet on {self.info_topic}'),
             'camera_pose': self._pose_source.status,
+            'grid_agreement': self.agreement_status,
         }
         if engines and getattr(engines[0], 'round_trips', None) is not None:
             # Remote backends: the server round trip, apart from the local processing.
@@ -795,6 +841,26 @@ class SegmentationNode(LifecycleNode):
     @property
     def info_topic(self):
         return self.resolve_topic_name('camera_info')
+
+    @property
+    def odom_topic(self):
+        return self.resolve_topic_name('odom')
+
+    @property
+    def agreement_status(self):
+        """Return a short sentence on the grid agreement, for diagnostics."""
+        params = self._workers[0].frames.ground_params.agreement
+        if not params.active:
+            return 'off'
+        text = f'{params.needed} of the last {params.frames} grids'
+        state = self._agreement_state
+        if state is None:
+            text += ': no grid yet'
+        elif state:
+            text += f': applied (odometry on {self.odom_topic})'
+        else:
+            text += f': not applied, no odometry on {self.odom_topic} at the image stamps'
+        return text + (f'; {self._odom_frame_note}' if self._odom_frame_note else '')
 
     def destroy_node(self):
         """Stop the workers (finishing or dropping the frames in flight), then destroy."""

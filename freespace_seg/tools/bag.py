@@ -58,6 +58,7 @@ import sys
 import time
 
 from freespace_seg.common.progress import Progress
+from freespace_seg.ground.agreement import odom_pose, PoseHistory
 from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_PARAMS,
                                         GroundParams, TOPICS)
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS, spec_by_name, validate
@@ -69,6 +70,7 @@ import numpy as np
 
 IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
 INFO_TYPE = 'sensor_msgs/msg/CameraInfo'
+ODOM_TYPE = 'nav_msgs/msg/Odometry'
 #: the images written for every frame (FrameOutputs names), in this order
 IMAGES = ('mask', 'colored', 'overlay', 'free')
 #: output topics, relative to the image topic's namespace, as the node names them
@@ -105,6 +107,10 @@ def add_arguments(parser):
     parser.add_argument('--camera-info-topic', default='',
                         help='CameraInfo topic for the grid (default: camera_info beside the '
                              'image topic, else the only CameraInfo topic)')
+    parser.add_argument('--odom-topic', default='',
+                        help='nav_msgs/Odometry topic for --grid-agreement-frames (default: the '
+                             'only Odometry topic, else the one with the most messages); read '
+                             'only when the agreement is on, which runs one worker')
     parser.add_argument('--keep', default='all', choices=('all', 'image', 'none'),
                         help='input topics copied to OUT: all (default), the image topic '
                              'and its CameraInfo only, or none')
@@ -250,6 +256,19 @@ def choose_topics(reader, image_topic='', info_topic=''):
     return image_topic, topics[image_topic], info_topic
 
 
+def choose_odom_topic(reader, odom_topic=''):
+    """Return the Odometry topic for the grid agreement ('' when the bag has none)."""
+    counts = collections.Counter()
+    for c in reader.connections:
+        if c.msgtype == ODOM_TYPE:
+            counts[c.topic] += c.msgcount
+    if odom_topic:
+        if odom_topic not in counts:
+            raise BagError(f'no nav_msgs/Odometry topic {odom_topic} in the bag')
+        return odom_topic
+    return counts.most_common(1)[0][0] if counts else ''
+
+
 def _add_copy(writer, conn, store):
     """Add an output connection for an input topic copied as raw bytes; None if impossible."""
     msgdef, digest = conn.msgdef.data, conn.digest
@@ -279,6 +298,8 @@ class _Summary:
         self.seconds = 0.0
         self.pipeline_seconds = 0.0   # SegmentationPipeline.segment alone, all workers
         self.workers = ''
+        self.agreed = 0               # grids filtered by the grid agreement
+        self.agreement_note = ''
 
     def lines(self, image_topic, grid_note):
         fps = self.frames / self.seconds if self.seconds > 0 else 0.0
@@ -299,6 +320,8 @@ class _Summary:
             out.append('free pixels over time (10 equal parts of the frames): ' +
                        ' '.join(f'{b.mean():.0%}' for b in bins))
         out.append(grid_note if not self.grid else f'free_space/grid: {self.grid} grids')
+        if self.agreement_note:
+            out.append(self.agreement_note)
         if self.scan:
             out.append(f'free_space/scan: {self.scan} scans')
         if self.labels:
@@ -347,6 +370,11 @@ def process_bag(args, out=sys.stdout, progress_file=None):
     try:
         image_topic, image_type, info_topic = choose_topics(reader, args.image_topic,
                                                             args.camera_info_topic)
+        args.odom_topic_used = ''
+        if ground.agreement.active:
+            # Each grid is filtered by the grids before it: one worker keeps their order.
+            args.odom_topic_used = choose_odom_topic(reader, args.odom_topic)
+            args.jobs = 1
         store = typestore_for(reader)
         pipes, threads = open_pipelines(args)
         ns = namespace_of(image_topic)
@@ -388,6 +416,12 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         note = 'free_space/grid: not written (--no-grid)'
     else:
         note = f'free_space/grid: none written (no usable CameraInfo on {info_topic})'
+    if ground.agreement.active:
+        summary.agreement_note = (
+            f'grid agreement ({ground.agreement.needed} of the last {ground.agreement.frames} '
+            f'grids, odometry {args.odom_topic_used or "none in the bag"}): applied to '
+            f'{summary.agreed} grids, {summary.grid - summary.agreed} passed unfiltered '
+            '(no odometry within 0.2 s)')
     for line in summary.lines(image_topic, note):
         print(line, file=out)
     print(f'wrote {args.output} ({args.storage})', file=out)
@@ -480,7 +514,7 @@ class _FrameResult:
     """What a worker made of one frame: its serialized outputs, or why it was skipped."""
 
     __slots__ = ('skip', 'writes', 'grid', 'scan', 'ground_skip', 'free_share', 'seconds',
-                 'label')
+                 'label', 'agreed')
 
     def __init__(self, skip=None):
         self.skip = skip
@@ -490,6 +524,7 @@ class _FrameResult:
         self.free_share = 0.0
         self.seconds = 0.0        # in the segmentation pipeline
         self.label = None         # (rgb, free, confidence) of a label candidate
+        self.agreed = False       # the grid was filtered by the grid agreement
 
 
 class _Worker:
@@ -510,7 +545,7 @@ class _Worker:
         self.want = set(IMAGES) | ({'confidence'} if args.confidence else set()) | \
             ({'grid'} if want_grid else set()) | ({'scan'} if want_scan else set())
 
-    def __call__(self, msg, info, label_candidate, label_confidence):
+    def __call__(self, msg, info, label_candidate, label_confidence, odom=None):
         try:
             rgb = msg_to_rgb(msg)
         except ImageCodecError as e:
@@ -518,8 +553,9 @@ class _Worker:
         header, frame_id = msg.header, self.args.base_frame
         done = _FrameResult()
         want = self.want | ({'confidence'} if label_candidate and label_confidence else set())
-        out = self.frames.process(rgb, want, info)
+        out = self.frames.process(rgb, want, info, odom=odom)
         done.seconds = sum(self.frames.pipeline.timings.values())
+        done.agreed = bool(out.agreement)
         images = {TOPICS[name]: (getattr(out, name), encoding) for name, encoding in
                   (('mask', 'mono8'), ('colored', 'rgb8'), ('overlay', 'rgb8'),
                    ('free', 'mono8'), ('confidence', 'mono8'))}
@@ -560,6 +596,8 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
     if args.max_frames > 0:
         total = min(total, args.max_frames) if total else args.max_frames
     infos = CameraInfoHistory()
+    odom_topic = getattr(args, 'odom_topic_used', '')
+    poses = PoseHistory(size=1000)
     want_ground = GRID_OUTPUT in out_conns or SCAN_OUTPUT in out_conns
     # The CameraInfo is read for the grid, the scan and the horizon cut of the masks.
     want_info = want_ground or args.mask_horizon
@@ -576,6 +614,13 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
                     infos.add(store.deserialize_cdr(raw, INFO_TYPE))
                 except Exception as e:  # noqa: B902 - a bad CameraInfo is skipped
                     summary.skipped[f'bad CameraInfo: {_one_line(e)}'] += 1
+            elif odom_topic and conn.topic == odom_topic:
+                try:
+                    odom = store.deserialize_cdr(raw, ODOM_TYPE)
+                except Exception as e:  # noqa: B902 - a bad Odometry is skipped
+                    summary.skipped[f'bad Odometry: {_one_line(e)}'] += 1
+                else:
+                    poses.add(*odom_pose(odom))
             elif conn.topic == image_topic:
                 if args.max_frames > 0 and seen >= args.max_frames:
                     return
@@ -593,6 +638,7 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
         if done.ground_skip is not None:
             summary.skipped[done.ground_skip] += 1
         summary.grid += done.grid
+        summary.agreed += done.agreed and done.grid
         summary.scan += done.scan
         summary.pipeline_seconds += done.seconds
         summary.frames += 1
@@ -633,7 +679,12 @@ def _frames_loop(reader, writer, store, workers, args, image_topic, info_topic, 
             # The CameraInfo is matched here, in bag order, as the node matches it.
             info = infos.match(msg.header) if want_info else None
             candidate = labels is not None and labels.is_candidate(index)
-            task = (msg, info, candidate, labels is not None and labels.wants_confidence)
+            odom = None
+            if odom_topic:
+                t_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+                pose = poses.at(t_ns)
+                odom = None if pose is None else (pose, t_ns * 1e-9)
+            task = (msg, info, candidate, labels is not None and labels.wants_confidence, odom)
             pending.append((index, stamp, pool.submit(segment, *task) if pool is not None
                             else _Now(segment(*task))))
             while len(pending) > depth:

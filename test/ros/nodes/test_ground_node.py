@@ -26,7 +26,7 @@ from freespace_seg.nodes.msgs import array_to_image, camera_info_from_intrinsics
 from freespace_seg.nodes.segmentation_node import start_segmentation_node
 from freespace_seg.perception.image_codec import image_to_array
 from freespace_seg.sim import Box, Cylinder, default_intrinsics, default_mount, render, Scene
-from nav_msgs.msg import OccupancyGrid
+from nav_msgs.msg import OccupancyGrid, Odometry
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
@@ -455,3 +455,80 @@ def test_grid_rule_and_scan_parameters_apply_at_run_time(ground_rig):
     assert np.count_nonzero(grid == 0) > np.count_nonzero(plain == 0) + 50
     assert scan2.angle_increment == pytest.approx(0.02)
     assert len(scan2.ranges) == ScanLayout(proj, 0.02).size
+
+
+@pytest.fixture
+def agreement_rig(ros_init, tmp_path):
+    model = write_tiny_model(tmp_path, W, H)
+    ns = unique_namespace('ga')
+    node = start_segmentation_node(namespace=ns, parameter_overrides=[
+        Parameter('model_file_path', value=model), Parameter('num_threads', value=1),
+        Parameter('camera_height', value=0.25), Parameter('camera_pitch', value=0.3),
+        Parameter('grid_agreement_frames', value=2)])
+    h = Harness(ns, node)
+    h.node = node
+    yield h
+    h.close()
+
+
+def _publish_odom(rig, sec, x=0.0):
+    msg = Odometry()
+    msg.header.stamp.sec = sec
+    msg.header.frame_id = 'odom'
+    msg.child_frame_id = 'base_link'
+    msg.pose.pose.position.x = x
+    msg.pose.pose.orientation.w = 1.0
+    rig.odom_pub.publish(msg)
+    assert rig.wait_for(lambda: rig.node.odom_pose_at(sec * 1_000_000_000) is not None)
+
+
+def test_grid_agreement_frees_a_cell_only_when_the_last_grids_agree_in_odom(agreement_rig):
+    rig = agreement_rig
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    _setup_pubs(rig)
+    rig.odom_pub = rig.publisher(Odometry, 'odom')
+    assert rig.wait_for_subscribers(rig.odom_pub)
+    node = rig.node
+    assert rig.wait_for(lambda: node.wants('free_space/grid'))
+    assert node.agreement_status == '2 of the last 2 grids: no grid yet'
+    frame, intr = _frame()
+    spec = GridSpec()
+    direct = GroundProjector(intr, default_mount(), spec).ground(
+        frame.free, _tiny_confidence(_truth_image(frame)), GridRule()).grid
+
+    def grid_of(sec):
+        assert rig.wait_for(lambda: any(g.header.stamp.sec == sec for g in grids), timeout=15)
+        return _grid_array([g for g in grids if g.header.stamp.sec == sec][0], spec)
+
+    # The first grid has no grid before it: no free cell, obstacles at once.
+    _publish_odom(rig, 10)
+    _publish(rig, frame, intr, 10)
+    first = grid_of(10)
+    assert not (first == 0).any()
+    np.testing.assert_array_equal(first == 100, direct == 100)
+    assert 'applied' in node.agreement_status
+    # The same floor from the same pose: the two grids agree, every free cell is back.
+    _publish_odom(rig, 11)
+    _publish(rig, frame, intr, 11)
+    np.testing.assert_array_equal(grid_of(11), direct)
+    # The same image 0.5 m further on: its floor lies elsewhere in odom, so the cells that
+    # the grid before did not call free (within a cell) are unknown now.
+    _publish_odom(rig, 12, x=0.5)
+    _publish(rig, frame, intr, 12)
+    moved = grid_of(12)
+    assert 0 < (moved == 0).sum() < (direct == 0).sum()
+    assert not ((moved == 0) & (direct != 0)).any()
+    # No odometry at the image's stamp: the grid passes as it is, and diagnostics say so.
+    _publish(rig, frame, intr, 40)
+    np.testing.assert_array_equal(grid_of(40), direct)
+    assert 'not applied, no odometry' in node.agreement_status
+    values = {kv.key: kv.value for kv in node.diagnostics_status().values}
+    assert values['grid_agreement'] == node.agreement_status
+
+
+def test_grid_agreement_parameters_are_checked_together(agreement_rig):
+    node = agreement_rig.node
+    bad = node.set_parameters([Parameter('grid_agreement_min_free', value=3)])[0]
+    assert not bad.successful and 'min_free' in bad.reason
+    ok = node.set_parameters([Parameter('grid_agreement_frames', value=1)])[0]
+    assert ok.successful and node.agreement_status == 'off'

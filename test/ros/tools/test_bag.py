@@ -552,3 +552,50 @@ def test_jobs_write_the_same_bag(tmp_path, model):
                     np.testing.assert_array_equal(getattr(m1, field), getattr(m3, field))
     assert sorted(os.listdir(tmp_path / 'labels1')) == sorted(os.listdir(tmp_path / 'labels3'))
     assert len(os.listdir(tmp_path / 'labels1')) == 4   # 2 pairs
+
+
+def test_grid_agreement_filters_the_grids_with_the_bag_s_odometry(tmp_path, model):
+    """--grid-agreement-frames reads the bag's Odometry; without one the grids pass."""
+    from freespace_seg.ground.geometry import CameraMount
+    from freespace_seg.sim import default_intrinsics, Scene
+    from freespace_seg.sim.render import free_mask
+    from freespace_seg.sim.wander import wander
+    from freespace_seg.tools.sim_bag import write_drive_bag
+
+    scene = Scene.empty(size=(5.0, 5.0))
+    drive = wander(scene, np.random.default_rng(0), duration=2.0, pose=(-1.5, 0.0, 0.0),
+                   curves=False)
+    intr = default_intrinsics(W, H)
+    mount = CameraMount(z=0.3, pitch=0.3)
+
+    def image_at(t, pose):
+        free = free_mask(scene, intr, mount, pose).astype(bool)
+        return np.where(free[..., None], np.uint8([30, 200, 30]), np.uint8([200, 30, 30]))
+
+    grids = {}
+    for via in ('odom', 'tf'):
+        bag = str(tmp_path / via)
+        write_drive_bag(bag, drive, intr, mount, image_at, frame_every=0.25, pose_via=via,
+                        hazard='none', image_topic='/cam/image_raw',
+                        info_topic='/cam/camera_info', camera_frame='camera_optical')
+        out = tmp_path / f'{via}_out'
+        r = run_bag(bag, out, '--model', model, '--grid-agreement-frames', '3',
+                    '--camera-height', '0.3', '--camera-pitch', '0.3', '--jobs', '2')
+        assert r.returncode == 0, r.stderr
+        grids[via] = [g.data for _, g in read_bag(str(out))['/cam/free_space/grid']]
+        n = len(grids[via])
+        assert n >= 6, r.stdout
+        if via == 'odom':
+            assert f'grid agreement (3 of the last 3 grids, odometry /odom): applied to {n} ' \
+                'grids, 0 passed unfiltered' in r.stdout
+            assert '1 worker' in r.stdout
+        else:
+            assert f'odometry none in the bag): applied to 0 grids, {n} passed' in r.stdout
+    # Without odometry every grid is the plain frame's; with it the first two have no free
+    # cell (fewer than 3 grids), and the later ones keep only floor the grids before saw.
+    for g in grids['tf']:
+        assert (g == 0).sum() > 20
+    assert [(g == 0).sum() for g in grids['odom'][:2]] == [0, 0]
+    for with_odom, alone in zip(grids['odom'][2:], grids['tf'][2:]):
+        assert 0 < (with_odom == 0).sum() <= (alone == 0).sum()
+        assert not ((with_odom == 0) & (alone != 0)).any()
