@@ -305,9 +305,10 @@ SEGMENTATION_PARAMS = (
               'in the odom frame by the odom topic (nav_msgs/Odometry of base_frame), call '
               'the same spot free; the others become unknown (obstacles show at once). Table '
               'tops seen from a high camera move with the robot and drop out: on cameras at '
-              '0.5-1.2 m, 3 grids at 10 Hz removed 45 % of the free cells where no floor is '
-              'for 0.012 free-cell IoU, at the default heights they cost 0.04 for little '
-              '(docs/ground_outputs.md). Without odometry within 0.2 s of an image the grid '
+              '0.5-1.2 m, 2 grids at 10 Hz removed 23 % of the free cells where no floor is '
+              'for 0.003 free-cell IoU (3: 35 % for 0.017); at the default heights they cost '
+              '0.016-0.035 for little (docs/ground_outputs.md). Without odometry within 0.2 s '
+              'of an image the grid '
               'passes as it is (diagnostics: grid_agreement). 1: off.', 'int',
               min_value=1, max_value=30),
     ParamSpec('grid_agreement_min_free', 0, 'How many of the grid_agreement_frames grids must '
