@@ -67,16 +67,26 @@ def _tiny_confidence(rgb):
     return np.floor(255.0 / (1.0 + np.exp(-d)) + 0.5).astype(np.uint8)
 
 
-@pytest.fixture
-def ground_rig(ros_init, tmp_path):
-    # Network input = camera size: no resize, so the node's mask equals the ground truth.
+def _rig(tmp_path, prefix, *extra):
+    """
+    Start a node on the tiny model, mounted as the renders; return its Harness.
+
+    Network input = camera size: no resize, so the node's mask equals the ground truth.
+    """
     model = write_tiny_model(tmp_path, W, H)
-    ns = unique_namespace('g')
+    ns = unique_namespace(prefix)
     node = start_segmentation_node(namespace=ns, parameter_overrides=[
         Parameter('model_file_path', value=model), Parameter('num_threads', value=1),
-        Parameter('camera_height', value=0.25), Parameter('camera_pitch', value=0.3)])
+        Parameter('camera_height', value=0.25), Parameter('camera_pitch', value=0.3),
+        *extra])
     h = Harness(ns, node)
     h.node = node
+    return h
+
+
+@pytest.fixture
+def ground_rig(ros_init, tmp_path):
+    h = _rig(tmp_path, 'g')
     yield h
     h.close()
 
@@ -459,14 +469,7 @@ def test_grid_rule_and_scan_parameters_apply_at_run_time(ground_rig):
 
 @pytest.fixture
 def agreement_rig(ros_init, tmp_path):
-    model = write_tiny_model(tmp_path, W, H)
-    ns = unique_namespace('ga')
-    node = start_segmentation_node(namespace=ns, parameter_overrides=[
-        Parameter('model_file_path', value=model), Parameter('num_threads', value=1),
-        Parameter('camera_height', value=0.25), Parameter('camera_pitch', value=0.3),
-        Parameter('grid_agreement_frames', value=2)])
-    h = Harness(ns, node)
-    h.node = node
+    h = _rig(tmp_path, 'ga', Parameter('grid_agreement_frames', value=2))
     yield h
     h.close()
 
