@@ -137,7 +137,9 @@ class NetworkShrink:
     letterbox and width (from OpenCV's own nearest-neighbour indices), and a frame costs two
     gathers and minima at the small size instead of two camera-sized resizes, the camera-sized
     free mask and two erosions. The result equals :func:`shrink_for_ground` of the
-    camera-sized masks, pixel for pixel (``test_frame_network_shrink``).
+    camera-sized masks, pixel for pixel (``test/ros/ground/test_frame.py``). The masks it is
+    made from are not cut at the horizon: the projection never reads a pixel above it, so the
+    grid, obstacles and scan are the same (30 rendered 1280x720 frames, 0 cells differ).
     """
 
     def __init__(self, letterbox, width):
