@@ -61,6 +61,7 @@ from freespace_seg.perception.postprocess import palette_lut
 from nav_msgs.msg import OccupancyGrid, Odometry
 import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from rclpy.qos import qos_profile_sensor_data
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, LaserScan, PointCloud2
 
@@ -336,7 +337,9 @@ class SegmentationNode(LifecycleNode):
                                                   in_qos)
         # Odometry for grid_agreement_frames (cheap at a base's 20 Hz; kept while active, so
         # that the agreement can be switched on at run time).
-        self._odom_sub = self.create_subscription(Odometry, 'odom', self._on_odom, 20)
+        # Sensor-data QoS, as freespace_driver: matches a reliable or best-effort publisher.
+        self._odom_sub = self.create_subscription(Odometry, 'odom', self._on_odom,
+                                                  qos_profile_sensor_data)
         self._slot = LatestSlot()
         many = len(self._workers) > 1
         for worker in self._workers:

@@ -509,7 +509,8 @@ def test_grid_agreement_frees_a_cell_only_when_the_last_grids_agree_in_odom(agre
     first = grid_of(10)
     assert not (first == 0).any()
     np.testing.assert_array_equal(first == 100, direct == 100)
-    assert 'applied' in node.agreement_status
+    # (the status is set once the frame is done, just after its grid went out)
+    assert rig.wait_for(lambda: ': applied' in node.agreement_status)
     # The same floor from the same pose: the two grids agree, every free cell is back.
     _publish_odom(rig, 11)
     _publish(rig, frame, intr, 11)
@@ -524,7 +525,7 @@ def test_grid_agreement_frees_a_cell_only_when_the_last_grids_agree_in_odom(agre
     # No odometry at the image's stamp: the grid passes as it is, and diagnostics say so.
     _publish(rig, frame, intr, 40)
     np.testing.assert_array_equal(grid_of(40), direct)
-    assert 'not applied, no odometry' in node.agreement_status
+    assert rig.wait_for(lambda: 'not applied, no odometry' in node.agreement_status)
     values = {kv.key: kv.value for kv in node.diagnostics_status().values}
     assert values['grid_agreement'] == node.agreement_status
 
