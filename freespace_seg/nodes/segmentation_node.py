@@ -630,6 +630,11 @@ class SegmentationNode(LifecycleNode):
         return self._workers[0].frames.ground_params.rule
 
     @property
+    def grid_agreement(self):
+        """Return the grids' :class:`~freespace_seg.ground.agreement.AgreementParams`."""
+        return self._workers[0].frames.ground_params.agreement
+
+    @property
     def grid_mask_width(self):
         """Return the grid_mask_width now in use (0: the mask is projected as it is)."""
         return self._workers[0].frames.ground_params.mask_width
@@ -852,7 +857,7 @@ class SegmentationNode(LifecycleNode):
     @property
     def agreement_status(self):
         """Return a short sentence on the grid agreement, for diagnostics."""
-        params = self._workers[0].frames.ground_params.agreement
+        params = self.grid_agreement
         if not params.active:
             return 'off'
         text = f'{params.needed} of the last {params.frames} grids'

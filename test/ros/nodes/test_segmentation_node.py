@@ -317,6 +317,8 @@ SPECIAL = {
     'num_threads': {'valid': 2},
     # One colour per class of the tiny model (2); one colour is a valid int_array but wrong.
     'color_palette': {'valid': [0x0000FF, 0x00FF00], 'invalid': [[0xFF0000]]},
+    # At most grid_agreement_frames (1 by default); 2 is in range but more than that.
+    'grid_agreement_min_free': {'valid': 1, 'invalid': [2]},
 }
 
 
@@ -446,6 +448,9 @@ def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
             assert _same(getattr(node.grid_rule, rule_field[name]), valid)
         elif name == 'grid_mask_width':
             assert node.grid_mask_width == valid
+        elif name.startswith('grid_agreement_'):
+            field = name[len('grid_agreement_'):]
+            assert _same(getattr(node.grid_agreement, field), valid)
         elif name.startswith('grid_') or name == 'max_range':
             field = {'grid_width': 'width', 'grid_height': 'height',
                      'grid_resolution': 'resolution', 'grid_origin': 'origin',
