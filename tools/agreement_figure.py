@@ -41,13 +41,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from freespace_seg.ground.agreement import AgreementParams, GridAgreement  # noqa: E402
 from freespace_seg.ground.frame import GroundParams  # noqa: E402
-from freespace_seg.ground.grid import FREE, GridRule, GridSpec, OCCUPIED  # noqa: E402
+from freespace_seg.ground.grid import FREE, GridSpec, OCCUPIED  # noqa: E402
 from freespace_seg.ground.metrics import false_free_cells  # noqa: E402
 from freespace_seg.ground.projection import GroundProjector  # noqa: E402
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS  # noqa: E402
 from freespace_seg.perception.pipeline import SegmentationPipeline  # noqa: E402
 from freespace_seg.tools.grid_drives import drive_frames  # noqa: E402
-from freespace_seg.tools.grid_scoring import SETS  # noqa: E402
+from freespace_seg.tools.grid_scoring import perceive, SETS, VISIBLE_FLOOR  # noqa: E402
 
 CELL_PX = 4
 
@@ -83,7 +83,6 @@ def main():
     style, camera = SETS[name]
     params = AgreementParams.parse(args.agreement, max_age=0.0, tolerance=1)
     rule = GroundParams.from_params({s.name: s.default for s in SEGMENTATION_PARAMS}).rule
-    visible_rule = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
     pipe = SegmentationPipeline(None, 'onnxruntime', 1)
     spec = GridSpec()
     best = None
@@ -92,10 +91,9 @@ def main():
         proj = None
         for i, (t, frame) in enumerate(drive_frames(index, args.seed, style, camera, 480, 270,
                                                     10.0, 0.1)):
-            mask, conf = pipe.segment_with_confidence(frame.image)
-            free = pipe.free_mask(mask)
+            free, conf = perceive(pipe, frame)
             proj = proj or GroundProjector(frame.intrinsics, frame.mount, spec)
-            visible = proj.ground(frame.free, None, visible_rule).grid
+            visible = proj.ground(frame.free, None, VISIBLE_FLOOR).grid
             raw = proj.ground(free, conf, rule).grid
             agreed = agree.apply(raw, spec, frame.robot_pose, t)
             wrong_raw = false_free_cells(raw, visible)

@@ -37,12 +37,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from freespace_seg.ground.frame import GroundParams  # noqa: E402
-from freespace_seg.ground.grid import FREE, GridRule, GridSpec  # noqa: E402
+from freespace_seg.ground.grid import FREE, GridSpec  # noqa: E402
 from freespace_seg.ground.metrics import false_free_cells  # noqa: E402
 from freespace_seg.ground.projection import GroundProjector  # noqa: E402
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS  # noqa: E402
 from freespace_seg.perception.pipeline import SegmentationPipeline  # noqa: E402
-from freespace_seg.tools.grid_scoring import blocked_at_cells, SETS  # noqa: E402
+from freespace_seg.tools.grid_scoring import blocked_at_cells, SETS, VISIBLE_FLOOR  # noqa: E402
 from freespace_seg.training.data import rendered_samples  # noqa: E402
 
 
@@ -77,7 +77,6 @@ def main(argv=None):
     style, camera = SETS[name]
     pipe = SegmentationPipeline(args.model or None, 'onnxruntime', 1)
     rule, spec = default_rule(), GridSpec()
-    visible_rule = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
     x, y = spec.cell_centers()
     per_frame, on_blocked, distances, free_cells, kept = [], 0, [], 0, {}
     for i, frame in enumerate(rendered_samples(args.frames, args.seed, 480, 270, style=style,
@@ -85,7 +84,7 @@ def main(argv=None):
         mask, conf = pipe.segment_with_confidence(frame.image)
         free = pipe.free_mask(mask)
         proj = GroundProjector(frame.intrinsics, frame.mount, spec)
-        visible = proj.ground(frame.free, None, visible_rule).grid
+        visible = proj.ground(frame.free, None, VISIBLE_FLOOR).grid
         pred = proj.ground(free, conf, rule).grid
         wrong = false_free_cells(pred, visible)
         blocked = blocked_at_cells(frame, spec)

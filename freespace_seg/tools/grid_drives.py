@@ -92,12 +92,12 @@ def measure_drives(pipeline, rules, agreements, sets, rooms, seed, width, height
     """
     from freespace_seg.common.progress import Progress
     from freespace_seg.ground.agreement import GridAgreement
-    from freespace_seg.ground.grid import GridRule, GridSpec, PLAIN_RULE
+    from freespace_seg.ground.grid import GridSpec
     from freespace_seg.ground.projection import GroundProjector
-    from freespace_seg.tools.grid_scoring import add, new_totals, score, SETS, summary
+    from freespace_seg.tools.grid_scoring import (add, new_totals, perceive, score, SETS,
+                                                  summary, truth_grids)
 
     spec = GridSpec()
-    visible_floor = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
     warmup = max(a.frames for a in agreements) - 1
     per_drive = len(np.arange(0.0, seconds, frame_every))
     keys = [agreement_key(r, a) for r in rules for a in agreements]
@@ -113,15 +113,10 @@ def measure_drives(pipeline, rules, agreements, sets, rooms, seed, width, height
             for i, (t, frame) in enumerate(drive_frames(index, seed, style, camera, width,
                                                         height, seconds, frame_every)):
                 bar.update(1)
-                if callable(pipeline):
-                    free, conf = pipeline(frame)
-                else:
-                    mask, conf = pipeline.segment_with_confidence(frame.image)
-                    free = pipeline.free_mask(mask)
+                free, conf = perceive(pipeline, frame)
                 if proj is None:
                     proj = GroundProjector(frame.intrinsics, frame.mount, spec)
-                exact = proj.ground(frame.free, None, PLAIN_RULE).grid
-                visible = proj.ground(frame.free, None, visible_floor).grid
+                exact, visible = truth_grids(proj, frame.free)
                 for rule_name, rule in rules.items():
                     raw = proj.ground(free, conf, rule).grid
                     for a in agreements:

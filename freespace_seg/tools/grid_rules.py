@@ -82,8 +82,8 @@ import time
 
 from freespace_seg.common.markdown import number, table as markdown_table
 from freespace_seg.tools.grid_drives import DRIVE_DEFAULTS
-from freespace_seg.tools.grid_scoring import (add, new_totals, score, score_on_mask, SETS,
-                                              summary)
+from freespace_seg.tools.grid_scoring import (add, new_totals, perceive, score, score_on_mask,
+                                              SETS, summary, truth_grids)
 import numpy as np
 
 DEFAULT_RULES = ('plain,run0.1+conf0.97+mark0.5,run0.1+conf0.97+mark0.5+behind,'
@@ -225,14 +225,11 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print, width
     its (free mask, confidence) (the true mask, for instance).
     """
     from freespace_seg.common.progress import progress
-    from freespace_seg.ground.grid import GridRule, GridSpec, PLAIN_RULE
+    from freespace_seg.ground.grid import GridSpec
     from freespace_seg.ground.projection import GroundProjector
     from freespace_seg.training.data import rendered_samples
 
     spec = GridSpec()
-    # Every cell where the true mask shows floor: no blocked run of the true mask cuts (a
-    # run as tall as the whole image could, but then its column holds no floor either).
-    visible_floor = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
     result = {}
     for name in sets:
         style, camera = SETS[name]
@@ -240,14 +237,9 @@ def measure(pipeline, rules, sets, frames, seed, width, height, log=print, width
         t0 = time.time()
         samples = rendered_samples(frames, seed, width, height, style=style, camera=camera)
         for frame in progress(samples, total=frames, desc=name):
-            if callable(pipeline):
-                free, conf = pipeline(frame)
-            else:
-                mask, conf = pipeline.segment_with_confidence(frame.image)
-                free = pipeline.free_mask(mask)
+            free, conf = perceive(pipeline, frame)
             proj = GroundProjector(frame.intrinsics, frame.mount, spec)
-            exact = proj.ground(frame.free, None, PLAIN_RULE).grid
-            visible = proj.ground(frame.free, None, visible_floor).grid
+            exact, visible = truth_grids(proj, frame.free)
             for key, pred in predicted_grids(free, conf, rules, widths, proj,
                                              frame.intrinsics, frame.mount):
                 add(acc[key], score(frame, pred, exact, spec, visible))
@@ -377,11 +369,10 @@ def measure_data(pipeline, rules, samples, name, by_lens=False, log=print, width
     not scored: its counts say why (``skipped``), and ``skipped_frames`` which it was.
     """
     from freespace_seg.common.progress import progress
-    from freespace_seg.ground.grid import GridRule, GridSpec, PLAIN_RULE
+    from freespace_seg.ground.grid import GridSpec
     from freespace_seg.ground.projection import GroundProjector
 
     spec = GridSpec()
-    visible_floor = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
     lenses = sorted({s.lens for s in samples}) if by_lens else []
     names = [name] + [f'{name}, {lens}' for lens in lenses]
     keys = [row_key(r, w) for w in widths for r in rules]
@@ -409,13 +400,8 @@ def measure_data(pipeline, rules, samples, name, by_lens=False, log=print, width
                 counts[n]['skipped'][reason] = counts[n]['skipped'].get(reason, 0) + 1
                 counts[n]['skipped_frames'].append({'frame': sample.name, 'reason': reason})
             continue
-        if callable(pipeline):
-            free, conf = pipeline(sample)
-        else:
-            mask, conf = pipeline.segment_with_confidence(sample.image)
-            free = pipeline.free_mask(mask)
-        exact = proj.ground(sample.free, None, PLAIN_RULE).grid
-        visible = proj.ground(sample.free, None, visible_floor).grid
+        free, conf = perceive(pipeline, sample)
+        exact, visible = truth_grids(proj, sample.free)
         for key, pred in predicted_grids(free, conf, rules, widths, proj, intrinsics,
                                          mount):
             numbers = score_on_mask(pred, exact, visible)

@@ -15,12 +15,18 @@
 """
 How ``grid-rules`` scores a predicted grid, shared by its single frames and its drives.
 
-The rendered sets (:data:`SETS`), one frame's numbers (:func:`score`, :func:`score_on_mask`)
-and their totals over a set (:func:`new_totals`, :func:`add`, :func:`summary`); what each
-number means is in :mod:`freespace_seg.tools.grid_rules`.
+The rendered sets (:data:`SETS`), a frame's predicted and true masks as grids
+(:func:`perceive`, :func:`truth_grids`), one frame's numbers (:func:`score`,
+:func:`score_on_mask`) and their totals over a set (:func:`new_totals`, :func:`add`,
+:func:`summary`); what each number means is in :mod:`freespace_seg.tools.grid_rules`.
 """
 
+from freespace_seg.ground.grid import GridRule, PLAIN_RULE
 import numpy as np
+
+#: every cell where the true mask shows floor: no blocked run of the true mask cuts (a run as
+#: tall as the whole image could, but then its column holds no floor either)
+VISIBLE_FLOOR = GridRule(1.0, 0.0, 0.0, 0.0, 0.0)
 
 #: name -> (renderer style, camera ranges or None)
 SETS = {
@@ -31,6 +37,25 @@ SETS = {
     'style-shifted, camera 0.35-0.50 m': ('shifted', {'camera_height': (0.35, 0.50)}),
     'held-out, camera 0.5-1.2 m (outside training)': ('default', {'camera_height': (0.5, 1.2)}),
 }
+
+
+def perceive(pipeline, frame):
+    """
+    Return the (free mask, confidence) of a rendered frame or a dataset sample.
+
+    ``pipeline`` is a SegmentationPipeline, or a function of the frame that returns them (the
+    true mask, for instance).
+    """
+    if callable(pipeline):
+        return pipeline(frame)
+    mask, conf = pipeline.segment_with_confidence(frame.image)
+    return pipeline.free_mask(mask), conf
+
+
+def truth_grids(proj, true_free):
+    """Return (exact, visible): the true mask's grid under the plain rule, and uncut."""
+    return (proj.ground(true_free, None, PLAIN_RULE).grid,
+            proj.ground(true_free, None, VISIBLE_FLOOR).grid)
 
 
 def blocked_at_cells(frame, spec):
