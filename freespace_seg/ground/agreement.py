@@ -44,6 +44,7 @@ import math
 import threading
 
 import cv2
+from freespace_seg.ground.geometry import quaternion_yaw
 from freespace_seg.ground.grid import FREE, UNKNOWN
 import numpy as np
 
@@ -113,10 +114,9 @@ class AgreementParams:
 
 def odom_pose(msg):
     """Return (time ns, x, y, yaw) of a nav_msgs/Odometry message (any object with its fields)."""
-    p, q = msg.pose.pose.position, msg.pose.pose.orientation
-    yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    p = msg.pose.pose.position
     t_ns = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
-    return t_ns, float(p.x), float(p.y), yaw
+    return t_ns, float(p.x), float(p.y), quaternion_yaw(msg.pose.pose.orientation)
 
 
 class PoseHistory:
@@ -188,16 +188,15 @@ class GridAgreement:
 
     def votes(self, grid, spec, pose, stamp=0.0):
         """
-        Return (free votes per cell as int16 (ny, nx), grids that voted) for ``grid``.
+        Return the free votes per cell of ``grid`` (int16 (ny, nx)).
 
         The newest grid votes for its own free cells; each kept grid of the last ``max_age``
         seconds votes where it calls the spot under the newest grid's cell centre free.
         """
         grid = np.asarray(grid)
         votes = (grid == FREE).astype(np.int16)
-        used = 1
         if not self._history:
-            return votes, used
+            return votes
         x, y = self._cell_centres(spec)
         px, py, pyaw = (float(v) for v in pose)
         c, s = math.cos(pyaw), math.sin(pyaw)
@@ -213,8 +212,7 @@ class GridAgreement:
             free = np.zeros(grid.shape, bool)
             free[inside] = old[row[inside], col[inside]]
             votes += free
-            used += 1
-        return votes, used
+        return votes
 
     def apply(self, grid, spec, pose, stamp=0.0):
         """
@@ -235,7 +233,7 @@ class GridAgreement:
             return self._apply(grid, spec, pose, stamp)
 
     def _apply(self, grid, spec, pose, stamp):
-        votes, _ = self.votes(grid, spec, pose, stamp)
+        votes = self.votes(grid, spec, pose, stamp)
         free = np.asarray(grid) == FREE
         near = free
         t = self.params.tolerance

@@ -347,6 +347,11 @@ def quaternion_matrix(x, y, z, w):
     ])
 
 
+def quaternion_yaw(q):
+    """Return the yaw (rad, about z) of a quaternion message (any object with x, y, z, w)."""
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
 def transform_matrix(translation, quaternion):
     """Return the 4x4 transform of a translation (x, y, z) and quaternion (x, y, z, w)."""
     t = np.eye(4)

@@ -71,6 +71,7 @@ import math
 import time
 
 from freespace_seg.driving.driver_logic import DriverConfig, DriverLogic
+from freespace_seg.ground.geometry import quaternion_yaw
 from freespace_seg.nodes.msgs import grid_from_msg
 from freespace_seg.nodes.params import ParamSpec
 from freespace_seg.nodes.ros_util import (declare_and_validate, LATCHED_QOS, on_parameter_changes,
@@ -361,8 +362,7 @@ class FreespaceDriver(Node):
 
     def _on_odom(self, msg):
         now = self._now()
-        q = msg.pose.pose.orientation
-        yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+        yaw = quaternion_yaw(msg.pose.pose.orientation)
         p = msg.pose.pose.position
         self._odom.append((Time.from_msg(msg.header.stamp).nanoseconds, p.x, p.y, yaw))
         self._odom_rx = now

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import math
 
 from freespace_seg.ground.autolabel import Trajectory
-from freespace_seg.ground.geometry import CameraMount, transform_matrix
+from freespace_seg.ground.geometry import CameraMount, quaternion_yaw, transform_matrix
 import numpy as np
 
 ODOM_TYPE = 'nav_msgs/msg/Odometry'
@@ -55,10 +55,6 @@ class InputError(Exception):
 
 def stamp_s(header):
     return header.stamp.sec + header.stamp.nanosec * 1e-9
-
-
-def yaw_of(q):
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
 
 
 @dataclass
@@ -216,7 +212,7 @@ def read_inputs(reader, store, args, topics):
         if conn.topic == odom:
             p = msg.pose.pose
             odom_samples.append((stamp_s(msg.header), p.position.x, p.position.y,
-                                 yaw_of(p.orientation)))
+                                 quaternion_yaw(p.orientation)))
         elif conn.topic == info:
             inputs.infos.append((stamp_s(msg.header), msg))
         elif conn.topic == hazard and hazard_type == BOOL_TYPE:
@@ -239,7 +235,7 @@ def read_inputs(reader, store, args, topics):
                     inputs.static_tf[child] = (parent, transform_matrix(
                         (tr.x, tr.y, tr.z), (q.x, q.y, q.z, q.w)))
                 elif parent == args.odom_frame and child == args.base_frame:
-                    tf_samples.append((stamp_s(ts.header), tr.x, tr.y, yaw_of(q)))
+                    tf_samples.append((stamp_s(ts.header), tr.x, tr.y, quaternion_yaw(q)))
     inputs.infos.sort(key=lambda p: p[0])
     samples = odom_samples or tf_samples
     inputs.pose_source = (f'{odom} (nav_msgs/Odometry)' if odom_samples else
