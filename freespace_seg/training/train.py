@@ -538,6 +538,11 @@ def _run(args, ranks):
         history = _train(args, ranks, model, train_x, train_y, val_x, val_y, steps, work_dir,
                          full_command, fingerprint, init, checkpoint, device,
                          select_x, select_y)
+        # Every rank is done with the group before any leaves it: a rank that tears gloo down
+        # while its peer still talks to it can abort at exit ("terminate called without an
+        # active exception": rank 1 of test_torchrun_trains_stops_and_resumes_on_two_ranks,
+        # once in a fresh clone).
+        ranks.barrier()
     except DistributedError as e:
         raise TrainError(f'rank {ranks.rank} of {ranks.world}: {e}') from None
     except ValueError as e:   # options the loop refuses, or a checkpoint that does not fit
