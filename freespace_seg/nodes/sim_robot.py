@@ -74,7 +74,8 @@ SIM_PARAMS = (
     ParamSpec('seed', 0, 'Seed of the room and the start pose.', 'int', min_value=0,
               max_value=2 ** 31 - 1, read_only=True),
     ParamSpec('style', 'default', 'Appearance style of the room: default (what the models '
-              'train on) or shifted (held-out materials and light).', 'string',
+              'train on), shifted (held-out materials and light) or one_floor (shifted, '
+              'with one crimson rubber floor in every room).', 'string',
               choices=STYLES, read_only=True),
     ParamSpec('step_rate', 20.0, 'Simulation steps per second (fixed steps of 1/step_rate '
               's of simulated time); odom is published every step.', 'double',

@@ -62,8 +62,9 @@ def add_arguments(parser):
     parser.add_argument('--no-randomization', action='store_true',
                         help='switch every randomization factor off')
     parser.add_argument('--style', default='default', choices=STYLES,
-                        help='appearance style: the training one or "shifted", a held-out '
-                             'look for evaluation (default: %(default)s)')
+                        help='appearance style: the training one, "shifted", a held-out '
+                             'look for evaluation, or "one_floor", that look with one crimson '
+                             'rubber floor in every room (default: %(default)s)')
     add_camera_arguments(parser.add_argument)
     for name in RandomizationConfig.switches():
         parser.add_argument('--no-' + name.replace('_', '-'), dest='no_' + name,

@@ -32,8 +32,12 @@ import numpy as np
 
 DEFAULT_HFOV_DEG = 69.0
 
-#: Appearance styles: the training one and a held-out one for evaluation.
-STYLES = ('default', 'shifted')
+#: Appearance styles: the training one, a held-out one for evaluation, and the held-out one
+#: with one floor in every room (a user's own floor, for the own-floor loop).
+STYLES = ('default', 'shifted', 'one_floor')
+
+#: The styles with the held-out (shifted) look.
+SHIFTED_STYLES = ('shifted', 'one_floor')
 
 # Allowed camera ranges (metres above the floor; radians, positive tilts down, REP 103). The
 # rooms are 2.6 m high; the camera must look at the floor's side of the horizon at least a bit.
@@ -170,7 +174,10 @@ class RandomizationConfig:
     herringbone parquet and saturated studded rubber floors, brick and stone walls, and one
     strong low-angle light (often coloured) with little ambient light. The style changes
     appearance only: with the same seed a ``'shifted'`` scene has the same room, obstacles,
-    camera and pose, hence the same ground truth, as the ``'default'`` one.
+    camera and pose, hence the same ground truth, as the ``'default'`` one. ``'one_floor'``
+    is the ``'shifted'`` look with one floor in every room, a matte crimson studded rubber
+    (:data:`freespace_seg.sim.scene.materials.ONE_FLOOR`): a user's own floor that the
+    default model handles badly, for the own-floor loop in simulation.
     """
 
     obstacles: bool = True

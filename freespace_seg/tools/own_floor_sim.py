@@ -75,7 +75,9 @@ def add_arguments(parser):
                         help='seed of the first room; the others follow (300)')
     parser.add_argument('--style', choices=STYLES, default='shifted',
                         help="the rooms' look: shifted (held-out materials and light, the "
-                             'default) or default (the training style)')
+                             'default), one_floor (that look with one crimson rubber floor '
+                             'in every room: a user floor the default model handles badly) '
+                             'or default (the training style)')
     parser.add_argument('--minutes', type=float, default=2.0,
                         help='simulated minutes of driving per room (2)')
     parser.add_argument('--frame-every', type=float, default=0.5,

@@ -56,6 +56,7 @@ from freespace_seg.common.values import round4
 from freespace_seg.perception import metrics
 from freespace_seg.perception.timing import measure_latency
 from freespace_seg.sim.generate import add_camera_arguments, camera_overrides
+from freespace_seg.sim.randomization import STYLES
 from freespace_seg.training import data as datasets
 from freespace_seg.training.camera_effects import EFFECTS, P_EFFECT, parse_effects, with_effects
 from freespace_seg.training.card import update_card
@@ -92,10 +93,12 @@ def add_arguments(parser):
                      help='with --render: switch these randomization factors off, e.g. the '
                           'ones a model was trained without (scored as '
                           'evaluation.synthetic_test_without_<factors>)')
-    src.add_argument('--style', default='default', choices=('default', 'shifted'),
-                     help='look of the rendered frames: the training one, or "shifted", '
+    src.add_argument('--style', default='default', choices=STYLES,
+                     help='look of the rendered frames: the training one, "shifted", '
                           'material families and lighting that training never sees (same '
-                          'ground truth rule; scored as evaluation.synthetic_shifted) '
+                          'ground truth rule; scored as evaluation.synthetic_shifted), or '
+                          '"one_floor", that look with one crimson rubber floor in every room '
+                          "(the own-floor loop's user floor; evaluation.synthetic_one_floor) "
                           '(default: %(default)s)')
     add_camera_arguments(src.add_argument)
     src.add_argument('--camera-effects', metavar='all|EFFECT,...',
@@ -393,7 +396,8 @@ def _plain_source(args, card=None):
     key = 'synthetic_test'
     if style != 'default':
         desc += (f', {style} style (material families and lighting that training never '
-                 'sees)')
+                 'sees' + (', one crimson rubber floor in every room' if style == 'one_floor'
+                           else '') + ')')
         short += f' {style}'
         key = f'synthetic_{style}'
     if without:

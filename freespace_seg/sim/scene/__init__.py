@@ -46,13 +46,14 @@ walls and on footprints (glass panes and their frames, steps and platforms inclu
 
 import math
 
-from freespace_seg.sim.randomization import RandomizationConfig
+from freespace_seg.sim.randomization import RandomizationConfig, SHIFTED_STYLES
 from freespace_seg.sim.scene.furniture import (_Placer, _random_decals, _random_doors,
                                                _random_group, _random_outline)
 from freespace_seg.sim.scene.glass import (_GLASS_SALT, _REFLECTION_SALT, glass_partition,
                                            random_floor_reflection, random_glass)
-from freespace_seg.sim.scene.materials import (_restyle, random_appearance, random_floor_material,
-                                               SHIFTED_FLOOR_KINDS, SHIFTED_WALL_KINDS)
+from freespace_seg.sim.scene.materials import (_restyle, ONE_FLOOR, random_appearance,
+                                               random_floor_material, SHIFTED_FLOOR_KINDS,
+                                               SHIFTED_WALL_KINDS)
 from freespace_seg.sim.scene.model import (_side_rng, Appearance, Box, Cylinder, Decal,
                                            DEFAULT_FLOOR, DEFAULT_GLASS, DEFAULT_OBJECT,
                                            DEFAULT_WALL, Door, FOOTPRINT_EPS, GLASS_LABEL,
@@ -70,8 +71,8 @@ __all__ = [
     'Appearance', 'Box', 'Cylinder', 'Decal', 'DEFAULT_FLOOR', 'DEFAULT_GLASS',
     'DEFAULT_OBJECT', 'DEFAULT_WALL', 'Door', 'FOOTPRINT_EPS', 'GLASS_LABEL',
     'glass_partition', 'is_glass', 'keeps_passages', 'Light', 'make_scene', 'Material',
-    'Scene', 'SHIFTED_FLOOR_KINDS', 'SHIFTED_WALL_KINDS', 'STEP_LABEL', 'STONE_FLOOR_KINDS',
-    'WALL_CLUTTER_LABEL', 'WallDecal'
+    'ONE_FLOOR', 'Scene', 'SHIFTED_FLOOR_KINDS', 'SHIFTED_WALL_KINDS', 'STEP_LABEL',
+    'STONE_FLOOR_KINDS', 'WALL_CLUTTER_LABEL', 'WallDecal'
 ]
 
 
@@ -137,6 +138,6 @@ def make_scene(rng, randomization=None):
     random_stone_floor(stone_rng, scene, config)
     random_pale_room(pale_rng, scene, config)
     random_floorlike_tops(tops_rng, scene, config)
-    if config.style == 'shifted':
+    if config.style in SHIFTED_STYLES:
         _restyle(rng, scene, config, floor)
     return scene

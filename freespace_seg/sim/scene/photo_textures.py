@@ -107,7 +107,7 @@ def random_photo_textures(key, scene, config, floor):
     if not config.photo_textures or not texture_names():
         return
     gen = _photo_rng(key, 0)
-    if gen.random() < PHOTO_WALL_P and config.wall_textures and config.style != 'shifted':
+    if gen.random() < PHOTO_WALL_P and config.wall_textures and config.style == 'default':
         wall = photo_material(gen, scene.appearance.wall, (0.5, 1.5), upright=True)
         scene.appearance = replace(scene.appearance, wall=wall)
     if config.object_textures:
@@ -149,7 +149,7 @@ def random_floor_photo(rng, scene, config, floor):
     Nothing with ``config.floor_photos`` or ``config.floor_materials`` off, in the ``shifted``
     style or when the bank is empty.
     """
-    if (not config.floor_photos or not config.floor_materials or config.style == 'shifted'
+    if (not config.floor_photos or not config.floor_materials or config.style != 'default'
             or not texture_names() or rng.random() >= PHOTO_FLOOR_P):
         return
     choices = None if config.object_floor_photos else texture_like_indices()

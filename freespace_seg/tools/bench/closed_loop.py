@@ -87,8 +87,9 @@ def add_arguments(ap):
     ap.add_argument('--camera-noise', action='store_true',
                     help='render camera effects (noise, blur, exposure, JPEG)')
     ap.add_argument('--style', choices=STYLES, default='default',
-                    help="the rooms' appearance: default (the training style) or shifted "
-                    '(held-out materials and light) (default: default)')
+                    help="the rooms' appearance: default (the training style), shifted "
+                    '(held-out materials and light) or one_floor (shifted, one crimson rubber '
+                    'floor in every room) (default: default)')
     ap.add_argument('--realtime', action='store_true',
                     help='run on a wall-clock timer instead of lockstep (results then depend '
                     'on the machine and its load)')

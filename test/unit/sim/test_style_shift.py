@@ -23,8 +23,8 @@ from freespace_seg import cli
 from freespace_seg.sim import (default_intrinsics, make_scene, material_albedo, random_sample,
                                RandomizationConfig)
 from freespace_seg.sim.generate import add_arguments, config_from_args
-from freespace_seg.sim.scene import (Material, SHIFTED_FLOOR_KINDS, SHIFTED_WALL_KINDS,
-                                     STEP_LABEL, STONE_FLOOR_KINDS,
+from freespace_seg.sim.scene import (DEFAULT_FLOOR, Material, ONE_FLOOR, SHIFTED_FLOOR_KINDS,
+                                     SHIFTED_WALL_KINDS, STEP_LABEL, STONE_FLOOR_KINDS,
                                      WALL_CLUTTER_LABEL)
 from freespace_seg.training import data as datasets
 import numpy as np
@@ -193,6 +193,47 @@ def test_shifted_material_kinds_render_finite_textures(kind):
             assert alb.std(axis=1).max() > 0.01  # a visible pattern, not a plain colour
 
 
+def test_one_floor_is_the_shifted_look_with_one_floor_in_every_room():
+    one = RandomizationConfig(style='one_floor')
+    followers = 0
+    for seed in range(24):
+        shifted = make_scene(np.random.default_rng(seed), SHIFTED)
+        scene = make_scene(np.random.default_rng(seed), one)
+        assert scene.appearance.floor == ONE_FLOOR
+        # Everything but the floor is the shifted scene's: walls, lights, geometry.
+        assert replace(scene.appearance, floor=None) == replace(shifted.appearance, floor=None)
+        assert scene.wall_decals == shifted.wall_decals
+        assert [replace(o, material=None) for o in scene.obstacles] == \
+            [replace(o, material=None) for o in shifted.obstacles]
+        # Objects of the floor's own material (a hard case) follow the one floor.
+        for o, s in zip(scene.obstacles, shifted.obstacles):
+            if s.material == shifted.appearance.floor:
+                assert o.material == ONE_FLOOR
+                followers += 1
+            elif o.material != s.material:
+                assert replace(o.material, seed=0) == replace(ONE_FLOOR, seed=0)
+                followers += 1
+    assert followers > 0
+
+
+@pytest.mark.parametrize('seed', [0, 5])
+def test_one_floor_keeps_the_ground_truth(seed):
+    base = _sample(seed)
+    frame = _sample(seed, RandomizationConfig(style='one_floor'))
+    np.testing.assert_array_equal(frame.free, base.free)
+    np.testing.assert_array_equal(frame.depth, base.depth)
+    assert not np.array_equal(frame.image, _sample(seed, SHIFTED).image)
+
+
+def test_one_floor_follows_the_floor_switches():
+    plain = make_scene(np.random.default_rng(3),
+                       RandomizationConfig(style='one_floor').without('floor_materials'))
+    assert plain.appearance.floor == DEFAULT_FLOOR
+    matte = make_scene(np.random.default_rng(3),
+                       RandomizationConfig(style='one_floor').without('specular'))
+    assert matte.appearance.floor == replace(ONE_FLOOR, specular=0.0)
+
+
 def test_style_switched_off_factors_stay_neutral():
     config = RandomizationConfig.none(style='shifted')
     base = make_scene(np.random.default_rng(4), RandomizationConfig.none()).appearance
@@ -238,8 +279,8 @@ def model(shipped_model):
     return shipped_model
 
 
-def _eval_shifted(model, out, *extra):
-    return cli.main(['eval', '--model', model, '--render', '3', '--style', 'shifted',
+def _eval_shifted(model, out, *extra, style='shifted'):
+    return cli.main(['eval', '--model', model, '--render', '3', '--style', style,
                      '--width', '160', '--height', '90', '--latency-runs', '0',
                      '--figures', '0', '--out', str(out), *extra])
 
@@ -266,6 +307,18 @@ def test_eval_shifted_updates_its_own_card_key(model, tmp_path):
     assert 'shifted' in after['synthetic_shifted']['source']
     assert after['synthetic_shifted']['images'] == 3
     assert after.get('synthetic_test') == before.get('synthetic_test')
+
+
+def test_eval_one_floor_style_has_its_own_card_key(model, tmp_path):
+    stem = os.path.splitext(model)[0]
+    copy = str(tmp_path / 'm.onnx')
+    shutil.copyfile(model, copy)
+    shutil.copyfile(stem + '.yaml', str(tmp_path / 'm.yaml'))
+    assert _eval_shifted(copy, tmp_path / 'out', '--update-card', style='one_floor') == 0
+    with open(str(tmp_path / 'm.yaml'), encoding='utf-8') as f:
+        after = yaml.safe_load(f)['evaluation']
+    assert 'one crimson rubber floor' in after['synthetic_one_floor']['source']
+    assert after['synthetic_one_floor']['images'] == 3
 
 
 def test_eval_style_needs_render(model, tmp_path):
