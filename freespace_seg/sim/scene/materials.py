@@ -31,7 +31,7 @@ SHIFTED_WALL_KINDS = ('brick', 'terrazzo')
 
 #: The one floor of every room of the ``one_floor`` style: a matte crimson studded rubber
 #: floor. It is the first studded floor that :func:`shifted_floor_material` draws from
-#: ``numpy.random.default_rng(9)``, the one the default model (run s) handled worst of 21
+#: ``numpy.random.default_rng(9)`` (rounded), the one the default model (run s) handled worst of 21
 #: shifted floors drawn that way (docs/own_data.md).
 ONE_FLOOR = Material('studded', (0.6054, 0.0022, 0.1476), (0.7362, 0.0026, 0.1795),
                      scale=0.05186, scale2=0.2727, angle=0.6481, variation=0.02521,
@@ -324,7 +324,7 @@ def _restyle(rng, scene, config, floor):
     The ``one_floor`` style draws the same look, then lays :data:`ONE_FLOOR` in every room.
     """
     side = _side_rng(rng, 0x5e1f7ed)
-    new_floor = shifted_floor_material(side, config)
+    new_floor = shifted_floor_material(side, config)  # drawn in either style: same walls
     if config.style == 'one_floor':
         new_floor = one_floor_material(config)
     scene.appearance = shifted_appearance(side, config, scene.outline, scene.wall_height,

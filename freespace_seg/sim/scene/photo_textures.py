@@ -98,8 +98,8 @@ def random_photo_textures(key, scene, config, floor):
     ``key`` (integers from a side stream of the room's generator) seeds every draw, each
     from the thing it is about (the walls, an obstacle's material, a picture's seed), so a
     thing gets the same photo whatever else the room holds. Walls become a tiled photo in
-    :data:`PHOTO_WALL_P` of the rooms (with ``config.wall_textures``, not in the ``shifted``
-    style), an obstacle material in :data:`PHOTO_OBJECT_P` (with ``config.object_textures``;
+    :data:`PHOTO_WALL_P` of the rooms (with ``config.wall_textures``, in the ``default``
+    style only), an obstacle material in :data:`PHOTO_OBJECT_P` (with ``config.object_textures``;
     never glass, its frame or the floor's own material; parts of one material change
     together) and posters and pictures in :data:`PHOTO_PICTURE_P`. Geometry and labels do not
     change. Nothing when ``config.photo_textures`` is off or the bank is empty.
@@ -146,8 +146,8 @@ def random_floor_photo(rng, scene, config, floor):
     floor. Rugs, mats and floor markings stay. The floor stays free: only the look changes.
     With ``config.object_floor_photos`` off the photo is one of the texture-like ones
     (:data:`TEXTURE_LIKE_PHOTOS`); the same rooms get a photo floor either way.
-    Nothing with ``config.floor_photos`` or ``config.floor_materials`` off, in the ``shifted``
-    style or when the bank is empty.
+    Nothing with ``config.floor_photos`` or ``config.floor_materials`` off, outside the
+    ``default`` style or when the bank is empty.
     """
     if (not config.floor_photos or not config.floor_materials or config.style != 'default'
             or not texture_names() or rng.random() >= PHOTO_FLOOR_P):
