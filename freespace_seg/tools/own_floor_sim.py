@@ -402,6 +402,7 @@ def _loop(args, out):
             'options': {k: v for k, v in vars(args).items() if k != 'func'},
             'labels': {'rooms': label_rows, 'all': label_total},
             'checks': [{'model': m, 'style': s, **v} for (m, s), v in checks.items()],
+            'changes': _changes(checks, styles, models),
             'closed_loop': loop, 'timing': timing}
     with open(os.path.join(out, 'summary.json'), 'w') as f:
         json.dump(data, f, indent=1, default=str)
@@ -409,6 +410,23 @@ def _loop(args, out):
     with open(os.path.join(out, 'summary.md'), 'w') as f:
         f.write(text + '\n')
     return text
+
+
+def _changes(checks, styles, models):
+    """Fine-tuned minus base, per precision and style: mIoU and blocked called free."""
+    labels = {label for label, _ in models}
+    changes = []
+    for precision in ('fp32', 'INT8'):
+        base, tuned = f'base {precision}', f'fine-tuned {precision}'
+        if base not in labels or tuned not in labels:
+            continue
+        for style in styles:
+            before, after = checks[(base, style)], checks[(tuned, style)]
+            changes.append({'precision': precision, 'style': style,
+                            'miou': round(after['miou'] - before['miou'], 4),
+                            'blocked_called_free': round(after['blocked_called_free']
+                                                         - before['blocked_called_free'], 4)})
+    return changes
 
 
 def _pct(v):
@@ -439,6 +457,12 @@ def _markdown(args, data, checks, styles, models):
     rows = [[label] + [f'{checks[(label, s)]["miou"]:.3f} / '
                        f'{_pct(checks[(label, s)]["blocked_called_free"])}' for s in styles]
             for label, _ in models]
+    for precision in ('fp32', 'INT8'):
+        by_style = {c['style']: c for c in data['changes'] if c['precision'] == precision}
+        if by_style:
+            rows.append([f'change, {precision}'] + [
+                f'{by_style[s]["miou"]:+.3f} / '
+                f'{100 * by_style[s]["blocked_called_free"]:+.1f} points' for s in styles])
     lines += markdown.table(['model'] + [f'style {s}' for s in styles], rows)
     if data['closed_loop']:
         lines += ['', f'## Closed loop in the driven rooms ({args.loop_minutes:g} min each)', '']

@@ -53,6 +53,17 @@ def test_the_loop_writes_bags_labels_models_and_checks(tmp_path, capsys):
     assert checks == {(m, s) for m in ('base fp32', 'base INT8', 'fine-tuned fp32',
                                        'fine-tuned INT8') for s in ('shifted', 'default')}
     assert all(0.0 < c['miou'] <= 1.0 for c in data['checks'])
+    # the change rows: fine-tuned minus base, per precision and style
+    by = {(c['model'], c['style']): c for c in data['checks']}
+    assert len(data['changes']) == 4
+    for change in data['changes']:
+        p, s = change['precision'], change['style']
+        assert change['miou'] == pytest.approx(
+            by[(f'fine-tuned {p}', s)]['miou'] - by[(f'base {p}', s)]['miou'], abs=1e-4)
+        assert change['blocked_called_free'] == pytest.approx(
+            by[(f'fine-tuned {p}', s)]['blocked_called_free']
+            - by[(f'base {p}', s)]['blocked_called_free'], abs=1e-4)
+    assert '| change, fp32 |' in text and '| change, INT8 |' in text
     assert '## Labels' in text and 'fine-tuned INT8' in text
     assert text.strip().endswith((out / 'summary.md').read_text().strip())
 
