@@ -41,7 +41,7 @@ import time
 
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from freespace_seg.common.profiling import profile_from_environment
+from freespace_seg.common.profiling import name_native_thread, profile_from_environment
 from freespace_seg.ground.agreement import GridAgreement, odom_pose, PoseHistory
 from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_PARAMS,
                                         GroundParams, TOPICS)
@@ -640,6 +640,9 @@ class SegmentationNode(LifecycleNode):
         return self._workers[0].frames.ground_params.mask_width
 
     def _work(self, worker, slot):
+        # Seen as seg_worker (seg_worker_<i> with several) by top -H and bench's per-thread CPU.
+        many = len(self._workers) > 1
+        name_native_thread(f'seg_worker_{worker.index}' if many else 'seg_worker')
         while True:
             item = slot.take(timeout=0.5)
             if item is None:

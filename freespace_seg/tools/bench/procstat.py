@@ -72,6 +72,43 @@ def tree_cpu_seconds(pid):
     return own + sum(proc_cpu_seconds(p) or 0.0 for p in process_tree(pid)[1:])
 
 
+def thread_cpu_seconds(pid):
+    """
+    Return ``{tid: (name, cpu_seconds)}`` for every thread of process ``pid`` ({} if gone).
+
+    ``name`` is the thread's operating-system name (``comm``; ``main`` for the thread whose
+    tid is ``pid``); CPU is user + system, from /proc/<pid>/task/<tid>/stat.
+    """
+    try:
+        tids = os.listdir(f'/proc/{pid}/task')
+    except OSError:
+        return {}
+    out = {}
+    for tid in tids:
+        try:
+            with open(f'/proc/{pid}/task/{tid}/comm') as f:
+                name = f.read().strip()
+            with open(f'/proc/{pid}/task/{tid}/stat', 'rb') as f:
+                text = f.read().decode()
+        except OSError:
+            continue
+        fields = text[text.rindex(')') + 2:].split()
+        out[int(tid)] = ('main' if int(tid) == pid else name,
+                         (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return out
+
+
+def thread_cpu_percent(before, after, wall):
+    """
+    CPU % (100 = one core) of each thread between two :func:`thread_cpu_seconds` readings.
+
+    Return ``[[name, percent], ...]``, busiest first, for the threads alive at both.
+    """
+    rows = [[after[tid][0], 100.0 * (after[tid][1] - before[tid][1]) / wall]
+            for tid in after if tid in before]
+    return sorted(rows, key=lambda r: -r[1])
+
+
 def proc_minor_faults(pid):
     """Minor page faults of a process so far (a fresh page touched: about 1 per 4 KiB)."""
     fields = _proc_stat(pid)

@@ -264,6 +264,25 @@ def memory_summary(row):
             'rss_max_mb': max(r for _, r in series), 'minutes': end[0] / 60.0}
 
 
+def thread_lines(rows, least=1.0):
+    """
+    Markdown lines: the node process's CPU per thread for each node row that has it.
+
+    Threads under ``least`` % are left out. ``seg_worker`` runs a frame from decoding to
+    publishing (ONNX Runtime's ``run`` included), ``main`` the executor (receiving the
+    images); ONNX Runtime's and OpenCV's pool threads have no name of their own.
+    """
+    lines = [f'| {i} | {row.get("label") or row["kind"]} | '
+             + ', '.join(f'{name} {pct:.0f} %' for name, pct in row['thread_cpu'] if pct >= least)
+             + ' |'
+             for i, row in enumerate(rows, 1) if row.get('thread_cpu')]
+    if not lines:
+        return ''
+    return ('\nCPU per thread of the node process (100 % = one core; threads under '
+            f'{least:g} % left out; `python`: a pool thread of ONNX Runtime or OpenCV):\n\n'
+            '| # | condition | threads |\n|---|---|---|\n' + '\n'.join(lines) + '\n')
+
+
 def write_report(result, out_dir):
     """
     Print the Markdown report of a result and write bench.md, bench.json and latency.png.
@@ -311,6 +330,7 @@ def write_report(result, out_dir):
     ]
     text = '\n'.join(header) + '\n' + markdown_table(rows) + '\n\n' + \
         ratio_lines(ratios, goals) + '\n'
+    text += thread_lines(rows)
     profiles = [(i, r['profile']) for i, r in enumerate(rows, 1) if r.get('profile')]
     if profiles:
         text += ('\nProfiles of the node processes (stack samples, '

@@ -21,7 +21,8 @@ import threading
 import time
 
 from freespace_seg.tools.bench.procstat import (_ms_list, proc_cpu_seconds, proc_minor_faults,
-                                                proc_rss_mb, stats_ms, system_busy_seconds)
+                                                proc_rss_mb, stats_ms, system_busy_seconds,
+                                                thread_cpu_percent, thread_cpu_seconds)
 from freespace_seg.tools.child import NodeProcess
 
 
@@ -166,6 +167,7 @@ class TopicBench:
             t0 = time.monotonic()
             cpu0, self_cpu0 = proc_cpu_seconds(pid), time.process_time()
             busy0, faults0 = system_busy_seconds(), proc_minor_faults(pid)
+            threads0 = thread_cpu_seconds(pid)
             rss0 = proc_rss_mb(pid)
             rss_series = [(0.0, rss0)]
             while time.monotonic() - t0 < duration:
@@ -176,6 +178,7 @@ class TopicBench:
             t1 = time.monotonic()
             cpu1, self_cpu1 = proc_cpu_seconds(pid), time.process_time()
             busy1, faults1 = system_busy_seconds(), proc_minor_faults(pid)
+            threads1 = thread_cpu_seconds(pid)
             rss1 = proc_rss_mb(pid)
             robot.stop_camera()
             time.sleep(1.0)  # late masks of frames sent in the window
@@ -189,7 +192,8 @@ class TopicBench:
             'cpu_percent': 100.0 * (cpu1 - cpu0) / wall if cpu0 is not None else None,
             'bench_cpu_percent': 100.0 * (self_cpu1 - self_cpu0) / wall,
             'rss_mb': rss1, 'rss_start_mb': rss0, 'exit_code': code,
-            'loadavg_1min': os.getloadavg()[0]})
+            'loadavg_1min': os.getloadavg()[0],
+            'thread_cpu': thread_cpu_percent(threads0, threads1, wall)})
         if robot.profile is not None and os.path.isfile(robot.profile):
             row['profile'] = os.path.basename(robot.profile)
         if faults0 is not None and faults1 is not None:

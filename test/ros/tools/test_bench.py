@@ -64,6 +64,13 @@ def test_bench_quick_smoke_run_writes_table_json_and_plot(tmp_path, capsys):
     assert os.path.getsize(out / 'latency.png') > 1000
     assert os.path.isfile(out / 'bench.md')
     assert 'other CPU %' in text
+    # CPU per thread of each node process: the worker that runs the frames is named.
+    assert 'CPU per thread of the node process' in text
+    for row in result['rows']:
+        if row['kind'] == 'node':
+            names = [name for name, _ in row['thread_cpu']]
+            assert 'seg_worker' in names or 'seg_worker_0' in names, names
+            assert 'main' in names, names
     # --profile: every node process wrote its stack-sample profile.
     profiles = [r['profile'] for r in result['rows'] if r['kind'] == 'node']
     assert len(profiles) == 3

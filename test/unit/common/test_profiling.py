@@ -101,3 +101,38 @@ def test_environment_variable_switches_it_on(tmp_path, monkeypatch):
     assert report.startswith('# my node'), report
     # The worker's function, or the generator expression it runs, is at the top.
     assert 'busy_worker_function' in report or '<genexpr>' in report, report
+
+
+def test_a_named_thread_shows_its_name_and_cpu_in_proc():
+    import os
+
+    from freespace_seg.tools.bench.procstat import thread_cpu_percent, thread_cpu_seconds
+
+    if not os.path.isdir('/proc/self/task'):
+        pytest.skip('no /proc: thread names are a Linux feature')
+    named, stop = threading.Event(), threading.Event()
+    result = {}
+
+    def work():
+        result['set'] = profiling.name_native_thread('a_very_long_thread_name')
+        result['tid'] = threading.get_native_id()
+        named.set()
+        busy_worker_function(stop)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    assert named.wait(10.0)
+    before = thread_cpu_seconds(os.getpid())
+    used = 0.0
+    while used < 0.05:  # until the thread has run at least 50 ms of CPU (5 clock ticks)
+        time.sleep(0.05)
+        after = thread_cpu_seconds(os.getpid())
+        used = after[result['tid']][1] - before[result['tid']][1]
+    stop.set()
+    thread.join()
+    assert result['set'] is True
+    assert after[result['tid']][0] == 'a_very_long_thr'  # the kernel keeps 15 bytes
+    assert after[os.getpid()][0] == 'main'
+    rows = thread_cpu_percent(before, after, 1.0)
+    assert ['a_very_long_thr', pytest.approx(100.0 * used)] in rows
+    assert rows == sorted(rows, key=lambda r: -r[1])
