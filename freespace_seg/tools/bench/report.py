@@ -270,7 +270,8 @@ def thread_lines(rows, least=1.0):
 
     Threads under ``least`` % are left out. ``seg_worker`` runs a frame from decoding to
     publishing (ONNX Runtime's ``run`` included), ``main`` the executor (receiving the
-    images); ONNX Runtime's and OpenCV's pool threads have no name of their own.
+    images). A thread inherits the name of the thread that started it: OpenCV's pool, started
+    by the worker, shows as a second ``seg_worker``; ONNX Runtime's pool as ``python``.
     """
     lines = [f'| {i} | {row.get("label") or row["kind"]} | '
              + ', '.join(f'{name} {pct:.0f} %' for name, pct in row['thread_cpu'] if pct >= least)
@@ -279,7 +280,8 @@ def thread_lines(rows, least=1.0):
     if not lines:
         return ''
     return ('\nCPU per thread of the node process (100 % = one core; threads under '
-            f'{least:g} % left out; `python`: a pool thread of ONNX Runtime or OpenCV):\n\n'
+            f"{least:g} % left out; a second `seg_worker`: OpenCV's pool, started by the "
+            "worker; `python`: ONNX Runtime's pool):\n\n"
             '| # | condition | threads |\n|---|---|---|\n' + '\n'.join(lines) + '\n')
 
 
