@@ -31,18 +31,19 @@ def stats_ms(samples_s):
             'max_ms': float(a.max()), 'mean_ms': float(a.mean())}
 
 
-def _proc_stat(pid):
+def _proc_stat(pid, tid=None):
+    path = f'/proc/{pid}/stat' if tid is None else f'/proc/{pid}/task/{tid}/stat'
     try:
-        with open(f'/proc/{pid}/stat', 'rb') as f:
+        with open(path, 'rb') as f:
             text = f.read().decode()
     except OSError:
         return None
     return text[text.rindex(')') + 2:].split()
 
 
-def proc_cpu_seconds(pid):
-    """User + system CPU seconds of a process (all threads), from /proc/<pid>/stat."""
-    fields = _proc_stat(pid)
+def proc_cpu_seconds(pid, tid=None):
+    """User + system CPU seconds of a process (all threads), or of its thread ``tid``."""
+    fields = _proc_stat(pid, tid)
     return None if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
@@ -84,17 +85,15 @@ def thread_cpu_seconds(pid):
     except OSError:
         return {}
     out = {}
-    for tid in tids:
+    for tid in map(int, tids):
         try:
             with open(f'/proc/{pid}/task/{tid}/comm') as f:
                 name = f.read().strip()
-            with open(f'/proc/{pid}/task/{tid}/stat', 'rb') as f:
-                text = f.read().decode()
         except OSError:
-            continue
-        fields = text[text.rindex(')') + 2:].split()
-        out[int(tid)] = ('main' if int(tid) == pid else name,
-                         (int(fields[11]) + int(fields[12])) / CLK_TCK)
+            continue  # the thread ended
+        seconds = proc_cpu_seconds(pid, tid)
+        if seconds is not None:
+            out[tid] = ('main' if tid == pid else name, seconds)
     return out
 
 
