@@ -46,7 +46,9 @@ The algorithm, once per grid and once per control step:
    segmentation model most often misses an obstacle when it fills the view from close by
    (a box face taken for floor), which is exactly when the memory matters.
    ``memory_free_hits`` > 0 forgets a cell after that many grids showed it free (for scenes
-   with people or other moving obstacles).
+   with people or other moving obstacles, and against a model's passing false obstacles,
+   which otherwise pile up while the robot turns); with ``memory_free_min_range`` only
+   grids that show the cell free from at least that far count.
 3. **Where the robot is now.** The grid shows the world at the image's stamp; since then the
    robot has moved: by the odometry between the grid's stamp and now when it is given, else
    by the last command ``(v, w)`` held for ``grid_age`` seconds. Candidate paths start at
@@ -210,6 +212,7 @@ class DriverConfig:
     memory_time: float = 10.0
     memory_range: float = 2.0
     memory_free_hits: int = 0
+    memory_free_min_range: float = 0.0
     recovery_after: float = 5.0
     recovery_turn: float = 1.57
     backup_distance: float = 0.3
@@ -598,6 +601,8 @@ class DriverLogic:
         value = np.full(col.shape, UNKNOWN, dtype=np.int16)
         value[inside] = grid[row[inside], col[inside]]
         free_now = (value >= 0) & (value < cfg.occupied_threshold)
+        if cfg.memory_free_min_range > 0:
+            free_now &= np.hypot(bx, by) >= cfg.memory_free_min_range
         hits = self._mem_free + free_now
         if cfg.memory_free_hits > 0:
             keep &= hits < cfg.memory_free_hits

@@ -182,6 +182,11 @@ DRIVER_PARAMS = (
               'once this many grids showed its cell free; 0: only age and distance forget '
               '(safer against a model that misses obstacles seen from close by).', 'int',
               min_value=0, max_value=1000),
+    ParamSpec('memory_free_min_range', _DEFAULTS.memory_free_min_range, 'With '
+              'memory_free_hits: a grid that shows a remembered cell free counts only when the '
+              'cell lies at least this far from the robot (m): a model most often takes an '
+              'obstacle for floor when it fills the view from close by.', 'double',
+              min_value=0.0, max_value=5.0),
     ParamSpec('recovery_after', _DEFAULTS.recovery_after, 'A dead end: after turning in place '
               'this long (s) without a path of resume_distance, back up along the path driven '
               '(backup_distance), then turn by recovery_turn. 0: no dead-end recovery (turn '

@@ -79,6 +79,28 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
 PERCEPTIONS = ('model', 'truth')
+#: the kinds of the driver's states, in the order of :func:`state_table`
+STATE_KINDS = ('driving', 'rotating', 'backing up', 'stopped')
+
+
+def state_kind(state):
+    """Return the kind of a driver state text: ``rotating (frontier)`` -> ``rotating``."""
+    for kind in STATE_KINDS:
+        if state.startswith(kind):
+            return kind
+    return 'stopped'
+
+
+def state_shares(state_seconds):
+    """Return the share (0..1) of the time per kind (:data:`STATE_KINDS`) of {state: seconds}."""
+    total = sum(state_seconds.values())
+    shares = dict.fromkeys(STATE_KINDS, 0.0)
+    if total > 0:
+        for state, seconds in state_seconds.items():
+            shares[state_kind(state)] += seconds / total
+    return shares
+
+
 #: the grid QoS of the perception nodes (reliable, latched newest)
 _GRID_QOS = LATCHED_QOS
 #: lockstep: the driver listens here; :class:`GridRelay` forwards the perception's grids
@@ -118,6 +140,13 @@ class ClosedLoopResult:
     lockstep: bool = False
     #: lockstep: frames whose grid never came (the perception published nothing for them)
     missed_grids: int = 0
+    #: lockstep: simulated seconds in each state of the driver (its ``~/state`` text, e.g.
+    #: ``driving``, ``rotating (frontier)``, ``backing up (dead end)``)
+    state_seconds: dict = field(default_factory=dict)
+
+    def state_shares(self):
+        """Return the share (0..1) of the time in each kind of state (:data:`STATE_KINDS`)."""
+        return state_shares(self.state_seconds)
 
     def cells(self):
         """Return this room's cells of the table of :func:`markdown_table`."""
@@ -311,9 +340,10 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
         t0 = time.monotonic()
         thread.start()
         missed = 0
+        states = collections.Counter()
         if lockstep:
             missed = _run_lockstep(sim, driver, relay, duration, latency, timeout,
-                                   frame_timeout, notes, seed, log, t0, log_every)
+                                   frame_timeout, notes, seed, log, t0, log_every, states)
         else:
             next_log = log_every
             while sim.sim_time < duration and time.monotonic() - t0 < timeout:
@@ -339,7 +369,8 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
             distance=s['distance'], coverage=s['coverage'], free_area=s['free_area'],
             stale_stops=driver.stale_stops, hazard_stops=driver.hazard_stops, grids=grids,
             frames=s['frames'], path=sim.path, collision_points=list(sim.collision_points),
-            scene=sim.scene, notes=notes, lockstep=bool(lockstep), missed_grids=missed)
+            scene=sim.scene, notes=notes, lockstep=bool(lockstep), missed_grids=missed,
+            state_seconds={k: round(v, 3) for k, v in sorted(states.items())})
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
@@ -353,8 +384,13 @@ _HOP_TIMEOUT = 10.0
 
 
 def _run_lockstep(sim, driver, relay, duration, latency, timeout, frame_timeout, notes, seed,
-                  log, t0, log_every):
-    """Step ``sim`` until ``duration``; return the number of frames whose grid never came."""
+                  log, t0, log_every, states):
+    """
+    Step ``sim`` until ``duration``; return the number of frames whose grid never came.
+
+    ``states`` (a Counter) gets the simulated seconds of each step under the driver's state
+    after its command for that step.
+    """
     perception_ready = _wait(lambda: sim._pub_image.get_subscription_count() +
                              sim._pub_truth.get_subscription_count() > 0 and
                              relay.sub.get_publisher_count() > 0 and
@@ -396,6 +432,7 @@ def _run_lockstep(sim, driver, relay, duration, latency, timeout, frame_timeout,
         sim.publish_clock()
         if not _wait(lambda: (sim.last_cmd_stamp_ns or -1) >= t_next, _HOP_TIMEOUT):
             late_hops += 1
+        states[driver.state] += sim.dt_ns * 1e-9
         if log is not None and sim.sim_time >= next_log:
             next_log += log_every
             speed = sim.sim_time / max(time.monotonic() - t0, 1e-6)
@@ -461,6 +498,28 @@ def draw_path_png(result_or_scene, filename, path=None, collision_points=(), px_
     if not cv2.imwrite(str(filename), cv2.cvtColor(img, cv2.COLOR_RGB2BGR)):
         raise OSError(f'could not write {filename}')
     return img
+
+
+def state_table(results):
+    """
+    Return a Markdown table of the share of each room's time per kind of driver state.
+
+    Rooms without states (real time, or JSON files written before they were recorded) are
+    left out; empty when none has them.
+    """
+    results = [r for r in results if r.state_seconds]
+    if not results:
+        return ''
+    rows = [[r.seed] + [markdown.number(100.0 * v, 1) for v in r.state_shares().values()]
+            for r in results]
+    if len(results) > 1:
+        total = collections.Counter()
+        for r in results:
+            total.update(r.state_seconds)
+        rows.append([f'**all {len(results)} rooms**'] +
+                    [markdown.number(100.0 * v, 1) for v in state_shares(total).values()])
+    return '\n'.join(markdown.table(
+        ['room (seed)'] + [f'{kind} (% of time)' for kind in STATE_KINDS], rows))
 
 
 def markdown_table(results):

@@ -21,11 +21,13 @@ Closed-loop benchmark: drive the simulated Create 3 through many seeded rooms.
 Each room runs :func:`freespace_seg.tools.closed_loop.run_room` (sim_robot + segmentation_node +
 freespace_driver; in lockstep on the simulated clock with a fixed perception latency unless
 ``--realtime``) one after the other and the script prints a Markdown table of collisions,
-distance, coverage of the free floor and stale-perception stops per room, with totals.
-``--png-dir`` also writes a top-down picture of each room with the path; ``--json`` writes
-the rooms' numbers, and ``--from-json`` prints one table of the rooms of several such files
-(for instance two halves run side by side on two cores). The exit code is 1 when any room
-had a collision.
+distance, coverage of the free floor and stale-perception stops per room, with totals, and
+(lockstep) a second one of the share of the time the driver spent driving, rotating in place,
+backing up and stopped. ``--driver-param NAME:=VALUE`` sets a freespace_driver parameter in
+every room. ``--png-dir`` also writes a top-down picture of each room with the path;
+``--json`` writes the rooms' numbers, and ``--from-json`` prints one table of the rooms of
+several such files (for instance two halves run side by side on two cores). The exit code is
+1 when any room had a collision.
 """
 
 import json
@@ -35,13 +37,14 @@ import time
 
 from freespace_seg.sim.randomization import STYLES
 from freespace_seg.tools.closed_loop import (ClosedLoopResult, draw_path_png, markdown_table,
-                                             PERCEPTIONS, run_room)
+                                             PERCEPTIONS, run_room, state_table)
 import numpy as np
 
 #: the numbers of a room that --json keeps (the path and the scene are left out)
 JSON_FIELDS = ('seed', 'perception', 'duration', 'wall_time', 'collisions', 'contact_steps',
                'distance', 'coverage', 'free_area', 'stale_stops', 'hazard_stops', 'grids',
-               'frames', 'collision_points', 'notes', 'lockstep', 'missed_grids')
+               'frames', 'collision_points', 'notes', 'lockstep', 'missed_grids',
+               'state_seconds')
 
 
 #: the sim_robot node's defaults and ranges of its camera mount
@@ -58,6 +61,49 @@ def sim_parameters(args):
     return {'width': args.width, 'height': args.height, 'camera_rate': args.camera_rate,
             'camera_noise': args.camera_noise, 'camera_height': float(args.camera_height),
             'camera_pitch': float(args.camera_pitch), 'style': args.style}
+
+
+#: driver parameters the closed loop sets itself (not for --driver-param)
+_HARNESS_SETS = ('drive', 'use_stamped', 'control_rate', 'use_sim_time')
+
+
+def driver_parameters(items):
+    """
+    Return ``{name: value}`` of ``--driver-param`` items (``NAME:=VALUE``).
+
+    Each value is typed and checked by the driver's parameter spec; ValueError names an
+    unknown name, a bad value or a parameter the closed loop sets itself.
+    """
+    from freespace_seg.nodes.freespace_driver import DRIVER_PARAMS
+    from freespace_seg.nodes.params import validate
+
+    specs = {spec.name: spec for spec in DRIVER_PARAMS}
+    out = {}
+    for item in items or ():
+        name, sep, text = (part.strip() for part in item.partition(':='))
+        if not sep or not name or not text:
+            raise ValueError(f'--driver-param wants NAME:=VALUE, got {item!r}')
+        spec = specs.get(name)
+        if name in _HARNESS_SETS:
+            raise ValueError(f'--driver-param {name}: the closed loop sets it itself (lockstep '
+                             'waits for a command every step)')
+        if spec is None or spec.kind not in ('int', 'double', 'bool'):
+            raise ValueError(f'--driver-param {name}: not a number or bool parameter of '
+                             'freespace_driver (docs/nodes/freespace_driver.md)')
+        try:
+            if spec.kind == 'bool':
+                if text.lower() not in ('true', 'false'):
+                    raise ValueError
+                value = text.lower() == 'true'
+            else:
+                value = int(text) if spec.kind == 'int' else float(text)
+        except ValueError:
+            raise ValueError(f'--driver-param {name}: {text!r} is not a {spec.kind}') from None
+        reason = validate(spec, value)
+        if reason:
+            raise ValueError(f'--driver-param {name}: {reason}')
+        out[name] = value
+    return out
 
 
 def add_arguments(ap):
@@ -96,6 +142,9 @@ def add_arguments(ap):
     ap.add_argument('--latency', type=float, default=0.1,
                     help='lockstep: perception latency in simulated seconds, at most one '
                     'camera period (default 0.1)')
+    ap.add_argument('--driver-param', action='append', default=[], metavar='NAME:=VALUE',
+                    help='a freespace_driver parameter for every room (repeat it), e.g. '
+                    "memory_free_hits:=3 (default: the driver's defaults)")
     ap.add_argument('--png-dir', default=None,
                     help='write room_<seed>.png (top-down room with the path) here')
     ap.add_argument('--json', default=None,
@@ -125,13 +174,22 @@ def _from_json(files):
         with open(name) as f:
             results += [result_from_dict(d) for d in json.load(f)['rooms']]
     results.sort(key=lambda r: r.seed)
-    print(markdown_table(results))
+    _print_tables(results)
     return 1 if any(r.collisions for r in results) else 0
+
+
+def _print_tables(results):
+    """Print the rooms' table and, where recorded, the driver's time per state."""
+    print(markdown_table(results))
+    states = state_table(results)
+    if states:
+        print('\nTime per driver state (lockstep; `~/state` of freespace_driver):\n')
+        print(states)
 
 
 #: options that must match between a run and its --resume
 _SAME = ('minutes', 'perception', 'model', 'width', 'height', 'camera_rate', 'camera_height',
-         'camera_pitch', 'camera_noise', 'style', 'realtime', 'latency')
+         'camera_pitch', 'camera_noise', 'style', 'realtime', 'latency', 'driver_param')
 
 
 def _resumed(args):
@@ -143,10 +201,14 @@ def _resumed(args):
     with open(args.json) as f:
         data = json.load(f)
     before = data.get('args', {})
-    differ = [k for k in _SAME if before.get(k, getattr(args, k)) != getattr(args, k)]
+    # Files written before --driver-param ran with the driver's defaults.
+    old_default = {'driver_param': []}
+    differ = [k for k in _SAME
+              if before.get(k, old_default.get(k, getattr(args, k))) != getattr(args, k)]
     if differ:
+        was = [f'--{k.replace("_", "-")} {before.get(k, old_default.get(k))}' for k in differ]
         raise ValueError(f'--resume: {args.json} was run with other options: '
-                         + ', '.join(f'--{k.replace("_", "-")} {before[k]}' for k in differ))
+                         + ', '.join(was))
     wanted = range(args.first_seed, args.first_seed + args.rooms)
     results = [result_from_dict(d) for d in data.get('rooms', [])]
     results = [r for r in results if r.seed in wanted]
@@ -165,6 +227,7 @@ def run(args):
         os.makedirs(args.png_dir, exist_ok=True)
     try:
         sim_params = sim_parameters(args)
+        driver_params = driver_parameters(args.driver_param)
     except ValueError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
@@ -183,7 +246,8 @@ def run(args):
         try:
             r = run_room(seed, duration=60.0 * args.minutes, perception=args.perception,
                          model_path=args.model, num_threads=args.threads,
-                         sim_params=sim_params, lockstep=not args.realtime,
+                         sim_params=sim_params, driver_params=driver_params,
+                         lockstep=not args.realtime,
                          latency=args.latency, log_every=60.0,
                          log=lambda line: print(line, file=sys.stderr, flush=True))
         except (FileNotFoundError, ValueError) as e:
@@ -205,6 +269,8 @@ def run(args):
     print(f'\nClosed loop, perception={args.perception}, {args.rooms} rooms x '
           f'{args.minutes:g} min simulated ({mode}), camera {args.width}x{args.height} at '
           f'{args.camera_rate:g} Hz, {args.camera_height:g} m up, pitched '
-          f'{args.camera_pitch:g} rad ({time.monotonic() - t0:.0f} s wall):\n')
-    print(markdown_table(results))
+          f'{args.camera_pitch:g} rad'
+          + (f', driver {" ".join(args.driver_param)}' if args.driver_param else '')
+          + f' ({time.monotonic() - t0:.0f} s wall):\n')
+    _print_tables(results)
     return 1 if any(r.collisions for r in results) else 0

@@ -28,7 +28,7 @@ import threading
 
 from freespace_seg.perception.pipeline import packaged_model_path
 from freespace_seg.tools.closed_loop import (ClosedLoopResult, draw_path_png, markdown_table,
-                                             run_room)
+                                             run_room, state_kind, state_table)
 import numpy as np
 import pytest
 
@@ -78,6 +78,26 @@ def test_the_check_fails_a_robot_that_never_moves_or_collides():
     assert '| **total (2 rooms)** |' in table and '| 5.0 |' in table
 
 
+def test_the_state_table_shares_each_rooms_time_by_kind_of_state():
+    a = fake_result(state_seconds={'driving': 6.0, 'rotating (frontier)': 1.0, 'rotating': 1.0,
+                                   'backing up (dead end)': 2.0})
+    b = fake_result(seed=1, state_seconds={'driving': 5.0,
+                                           'stopped: stale grid (drive is false)': 5.0})
+    assert [state_kind(s) for s in ('driving (drive is false)', 'rotating (frontier)',
+                                    'backing up (hazard)', 'stopped: hazard', 'odd')] == \
+        ['driving', 'rotating', 'backing up', 'stopped', 'stopped']
+    assert a.state_shares() == {'driving': 0.6, 'rotating': 0.2, 'backing up': 0.2,
+                                'stopped': 0.0}
+    lines = state_table([a, b, fake_result(seed=2)]).splitlines()
+    assert lines[0] == ('| room (seed) | driving (% of time) | rotating (% of time) | '
+                        'backing up (% of time) | stopped (% of time) |')
+    assert lines[2] == '| 0 | 60.0 | 20.0 | 20.0 | 0.0 |'
+    assert lines[3] == '| 1 | 50.0 | 0.0 | 0.0 | 50.0 |'
+    # Room 2 has no states (a real-time run, an old JSON file); the pooled row weighs by time.
+    assert lines[4] == '| **all 2 rooms** | 55.0 | 10.0 | 10.0 | 25.0 |' and len(lines) == 5
+    assert state_table([fake_result()]) == ''
+
+
 def test_exact_perception_room_is_reproducible(tmp_path):
     a = run_room(6, duration=8.0, perception='truth')
     assert problems(a) == [], a
@@ -87,6 +107,9 @@ def test_exact_perception_room_is_reproducible(tmp_path):
     assert a.grids == a.frames - 1 == 80
     assert a.stale_stops == 0
     assert 0.0 < a.coverage < 1.0
+    # Every simulated step is counted under the driver's state after its command.
+    assert sum(a.state_seconds.values()) == pytest.approx(8.0, abs=1e-6)
+    assert a.state_shares()['driving'] > 0.0
     img = draw_path_png(a, tmp_path / 'room.png')
     assert os.path.getsize(tmp_path / 'room.png') > 1000 and img.ndim == 3
     # Lockstep: the same room gives the same path, however the machine's load varies; here
@@ -101,6 +124,7 @@ def test_exact_perception_room_is_reproducible(tmp_path):
         t.join(timeout=300)
     for k in range(2):
         np.testing.assert_array_equal(a.path, results[k].path)
+        assert results[k].state_seconds == a.state_seconds
 
 
 def test_latency_must_fit_in_a_camera_period():
@@ -164,7 +188,7 @@ def test_benchmark_script_prints_a_table_and_merges_json(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert 'lockstep, 100 ms latency' in printed and '| 3 | 3 | 0 |' in printed
     assert cli.main(['bench-closed-loop', '--from-json', str(b), str(a)]) == 0
-    table = capsys.readouterr().out.splitlines()
+    table = capsys.readouterr().out.split('\n\n')[0].splitlines()
     assert [line.split('|')[1].strip() for line in table[2:]] == ['3', '4',
                                                                   '**total (2 rooms)**']
     assert cli.main(['bench-closed-loop', '--rooms', '1', '--latency', '0.5',
@@ -190,6 +214,34 @@ def test_benchmark_camera_mount_options(tmp_path, capsys):
     assert '1 m up, pitched 0.3 rad' in capsys.readouterr().out
 
 
+def test_benchmark_driver_params_are_typed_checked_and_reach_the_driver(tmp_path, capsys):
+    from freespace_seg import cli
+    from freespace_seg.tools.bench import closed_loop as bench_closed_loop
+    params = bench_closed_loop.driver_parameters(
+        ['memory_free_hits:=3', 'memory_free_min_range:=0.5', 'explore_weight:=0'])
+    assert params == {'memory_free_hits': 3, 'memory_free_min_range': 0.5, 'explore_weight': 0}
+    assert type(params['memory_free_min_range']) is float
+    for bad, why in (('memory_free_hits=3', 'NAME:=VALUE'), ('no_such:=1', 'no_such'),
+                     ('memory_free_hits:=x', 'not a int'), ('memory_free_hits:=-1', '>= 0'),
+                     ('cmd_vel_topic:=a', 'cmd_vel_topic'), ('drive:=false', 'sets it')):
+        with pytest.raises(ValueError, match=why):
+            bench_closed_loop.driver_parameters([bad])
+        assert cli.main(['bench-closed-loop', '--rooms', '1', '--perception', 'truth',
+                         '--driver-param', bad]) == 2
+        assert '--driver-param' in capsys.readouterr().err
+    # They reach the driver: a speed limit of 0.05 m/s holds the robot to 0.15 m in 3 s.
+    runs = {}
+    for name, extra in (('default', []), ('slow', ['--driver-param', 'max_linear:=0.05'])):
+        runs[name] = tmp_path / f'{name}.json'
+        assert cli.main(['bench-closed-loop', '--rooms', '1', '--first-seed', '3',
+                         '--minutes', '0.05', '--perception', 'truth', '--json',
+                         str(runs[name])] + extra) == 0
+    assert 'driver max_linear:=0.05' in capsys.readouterr().out
+    default, slow = (json.loads(runs[k].read_text())['rooms'][0]['distance']
+                     for k in ('default', 'slow'))
+    assert 0.0 < slow <= 0.05 * 3.0 + 1e-6 < default
+
+
 def test_benchmark_resumes_from_its_json_and_refuses_other_options(tmp_path, capsys):
     from freespace_seg import cli
     out = tmp_path / 'rooms.json'
@@ -210,6 +262,8 @@ def test_benchmark_resumes_from_its_json_and_refuses_other_options(tmp_path, cap
     assert '**total (2 rooms)**' in captured.out
     assert cli.main(base + ['--rooms', '2', '--style', 'shifted']) == 2
     assert '--style default' in capsys.readouterr().err
+    assert cli.main(base + ['--rooms', '2', '--driver-param', 'memory_free_hits:=3']) == 2
+    assert '--driver-param []' in capsys.readouterr().err
     assert cli.main(['bench-closed-loop', '--rooms', '1', '--perception', 'truth',
                      '--resume']) == 2
     assert '--resume needs --json' in capsys.readouterr().err

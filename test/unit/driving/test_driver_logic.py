@@ -345,6 +345,26 @@ def test_obstacles_that_leave_the_view_are_remembered_with_odometry():
     assert len(d2.memory) == 0
 
 
+def test_memory_free_min_range_counts_only_free_sightings_from_far_enough():
+    """A cell shown free from close by (a box face taken for floor) stays remembered."""
+    first = seen(paint(grid(), 0.45, 0.5, 0.15, 0.2, OCCUPIED))   # about 0.5 m ahead-left
+    shows_free = paint(seen(grid()), 0.0, 1.0, -0.5, 0.5, FREE)
+    cfg = DriverConfig(memory_free_hits=2, memory_free_min_range=0.8)
+    close = DriverLogic(cfg)
+    close.set_grid(first, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
+    for i in range(5):   # shown free five times from where it is 0.5 m away: kept
+        close.set_grid(shows_free, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.1 * (i + 1))
+    assert len(close.memory) >= 1
+    # From 0.4 m further back the cell is 0.9 m away: two free sightings forget it.
+    far = paint(seen(grid()), 0.0, 2.0, -0.5, 0.5, FREE)
+    close.set_grid(far, LAYOUT, pose=(-0.4, 0.0, 0.0), stamp=0.6)
+    assert len(close.memory) >= 1
+    close.set_grid(far, LAYOUT, pose=(-0.4, 0.0, 0.0), stamp=0.7)
+    assert len(close.memory) == 0
+    with pytest.raises(ValueError, match='memory_free_min_range'):
+        DriverConfig(memory_free_min_range=-0.1)
+
+
 def test_odometry_motion_replaces_the_command_estimate():
     d = DriverLogic()
     d.set_grid(wall_grid(1.5), LAYOUT)
