@@ -48,6 +48,8 @@ COMMANDS = {
                  'static INT8 (QDQ) copy of a model, with its card'),
     'prune': ('freespace_seg.training.prune',
               'channel-prune a model and fine-tune it on synthetic frames (torch, CPU)'),
+    'resize-input': ('freespace_seg.training.resize_input',
+                     "a model's ONNX file at another network input size, with its card"),
     'tradeoff': ('freespace_seg.training.tradeoff',
                  'input size against mIoU against latency: a table and a plot'),
     'bench': ('freespace_seg.tools.bench.run',
