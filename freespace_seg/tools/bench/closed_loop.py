@@ -24,7 +24,7 @@ freespace_driver; in lockstep on the simulated clock with a fixed perception lat
 distance, coverage of the free floor and stale-perception stops per room, with totals, and
 (lockstep) a second one of the share of the time the driver spent driving, rotating in place,
 backing up and stopped. ``--driver-param NAME:=VALUE`` sets a freespace_driver parameter in
-every room. ``--png-dir`` also writes a top-down picture of each room with the path;
+every room, ``--seg-param NAME:=VALUE`` a segmentation_node one. ``--png-dir`` also writes a top-down picture of each room with the path;
 ``--json`` writes the rooms' numbers, and ``--from-json`` prints one table of the rooms of
 several such files (for instance two halves run side by side on two cores). The exit code is
 1 when any room had a collision.
@@ -65,31 +65,27 @@ def sim_parameters(args):
 
 #: driver parameters the closed loop sets itself (not for --driver-param)
 _HARNESS_SETS = ('drive', 'use_stamped', 'control_rate', 'use_sim_time')
+#: segmentation_node parameters the closed loop sets itself (not for --seg-param)
+_SEG_HARNESS_SETS = ('model_file_path', 'num_threads', 'camera_height', 'camera_pitch',
+                     'use_sim_time')
 
 
-def driver_parameters(items):
-    """
-    Return ``{name: value}`` of ``--driver-param`` items (``NAME:=VALUE``).
-
-    Each value is typed and checked by the driver's parameter spec; ValueError names an
-    unknown name, a bad value or a parameter the closed loop sets itself.
-    """
-    from freespace_seg.nodes.freespace_driver import DRIVER_PARAMS
+def _typed_parameters(items, specs, flag, harness_sets, node, page):
+    """Return ``{name: value}`` of ``NAME:=VALUE`` items, typed and checked by ``specs``."""
     from freespace_seg.nodes.params import validate
 
-    specs = {spec.name: spec for spec in DRIVER_PARAMS}
+    specs = {spec.name: spec for spec in specs}
     out = {}
     for item in items or ():
         name, sep, text = (part.strip() for part in item.partition(':='))
         if not sep or not name or not text:
-            raise ValueError(f'--driver-param wants NAME:=VALUE, got {item!r}')
+            raise ValueError(f'{flag} wants NAME:=VALUE, got {item!r}')
         spec = specs.get(name)
-        if name in _HARNESS_SETS:
-            raise ValueError(f'--driver-param {name}: the closed loop sets it itself (lockstep '
-                             'waits for a command every step)')
+        if name in harness_sets:
+            raise ValueError(f'{flag} {name}: the closed loop sets it itself')
         if spec is None or spec.kind not in ('int', 'double', 'bool'):
-            raise ValueError(f'--driver-param {name}: not a number or bool parameter of '
-                             'freespace_driver (docs/nodes/freespace_driver.md)')
+            raise ValueError(f'{flag} {name}: not a number or bool parameter of {node} '
+                             f'({page})')
         try:
             if spec.kind == 'bool':
                 if text.lower() not in ('true', 'false'):
@@ -98,12 +94,37 @@ def driver_parameters(items):
             else:
                 value = int(text) if spec.kind == 'int' else float(text)
         except ValueError:
-            raise ValueError(f'--driver-param {name}: {text!r} is not a {spec.kind}') from None
+            raise ValueError(f'{flag} {name}: {text!r} is not a {spec.kind}') from None
         reason = validate(spec, value)
         if reason:
-            raise ValueError(f'--driver-param {name}: {reason}')
+            raise ValueError(f'{flag} {name}: {reason}')
         out[name] = value
     return out
+
+
+def driver_parameters(items):
+    """
+    Return ``{name: value}`` of ``--driver-param`` items (``NAME:=VALUE``).
+
+    Each value is typed and checked by the driver's parameter spec; ValueError names an
+    unknown name, a bad value or a parameter the closed loop sets itself (lockstep waits for
+    a command every step).
+    """
+    from freespace_seg.nodes.freespace_driver import DRIVER_PARAMS
+
+    return _typed_parameters(items, DRIVER_PARAMS, '--driver-param', _HARNESS_SETS,
+                             'freespace_driver', 'docs/nodes/freespace_driver.md')
+
+
+def segmentation_parameters(items):
+    """
+    Return ``{name: value}`` of ``--seg-param`` items (``NAME:=VALUE``), as
+    :func:`driver_parameters` does for segmentation_node's number and bool parameters.
+    """
+    from freespace_seg.nodes.params import SEGMENTATION_PARAMS
+
+    return _typed_parameters(items, SEGMENTATION_PARAMS, '--seg-param', _SEG_HARNESS_SETS,
+                             'segmentation_node', 'docs/nodes/segmentation_node.md')
 
 
 def add_arguments(ap):
@@ -145,6 +166,10 @@ def add_arguments(ap):
     ap.add_argument('--driver-param', action='append', default=[], metavar='NAME:=VALUE',
                     help='a freespace_driver parameter for every room (repeat it), e.g. '
                     "memory_free_hits:=3 (default: the driver's defaults)")
+    ap.add_argument('--seg-param', action='append', default=[], metavar='NAME:=VALUE',
+                    help='a segmentation_node parameter for every room with --perception '
+                    'model (repeat it), e.g. grid_mark_confidence:=0.9 (default: the '
+                    "node's defaults)")
     ap.add_argument('--png-dir', default=None,
                     help='write room_<seed>.png (top-down room with the path) here')
     ap.add_argument('--json', default=None,
@@ -189,7 +214,8 @@ def _print_tables(results):
 
 #: options that must match between a run and its --resume
 _SAME = ('minutes', 'perception', 'model', 'width', 'height', 'camera_rate', 'camera_height',
-         'camera_pitch', 'camera_noise', 'style', 'realtime', 'latency', 'driver_param')
+         'camera_pitch', 'camera_noise', 'style', 'realtime', 'latency', 'driver_param',
+         'seg_param')
 
 
 def _resumed(args):
@@ -201,8 +227,8 @@ def _resumed(args):
     with open(args.json) as f:
         data = json.load(f)
     before = data.get('args', {})
-    # Files written before --driver-param ran with the driver's defaults.
-    old_default = {'driver_param': []}
+    # Files written before --driver-param and --seg-param ran with the nodes' defaults.
+    old_default = {'driver_param': [], 'seg_param': []}
     differ = [k for k in _SAME
               if before.get(k, old_default.get(k, getattr(args, k))) != getattr(args, k)]
     if differ:
@@ -228,6 +254,9 @@ def run(args):
     try:
         sim_params = sim_parameters(args)
         driver_params = driver_parameters(args.driver_param)
+        seg_params = segmentation_parameters(args.seg_param)
+        if seg_params and args.perception != 'model':
+            raise ValueError('--seg-param needs --perception model')
     except ValueError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
@@ -247,7 +276,7 @@ def run(args):
             r = run_room(seed, duration=60.0 * args.minutes, perception=args.perception,
                          model_path=args.model, num_threads=args.threads,
                          sim_params=sim_params, driver_params=driver_params,
-                         lockstep=not args.realtime,
+                         seg_params=seg_params, lockstep=not args.realtime,
                          latency=args.latency, log_every=60.0,
                          log=lambda line: print(line, file=sys.stderr, flush=True))
         except (FileNotFoundError, ValueError) as e:
@@ -271,6 +300,7 @@ def run(args):
           f'{args.camera_rate:g} Hz, {args.camera_height:g} m up, pitched '
           f'{args.camera_pitch:g} rad'
           + (f', driver {" ".join(args.driver_param)}' if args.driver_param else '')
+          + (f', segmentation {" ".join(args.seg_param)}' if args.seg_param else '')
           + f' ({time.monotonic() - t0:.0f} s wall):\n')
     _print_tables(results)
     return 1 if any(r.collisions for r in results) else 0
