@@ -24,8 +24,8 @@ freespace_driver; in lockstep on the simulated clock with a fixed perception lat
 distance, coverage of the free floor and stale-perception stops per room, with totals, and
 (lockstep) a second one of the share of the time the driver spent driving, rotating in place,
 backing up and stopped. ``--driver-param NAME:=VALUE`` sets a freespace_driver parameter in
-every room, ``--seg-param NAME:=VALUE`` a segmentation_node one. ``--png-dir`` also writes a top-down picture of each room with the path;
-``--json`` writes the rooms' numbers, and ``--from-json`` prints one table of the rooms of
+every room, ``--seg-param NAME:=VALUE`` a segmentation_node one. ``--png-dir`` also writes a
+top-down picture of each room with the path; ``--json`` writes the rooms' numbers, and ``--from-json`` prints one table of the rooms of
 several such files (for instance two halves run side by side on two cores). The exit code is
 1 when any room had a collision.
 """
@@ -118,8 +118,9 @@ def driver_parameters(items):
 
 def segmentation_parameters(items):
     """
-    Return ``{name: value}`` of ``--seg-param`` items (``NAME:=VALUE``), as
-    :func:`driver_parameters` does for segmentation_node's number and bool parameters.
+    Return ``{name: value}`` of ``--seg-param`` items (``NAME:=VALUE``).
+
+    As :func:`driver_parameters`, for segmentation_node's number and bool parameters.
     """
     from freespace_seg.nodes.params import SEGMENTATION_PARAMS
 
