@@ -25,9 +25,9 @@ distance, coverage of the free floor and stale-perception stops per room, with t
 (lockstep) a second one of the share of the time the driver spent driving, rotating in place,
 backing up and stopped. ``--driver-param NAME:=VALUE`` sets a freespace_driver parameter in
 every room, ``--seg-param NAME:=VALUE`` a segmentation_node one. ``--png-dir`` also writes a
-top-down picture of each room with the path; ``--json`` writes the rooms' numbers, and ``--from-json`` prints one table of the rooms of
-several such files (for instance two halves run side by side on two cores). The exit code is
-1 when any room had a collision.
+top-down picture of each room with the path; ``--json`` writes the rooms' numbers, and
+``--from-json`` prints one table of the rooms of several such files (for instance two halves
+run side by side on two cores). The exit code is 1 when any room had a collision.
 """
 
 import json
