@@ -48,7 +48,10 @@ The algorithm, once per grid and once per control step:
    ``memory_free_hits`` > 0 forgets a cell after that many grids showed it free (for scenes
    with people or other moving obstacles, and against a model's passing false obstacles,
    which otherwise pile up while the robot turns); with ``memory_free_min_range`` only
-   grids that show the cell free from at least that far count.
+   grids that show the cell free from at least that far count. ``memory_min_sightings`` > 1
+   draws a remembered cell into later grids only once that many grids showed it occupied
+   (within ``memory_time``): an obstacle is seen again and again as the robot comes closer,
+   a speck of a single frame is not. The grid it is seen in blocks either way.
 3. **Where the robot is now.** The grid shows the world at the image's stamp; since then the
    robot has moved: by the odometry between the grid's stamp and now when it is given, else
    by the last command ``(v, w)`` held for ``grid_age`` seconds. Candidate paths start at
@@ -213,6 +216,7 @@ class DriverConfig:
     memory_range: float = 2.0
     memory_free_hits: int = 0
     memory_free_min_range: float = 0.0
+    memory_min_sightings: int = 1
     recovery_after: float = 5.0
     recovery_turn: float = 1.57
     backup_distance: float = 0.3
@@ -243,6 +247,10 @@ class DriverConfig:
         if int(self.memory_free_hits) != self.memory_free_hits:
             raise ValueError('memory_free_hits must be an integer, got '
                              f'{self.memory_free_hits!r}')
+        if int(self.memory_min_sightings) != self.memory_min_sightings or \
+                self.memory_min_sightings < 1:
+            raise ValueError('memory_min_sightings must be a positive integer, got '
+                             f'{self.memory_min_sightings!r}')
         if int(self.num_arcs) != self.num_arcs or self.num_arcs < 1:
             raise ValueError(f'num_arcs must be a positive integer, got {self.num_arcs!r}')
         if not 1 <= self.occupied_threshold <= 100:
@@ -498,6 +506,8 @@ class DriverLogic:
         self._mem_xy = np.zeros((0, 2))
         self._mem_t = np.zeros(0)
         self._mem_free = np.zeros(0, dtype=np.int64)
+        #: grids that showed each remembered cell occupied (memory_min_sightings)
+        self._mem_seen = np.zeros(0, dtype=np.int64)
         self._prev_k = 0.0
         self._rotating = False
         self._rotate_dir = 1.0
@@ -607,6 +617,7 @@ class DriverLogic:
         if cfg.memory_free_hits > 0:
             keep &= hits < cfg.memory_free_hits
         mem_xy, mem_t, mem_free = self._mem_xy[keep], self._mem_t[keep], hits[keep]
+        mem_seen = self._mem_seen[keep]
         # This grid's occupied cells, into odometry.
         rows, cols = np.nonzero(grid >= cfg.occupied_threshold)
         gx, gy = (cols + 0.5) * res, (rows + 0.5) * res
@@ -618,16 +629,26 @@ class DriverLogic:
         xy = np.concatenate([mem_xy, new_xy])
         ts = np.concatenate([mem_t, np.full(len(new_xy), t)])
         free = np.concatenate([mem_free, np.zeros(len(new_xy), dtype=np.int64)])
+        # sightings: the old count, and one for this grid (once per cell, below)
+        seen = np.concatenate([mem_seen, np.ones(len(new_xy), dtype=np.int64)])
+        is_new = np.concatenate([np.zeros(len(mem_xy), bool), np.ones(len(new_xy), bool)])
         if len(xy):
             # One point per odometry cell, the newest sighting (which resets the free count).
             cells = np.floor(xy / res).astype(np.int64)
             order = np.lexsort((free, -ts, cells[:, 1], cells[:, 0]))
             cells, xy, ts, free = cells[order], xy[order], ts[order], free[order]
+            seen, is_new = seen[order], is_new[order]
             first = np.ones(len(cells), dtype=bool)
             first[1:] = np.any(cells[1:] != cells[:-1], axis=1)
+            starts = np.flatnonzero(first)
+            # per cell: the remembered count plus one if this grid shows it occupied
+            seen = np.maximum.reduceat(np.where(is_new, 0, seen), starts) + \
+                np.maximum.reduceat(is_new.astype(np.int64), starts)
             xy, ts, free = (np.floor(xy[first] / res) + 0.5) * res, ts[first], free[first]
         self._mem_xy, self._mem_t, self._mem_free = xy.reshape(-1, 2), ts, free
-        dx, dy = self._mem_xy[:, 0] - x0, self._mem_xy[:, 1] - y0
+        self._mem_seen = np.asarray(seen, dtype=np.int64)
+        confirmed = self._mem_seen >= cfg.memory_min_sightings
+        dx, dy = self._mem_xy[confirmed, 0] - x0, self._mem_xy[confirmed, 1] - y0
         return np.stack([c * dx + s_ * dy, -s_ * dx + c * dy], axis=1)
 
     def _floor_map(self):
@@ -652,7 +673,7 @@ class DriverLogic:
     @property
     def memory(self):
         """Return the remembered obstacle points, (N, 2) in the odometry frame."""
-        return self._mem_xy.copy()
+        return self._mem_xy[self._mem_seen >= self.config.memory_min_sightings].copy()
 
     @property
     def trail(self):
@@ -1068,9 +1089,10 @@ class DriverLogic:
         if min(_segment_distance(odom, a, b_) for a, b_ in zip(path, path[1:])) > \
                 cfg.backup_tolerance:
             return self._end_backup(start)
-        if len(self._mem_xy):
+        mem = self.memory
+        if len(mem):
             near = cfg.robot_radius - 0.5 * math.sqrt(2.0) * self._map.layout.resolution
-            if float(np.min(np.hypot(self._mem_xy[:, 0] - tx, self._mem_xy[:, 1] - ty))) < near:
+            if float(np.min(np.hypot(mem[:, 0] - tx, mem[:, 1] - ty))) < near:
                 return self._end_backup(start)
         c, s_ = math.cos(odom[2]), math.sin(odom[2])
         dx, dy = tx - odom[0], ty - odom[1]

@@ -187,6 +187,11 @@ DRIVER_PARAMS = (
               'cell lies at least this far from the robot (m): a model most often takes an '
               'obstacle for floor when it fills the view from close by.', 'double',
               min_value=0.0, max_value=5.0),
+    ParamSpec('memory_min_sightings', _DEFAULTS.memory_min_sightings, 'Draw a remembered '
+              'obstacle into later grids only once this many grids showed its cell occupied '
+              '(within memory_time); 1: from its first sighting. A real obstacle is seen again '
+              'as the robot comes closer, a speck of one frame is not; the grid it is seen in '
+              'blocks either way.', 'int', min_value=1, max_value=100),
     ParamSpec('recovery_after', _DEFAULTS.recovery_after, 'A dead end: after turning in place '
               'this long (s) without a path of resume_distance, back up along the path driven '
               '(backup_distance), then turn by recovery_turn. 0: no dead-end recovery (turn '

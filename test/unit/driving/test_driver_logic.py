@@ -365,6 +365,42 @@ def test_memory_free_min_range_counts_only_free_sightings_from_far_enough():
         DriverConfig(memory_free_min_range=-0.1)
 
 
+def test_memory_min_sightings_draws_only_cells_seen_occupied_that_often():
+    """A one-frame speck is not remembered; an obstacle seen in two grids is."""
+    speck = seen(paint(grid(), 0.45, 0.5, 0.15, 0.2, OCCUPIED))   # about 0.5 m ahead-left
+    empty = seen(grid())
+    # (no frontier layer, whose floor map also keeps blocked floor near the robot)
+    cfg = DriverConfig(memory_min_sightings=2, frontier_weight=0.0)
+    once = DriverLogic(cfg)
+    once.set_grid(speck, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
+    assert len(once.memory) == 0
+    once.set_grid(empty, LAYOUT, pose=(0.2, 0.0, 0.0), stamp=0.5)
+    assert len(once.memory) == 0          # out of view and never confirmed: gone
+    twice = DriverLogic(cfg)
+    twice.set_grid(speck, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
+    twice.set_grid(speck, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.1)
+    assert len(twice.memory) >= 1
+    # Two sightings from poses 0.1 m apart land in the same odometry cells.
+    moved = seen(paint(grid(), 0.35, 0.4, 0.15, 0.2, OCCUPIED))
+    assert (moved == OCCUPIED).any()
+    twice_moving = DriverLogic(cfg)
+    twice_moving.set_grid(speck, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
+    twice_moving.set_grid(moved, LAYOUT, pose=(0.1, 0.0, 0.0), stamp=0.1)
+    confirmed = twice_moving.memory
+    assert len(confirmed) >= 1
+    # ... and block once the obstacle left the view, as with the default of one sighting.
+    twice_moving.set_grid(empty, LAYOUT, pose=(0.4, 0.0, 0.0), stamp=0.2)
+    default = DriverLogic(DriverConfig(frontier_weight=0.0))
+    default.set_grid(speck, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
+    default.set_grid(moved, LAYOUT, pose=(0.1, 0.0, 0.0), stamp=0.1)
+    default.set_grid(empty, LAYOUT, pose=(0.4, 0.0, 0.0), stamp=0.2)
+    assert twice_moving.plan().ahead_distance == pytest.approx(default.plan().ahead_distance)
+    assert once.plan().ahead_distance > default.plan().ahead_distance
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match='memory_min_sightings'):
+            DriverConfig(memory_min_sightings=bad)
+
+
 def test_odometry_motion_replaces_the_command_estimate():
     d = DriverLogic()
     d.set_grid(wall_grid(1.5), LAYOUT)
