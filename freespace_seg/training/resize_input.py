@@ -189,23 +189,23 @@ def resize_model(src_path, width, height):
     return model, plan
 
 
-def resized_card(src_card, out_path, width, height, command):
-    """Return the card dict of a model written by :func:`resize_model` (see the module doc)."""
-    from freespace_seg.perception.engines.engine_cache import file_sha256
+def card_at_size(src_card, out_path, width, height, description, reexport):
+    """
+    Return a copy of ``src_card``'s dict for ``out_path`` at a ``width`` x ``height`` input.
 
+    The name and model file become ``out_path``'s, ``description`` goes before the old one,
+    ``evaluation`` and ``latency_ms`` are emptied (measured at the other size) and
+    ``reexport`` (a dict) follows the model file. ``tradeoff`` writes its cards this way too.
+    """
     raw = copy.deepcopy(src_card.raw)
-    stem = os.path.splitext(os.path.basename(out_path))[0]
-    src_file = src_card.model_file
     new = {}
     for key, value in raw.items():
         if key == 'name':
-            value = stem
+            value = os.path.splitext(os.path.basename(out_path))[0]
         elif key == 'model_file':
             value = os.path.basename(out_path)
         elif key == 'description':
-            value = (f'{src_card.name} at a {width}x{height} input (trained at '
-                     f'{src_card.input_width}x{src_card.input_height}) by python -m '
-                     f'freespace_seg resize-input. ' + str(value or '')).strip()
+            value = (description + ' ' + str(value or '')).strip()
         elif key == 'input':
             value = dict(value, shape=[1, 3, int(height), int(width)])
         elif key in ('evaluation', 'latency_ms'):
@@ -214,18 +214,29 @@ def resized_card(src_card, out_path, width, height, command):
             continue
         new[key] = value
         if key == 'model_file':
-            new['reexport'] = {
-                'source_model': os.path.basename(src_file),
-                'source_model_sha256': file_sha256(src_file),
-                'trained_input_size': [src_card.input_width, src_card.input_height],
-                'input_size': [int(width), int(height)],
-                'method': 'the ONNX graph rewritten: input shape and decoder Resize sizes '
-                          '(the same weights and quantization)',
-                'command': command,
-                'note': 'the same weights at another input size: the scene at another '
-                        'scale, not a model trained for this size',
-            }
+            new['reexport'] = reexport
     return new
+
+
+def resized_card(src_card, out_path, width, height, command):
+    """Return the card dict of a model written by :func:`resize_model` (see the module doc)."""
+    from freespace_seg.perception.engines.engine_cache import file_sha256
+
+    src_file = src_card.model_file
+    trained = [src_card.input_width, src_card.input_height]
+    return card_at_size(
+        src_card, out_path, width, height,
+        f'{src_card.name} at a {width}x{height} input (trained at {trained[0]}x{trained[1]}) '
+        'by python -m freespace_seg resize-input.',
+        {'source_model': os.path.basename(src_file),
+         'source_model_sha256': file_sha256(src_file),
+         'trained_input_size': trained,
+         'input_size': [int(width), int(height)],
+         'method': 'the ONNX graph rewritten: input shape and decoder Resize sizes (the same '
+                   'weights and quantization)',
+         'command': command,
+         'note': 'the same weights at another input size: the scene at another scale, not a '
+                 'model trained for this size'})
 
 
 def add_arguments(parser):

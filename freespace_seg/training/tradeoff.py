@@ -64,7 +64,6 @@ Examples::
         --out docs/model
 """
 
-import copy
 import datetime
 import os
 import sys
@@ -321,37 +320,20 @@ def resized_card(base_card, model_file, width, height, source_path, export_diff)
     ``evaluation`` and ``latency_ms`` emptied (they were measured at the base size) and a
     ``reexport`` section that says where the weights come from.
     """
-    raw = copy.deepcopy(base_card.raw)
-    stem = os.path.splitext(os.path.basename(model_file))[0]
+    from freespace_seg.training.resize_input import card_at_size
+
     base_w, base_h = base_card.input_width, base_card.input_height
-    new = {}
-    for key, value in raw.items():
-        if key == 'name':
-            value = stem
-        elif key == 'model_file':
-            value = os.path.basename(model_file)
-        elif key == 'description':
-            value = (f'{base_card.name} re-exported at {width}x{height} (trained at '
-                     f'{base_w}x{base_h}) by python -m freespace_seg tradeoff. '
-                     + str(value or '')).strip()
-        elif key == 'input':
-            value = dict(value, shape=[1, 3, int(height), int(width)])
-        elif key in ('evaluation', 'latency_ms'):
-            value = {}
-        elif key == 'latency_note':
-            continue
-        new[key] = value
-        if key == 'model_file':
-            new['reexport'] = {
-                'source_model': os.path.basename(source_path),
-                'source_model_sha256': file_sha256(source_path),
-                'trained_input_size': [base_w, base_h],
-                'input_size': [int(width), int(height)],
-                'onnx_max_abs_diff_vs_torch': float(f'{export_diff:.3g}'),
-                'note': 'the same weights (BatchNorm folded) at another input size: the scene '
-                        'at another scale, not a model trained for this size',
-            }
-    return new
+    return card_at_size(
+        base_card, model_file, width, height,
+        f'{base_card.name} re-exported at {width}x{height} (trained at {base_w}x{base_h}) by '
+        'python -m freespace_seg tradeoff.',
+        {'source_model': os.path.basename(source_path),
+         'source_model_sha256': file_sha256(source_path),
+         'trained_input_size': [base_w, base_h],
+         'input_size': [int(width), int(height)],
+         'onnx_max_abs_diff_vs_torch': float(f'{export_diff:.3g}'),
+         'note': 'the same weights (BatchNorm folded) at another input size: the scene at '
+                 'another scale, not a model trained for this size'})
 
 
 def export_size(model, base_card, source_path, width, height, work_dir):
