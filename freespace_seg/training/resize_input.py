@@ -70,14 +70,16 @@ def _set_hw(value_info, width, height):
 
 
 def _prune_dead(graph, keep):
-    """Remove the nodes whose outputs nothing reads (``keep``: names that count as read)."""
+    """Remove the nodes and initializers nothing reads (``keep``: names that count as read)."""
     while True:
         used = {x for node in graph.node for x in node.input} | set(keep)
         dead = [node for node in graph.node if not any(o in used for o in node.output)]
         if not dead:
-            return
+            break
         for node in dead:
             graph.node.remove(node)
+    for init in [i for i in graph.initializer if i.name not in used]:
+        graph.initializer.remove(init)
 
 
 def _concat_partner(consumers, name):
@@ -111,9 +113,6 @@ def _shapes(model, names, width, height):
     for name in names:
         graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
     _prune_dead(graph, names)
-    used = {x for node in graph.node for x in node.input}
-    for init in [i for i in graph.initializer if i.name not in used]:
-        graph.initializer.remove(init)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(probe.SerializeToString(), options,
@@ -178,9 +177,6 @@ def resize_model(src_path, width, height):
         node.input[3] = name
         plan.append((node.name, sizes))
     _prune_dead(graph, [o.name for o in graph.output])
-    used = {x for node in graph.node for x in node.input}
-    for init in [i for i in graph.initializer if i.name not in used]:
-        graph.initializer.remove(init)
     onnx.checker.check_model(model)
     out_shape = _shapes(model, [graph.output[0].name], width, height)[graph.output[0].name]
     if out_shape[2:] != (height, width):
