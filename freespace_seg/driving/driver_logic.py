@@ -205,7 +205,7 @@ class DriverConfig:
     resume_distance: float = 0.4
     lookahead: float = 2.0
     blind_distance: float = 0.45
-    rotate_speed: float = 0.6
+    rotate_speed: float = 1.0
     num_arcs: int = 15
     max_curvature: float = 2.0
     turn_weight: float = 0.1
@@ -216,7 +216,7 @@ class DriverConfig:
     memory_range: float = 2.0
     memory_free_hits: int = 0
     memory_free_min_range: float = 0.0
-    memory_min_sightings: int = 1
+    memory_min_sightings: int = 3
     recovery_after: float = 5.0
     recovery_turn: float = 1.57
     backup_distance: float = 0.3

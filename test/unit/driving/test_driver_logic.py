@@ -317,13 +317,16 @@ def test_obstacles_that_leave_the_view_are_remembered_with_odometry():
     forgetful.set_grid(later, LAYOUT)
     assert forgetful.plan().ahead_distance > 1.0          # it would drive into it
 
-    d = DriverLogic()
+    # Remembered from its first sighting (the default waits for three; see
+    # test_memory_min_sightings_draws_only_cells_seen_occupied_that_often).
+    once = DriverConfig(memory_min_sightings=1)
+    d = DriverLogic(once)
     d.set_grid(first, LAYOUT, pose=(1.0, 2.0, 0.0), stamp=0.0)
     d.set_grid(later, LAYOUT, pose=(1.2, 2.0, 0.0), stamp=0.5)
     assert d.plan().ahead_distance < 0.1
     assert len(d.memory) >= 1
     # Seen from a turned robot the memory lands at the same place in the world.
-    d2 = DriverLogic()
+    d2 = DriverLogic(once)
     d2.set_grid(first, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
     d2.set_grid(seen(grid()), LAYOUT, pose=(0.0, 0.0, -0.5), stamp=0.5)
     np.testing.assert_allclose(d2.memory, d.memory - [1.0, 2.0], atol=1e-9)
@@ -335,7 +338,7 @@ def test_obstacles_that_leave_the_view_are_remembered_with_odometry():
     d.set_grid(shows_free, LAYOUT, pose=(1.0, 2.0, 0.0), stamp=11.0)
     assert len(d.memory) == 0
     # memory_free_hits: forgotten after that many free sightings, and far ones are dropped.
-    d3 = DriverLogic(DriverConfig(memory_free_hits=2))
+    d3 = DriverLogic(DriverConfig(memory_free_hits=2, memory_min_sightings=1))
     d3.set_grid(first, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
     d3.set_grid(shows_free, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.1)
     assert len(d3.memory) >= 1
@@ -349,7 +352,7 @@ def test_memory_free_min_range_counts_only_free_sightings_from_far_enough():
     """A cell shown free from close by (a box face taken for floor) stays remembered."""
     first = seen(paint(grid(), 0.45, 0.5, 0.15, 0.2, OCCUPIED))   # about 0.5 m ahead-left
     shows_free = paint(seen(grid()), 0.0, 1.0, -0.5, 0.5, FREE)
-    cfg = DriverConfig(memory_free_hits=2, memory_free_min_range=0.8)
+    cfg = DriverConfig(memory_free_hits=2, memory_free_min_range=0.8, memory_min_sightings=1)
     close = DriverLogic(cfg)
     close.set_grid(first, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
     for i in range(5):   # shown free five times from where it is 0.5 m away: kept
@@ -388,14 +391,21 @@ def test_memory_min_sightings_draws_only_cells_seen_occupied_that_often():
     twice_moving.set_grid(moved, LAYOUT, pose=(0.1, 0.0, 0.0), stamp=0.1)
     confirmed = twice_moving.memory
     assert len(confirmed) >= 1
-    # ... and block once the obstacle left the view, as with the default of one sighting.
+    # ... and block once the obstacle left the view, as with a single sighting.
     twice_moving.set_grid(empty, LAYOUT, pose=(0.4, 0.0, 0.0), stamp=0.2)
+    single = DriverLogic(DriverConfig(frontier_weight=0.0, memory_min_sightings=1))
+    single.set_grid(speck, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
+    single.set_grid(moved, LAYOUT, pose=(0.1, 0.0, 0.0), stamp=0.1)
+    single.set_grid(empty, LAYOUT, pose=(0.4, 0.0, 0.0), stamp=0.2)
+    assert twice_moving.plan().ahead_distance == pytest.approx(single.plan().ahead_distance)
+    assert once.plan().ahead_distance > single.plan().ahead_distance
+    # The default waits for three sightings.
+    assert DriverConfig().memory_min_sightings == 3
     default = DriverLogic(DriverConfig(frontier_weight=0.0))
-    default.set_grid(speck, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.0)
-    default.set_grid(moved, LAYOUT, pose=(0.1, 0.0, 0.0), stamp=0.1)
-    default.set_grid(empty, LAYOUT, pose=(0.4, 0.0, 0.0), stamp=0.2)
-    assert twice_moving.plan().ahead_distance == pytest.approx(default.plan().ahead_distance)
-    assert once.plan().ahead_distance > default.plan().ahead_distance
+    for i in range(3):
+        assert len(default.memory) == 0
+        default.set_grid(speck, LAYOUT, pose=(0.0, 0.0, 0.0), stamp=0.1 * i)
+    assert len(default.memory) >= 1
     for bad in (0, 1.5):
         with pytest.raises(ValueError, match='memory_min_sightings'):
             DriverConfig(memory_min_sightings=bad)
@@ -419,7 +429,8 @@ def test_escape_turns_in_place_by_the_angle_first():
         assert v == 0.0
         turned += abs(w) * 0.05
         steps += 1
-    assert turned == pytest.approx(math.pi / 2, abs=0.05)
+    # At least the angle; the turn is counted on the command, which lags it by a step or two.
+    assert math.pi / 2 - 0.01 <= turned <= math.pi / 2 + 2 * d.config.rotate_speed * 0.05
     assert run_to_steady(d)[0] > 0.2               # then it drives on the open grid
 
 
