@@ -73,13 +73,15 @@ ONNX_INIT_FRAMES = 256
 
 def onnx_init_state(path, train_x, train_y, threads=2, frames=ONNX_INIT_FRAMES):
     """
-    Rebuild the package's ONNX UNet in torch for ``--init MODEL.onnx``; return a checkpoint dict.
+    Rebuild a package ONNX model in torch for ``--init MODEL.onnx``; return a checkpoint dict.
 
-    The exporter folds BatchNorm into the convolutions; :func:`rebuild.unfold_batchnorm`
-    gives the layers back statistics measured on ``frames`` training frames (evenly spaced),
-    so that training with live BatchNorm starts from the model's function. The rebuilt model
-    is checked against ONNX Runtime (:data:`rebuild.REBUILD_TOLERANCE`). ``command`` and
-    ``miou`` come from the model's card when it has one. Raises :class:`TrainError`.
+    The model is the UNet or an EfficientNet-Lite network (``arch`` and ``decoder`` in the
+    result say which). The exporter folds BatchNorm into the convolutions;
+    :func:`rebuild.unfold_batchnorm` gives the layers back statistics measured on ``frames``
+    training frames (evenly spaced), so that training with live BatchNorm starts from the
+    model's function. The rebuilt model is checked against ONNX Runtime
+    (:data:`rebuild.REBUILD_TOLERANCE`). ``command``, ``miou`` and ``data_sources`` come from
+    the model's card when it has one. Raises :class:`TrainError`.
     """
     if not os.path.isfile(path):
         raise TrainError(f'--init {path}: no such file')
@@ -96,17 +98,24 @@ def onnx_init_state(path, train_x, train_y, threads=2, frames=ONNX_INIT_FRAMES):
     if not diff <= REBUILD_TOLERANCE:
         raise TrainError(f'--init {path}: the rebuilt torch model differs from ONNX '
                          f'Runtime by {diff:.3g} (> {REBUILD_TOLERANCE:g})')
-    print(f'train: rebuilt the torch UNet of {path} (widths {list(rebuilt.widths)}), BatchNorm '
-          f'statistics from {n} training frames; max |logit diff| vs ONNX Runtime {diff:.2e}',
-          flush=True)
+    arch = getattr(rebuilt, 'arch', 'unet')
+    what = (f'UNet (widths {list(rebuilt.widths)})' if arch == 'unet' else
+            f'{arch} network (decoder widths {list(rebuilt.decoder_widths)})')
+    print(f'train: rebuilt the torch {what} of {path}, BatchNorm statistics from {n} '
+          f'training frames; max |logit diff| vs ONNX Runtime {diff:.2e}', flush=True)
     command = miou = None
+    sources = []
     try:
-        training = load_card(path).raw.get('training') or {}
+        raw = load_card(path).raw
+        training = raw.get('training') or {}
         command, miou = training.get('command'), training.get('best_val_miou')
+        sources = [str(s) for s in raw.get('data_sources') or []]
     except (ModelCardError, AttributeError):
         pass
     return {'model': rebuilt.state_dict(), 'widths': list(rebuilt.widths),
-            'context': rebuilt.context is not None, 'command': command, 'miou': miou,
+            'context': rebuilt.context is not None, 'arch': arch,
+            'decoder': (None if arch == 'unet' else list(rebuilt.decoder_widths)),
+            'command': command, 'miou': miou, 'data_sources': sources,
             'step': None, 'rebuild_max_abs_diff_vs_onnx': float(f'{diff:.3g}'),
             'batchnorm_frames': n}
 

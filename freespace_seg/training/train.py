@@ -28,7 +28,8 @@ through the ONNX pipeline, and its model card is written beside it.
 
 ``--low-res-steps N`` trains the first N steps on 2x downscaled frames (four times cheaper
 per frame, twice the batch), the rest at full resolution. ``--init CHECKPOINT`` continues
-from a ``best.pt``; the card then records both command lines joined by ``&&``. On a shared
+from a ``best.pt`` or an fp32 ONNX model of this package; the card then records both
+command lines joined by ``&&``. On a shared
 machine ``--threads 1`` can be several times faster than 2 (OpenMP threads that wait on each
 other under oversubscription). Batches run in channels-last memory order, which oneDNN's CPU
 convolutions prefer.
@@ -204,8 +205,10 @@ def add_arguments(parser):
         help='batch size of the half-resolution steps (default: twice --batch-size)')
     opt(tr, '--init', metavar='CHECKPOINT',
         help='start from the weights of a best.pt/last.pt checkpoint instead of random ones, '
-             'or of an ONNX model of this package (e.g. the shipped models/freespace_unet.onnx'
-             '; its BatchNorm statistics are re-measured on the training frames)')
+             'or of an fp32 ONNX model of this package (e.g. the shipped '
+             'models/freespace_lite0.onnx with --arch efficientnet-lite0 and its '
+             '--decoder-widths; its BatchNorm statistics are re-measured on the training '
+             "frames, and its card's data sources carry over)")
     opt(tr, '--lr', type=float, default=4e-3,
         help='peak learning rate of the one-cycle schedule (default: %(default)s)')
     opt(tr, '--weight-decay', type=float, default=1e-4, help='AdamW (default: %(default)s)')
@@ -439,9 +442,6 @@ def _run(args, ranks):
     if arch != 'unet' and (args.widen or args.context or tuple(args.widths) != DEFAULT_WIDTHS):
         raise TrainError(f'--widths, --context and --widen are options of --arch unet, '
                          f'not of {arch}')
-    if arch != 'unet' and args.init and args.init.lower().endswith('.onnx'):
-        raise TrainError(f'--init MODEL.onnx rebuilds the UNet only; continue an {arch} '
-                         'run from its best.pt or last.pt')
     device = ranks.device
     if device.type == 'cuda':
         torch.backends.cudnn.benchmark = True
@@ -500,6 +500,13 @@ def _run(args, ranks):
     elif args.init:
         if args.init.lower().endswith('.onnx'):
             state = onnx_init_state(args.init, train_x, train_y, threads=args.threads)
+            if state['arch'] != arch:
+                raise TrainError(f'--init {args.init} is a {state["arch"]} model: train it '
+                                 f'on with --arch {state["arch"]}')
+            if state['decoder'] and list(model.decoder_widths) != state['decoder']:
+                raise TrainError(
+                    f'--init {args.init} has decoder widths {state["decoder"]}: train it on '
+                    f'with --decoder-widths {",".join(map(str, state["decoder"]))}')
         else:
             state = torch.load(args.init, map_location='cpu')
         weights = state['model'] if 'model' in state else state
@@ -517,6 +524,8 @@ def _run(args, ranks):
         if 'rebuild_max_abs_diff_vs_onnx' in state:
             init['rebuilt_from_onnx'] = {
                 k: state[k] for k in ('rebuild_max_abs_diff_vs_onnx', 'batchnorm_frames')}
+            # What the model trained on before is part of what this one learnt from.
+            init['data_sources'] = list(state.get('data_sources') or [])
         if widened is not None:
             init['widened_from'] = list(state.get('widths') or [])
             init['widened_blocks'] = {b: list(c) for b, c in widened.items()}
@@ -680,6 +689,10 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
                       floor_photos='floor_photos' not in data_record.get('factors_off', ()),
                       object_floor_photos='object_floor_photos' not in data_record.get(
                           'factors_off', ()))
+    earlier = [s for s in (init or {}).get('data_sources') or [] if s not in card['data_sources']]
+    if earlier:
+        card['data_sources'] = [f'(through --init {init["checkpoint"]}) {s}' for s in earlier] \
+            + card['data_sources']
     dump_card(card, card_path)  # the pipeline needs a card to load the model
     frames, total = val_frames()
     summary, _ = evaluate_frames(out, frames, total, threads=args.threads, desc='val (onnx)')

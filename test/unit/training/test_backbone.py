@@ -180,11 +180,41 @@ def test_train_arch_refuses_unet_options(tmp_path):
     with pytest.raises(SystemExit, match='--arch unet'):
         cli.main(['train', '--arch', 'efficientnet-lite0', '--context', '--render', '2',
                   '--out', str(tmp_path / 'x.onnx')])
-    model = tmp_path / 'm.onnx'
-    model.write_bytes(b'')
-    with pytest.raises(SystemExit, match='UNet only'):
-        cli.main(['train', '--arch', 'efficientnet-lite0', '--init', str(model), '--render',
-                  '2', '--out', str(tmp_path / 'x.onnx')])
+
+
+def test_train_init_from_a_lite_onnx_model(tiny_lite_run, tmp_path, capsys):
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
+    base = load_card(tiny_lite_run).raw
+    argv = ['train', '--render', '4', '--render-val', '2', '--render-size', '96x54',
+            '--steps', '2', '--batch-size', '2', '--input-size', '96x64', '--val-every', '2',
+            '--log-every', '1', '--latency-runs', '2', '--threads', '1', '--data-seed', '5',
+            '--init', tiny_lite_run]
+    # The UNet cannot take a Lite model's weights, nor another decoder: each says what fits.
+    with pytest.raises(SystemExit, match=r'efficientnet-lite0 model: .*--arch efficientnet-lite0'):
+        cli.main(argv + ['--out', str(tmp_path / 'no.onnx'), '--work-dir', str(tmp_path / 'a')])
+    with pytest.raises(SystemExit, match=r'decoder widths \[96, 48, 32, 16\].*'
+                                         r'--decoder-widths 96,48,32,16'):
+        cli.main(argv + ['--arch', 'efficientnet-lite0', '--decoder-widths', '64,48,32,16',
+                         '--out', str(tmp_path / 'no.onnx'), '--work-dir', str(tmp_path / 'b')])
+    capsys.readouterr()
+    out = str(tmp_path / 'on.onnx')
+    assert cli.main(argv + ['--arch', 'efficientnet-lite0', '--out', out,
+                            '--work-dir', str(tmp_path / 'c')]) == 0
+    printed = capsys.readouterr().out
+    assert 'rebuilt the torch efficientnet-lite0 network (decoder widths [96, 48, 32, 16])' \
+        in printed
+    assert 'BatchNorm statistics from 4 training frames' in printed
+    card = load_card(out).raw
+    init = card['training']['init']
+    assert init['checkpoint'] == tiny_lite_run
+    assert init['rebuilt_from_onnx']['rebuild_max_abs_diff_vs_onnx'] < 1e-3
+    assert card['training']['command'].startswith(base['training']['command'] + ' && ')
+    # What the model trained on before stays in the list of sources, marked as such; this
+    # run's frames (another data seed) are there too.
+    before = [s for s in card['data_sources'] if s.startswith('(through --init')]
+    assert len(before) >= 1 and all(tiny_lite_run in s for s in before)
+    assert any('seed 5' in s for s in card['data_sources'] if s not in before), \
+        card['data_sources']
 
 
 def test_encoder_trains_at_a_lower_learning_rate():
