@@ -36,6 +36,7 @@ stamp: ``free_space/grid`` (nav_msgs/OccupancyGrid), ``free_space/obstacles``
 import collections
 import functools
 import math
+import os
 import threading
 import time
 
@@ -295,7 +296,8 @@ class SegmentationNode(LifecycleNode):
 
     def _check_mount(self, card, params):
         """Warn when the camera mount is outside the model's training ranges (mount_note)."""
-        note = mount_outside_training(card, params['camera_height'], params['camera_pitch'])
+        note = mount_outside_training(card, params['camera_height'], params['camera_pitch'],
+                                      models_dir=os.path.dirname(packaged_model_path()))
         if note and note != self.mount_note:
             self.get_logger().warning(note)
         self.mount_note = note

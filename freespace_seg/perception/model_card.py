@@ -132,14 +132,7 @@ class ModelCard:
         return ranges
 
 
-def mount_outside_training(card, camera_height, camera_pitch):
-    """
-    Return a warning when the camera mount lies outside the card's training ranges, else None.
-
-    Models see the floor from the heights and pitches they were trained on; a camera mounted
-    higher or steeper makes the floor look different (see the README, "Run 13").
-    """
-    ranges = card.camera_ranges
+def _outside(ranges, camera_height, camera_pitch):
     problems = []
     for name, value, unit in (('camera_height', camera_height, 'm'),
                               ('camera_pitch', camera_pitch, 'rad')):
@@ -148,11 +141,52 @@ def mount_outside_training(card, camera_height, camera_pitch):
             if not low - 1e-9 <= float(value) <= high + 1e-9:
                 problems.append(f'{name} {float(value):g} {unit} is outside the '
                                 f'{low:g}-{high:g} {unit} it was trained on')
+    return problems
+
+
+def models_for_mount(directory, camera_height, camera_pitch):
+    """
+    Return the models in ``directory`` whose cards' training ranges hold the camera mount.
+
+    Only cards that state both ranges count. INT8 copies come first (the node's default
+    precision on a CPU), then by name. A missing directory or a broken card is skipped.
+    """
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(('.yaml', '.yml')))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        try:
+            card = load_card(os.path.join(directory, name))
+        except (ModelCardError, OSError):
+            continue
+        if (len(card.camera_ranges) == 2 and os.path.isfile(card.model_path)
+                and not _outside(card.camera_ranges, camera_height, camera_pitch)):
+            found.append(card.model_path)
+    return sorted(found, key=lambda p: ('int8' not in os.path.basename(p), p))
+
+
+def mount_outside_training(card, camera_height, camera_pitch, models_dir=None):
+    """
+    Return a warning when the camera mount lies outside the card's training ranges, else None.
+
+    Models see the floor from the heights and pitches they were trained on; a camera mounted
+    higher or steeper makes the floor look different (see the README, "Run 13"). With
+    ``models_dir`` (the package's ``models/``) the warning names a model there whose training
+    ranges hold the mount, if one does.
+    """
+    problems = _outside(card.camera_ranges, camera_height, camera_pitch)
     if not problems:
         return None
-    return (f'model {card.name}: ' + '; '.join(problems) + '. Expect more errors; train a '
-            'model for this mount (train --camera-height/--camera-pitch) or fine-tune it on '
-            'images from this camera (finetune).')
+    fits = [p for p in models_for_mount(models_dir, camera_height, camera_pitch)
+            if os.path.abspath(p) != os.path.abspath(card.model_path or '')] \
+        if models_dir else []
+    hint = (f' The package has a model trained for this mount: model_file_path:={fits[0]}.'
+            if fits else '')
+    return (f'model {card.name}: ' + '; '.join(problems) + '. Expect more errors;' + hint
+            + ' Or train a model for this mount (train --camera-height/--camera-pitch) or '
+            'fine-tune it on images from this camera (finetune).')
 
 
 def card_path_for_model(model_path):

@@ -24,6 +24,13 @@ Two robust fine-tuning tools that need no training:
   weights a fraction A of the way back to the ImageNet ones, ``(1 - A) fine-tuned + A
   ImageNet``; the decoder stays the fine-tuned one.
 
+An ingredient may also be an fp32 ONNX model of this package (the shipped
+``models/freespace_lite0.onnx``, say): it is rebuilt in torch and its BatchNorm layers get
+statistics measured on ``--data`` frames (:func:`freespace_seg.training.loop.onnx_init_state`),
+so that its weights are comparable with those of a run that started from it (``train --init
+MODEL.onnx``). With ``--weights`` the average is weighted: ``soup MODEL.onnx run/best.pt
+--weights 0.5,0.5`` is WiSE-FT between a model and its fine-tuned copy.
+
 Averaged weights do not match any run's BatchNorm statistics, so they are measured anew on
 ``--bn-frames`` training frames of ``--data`` (a running mean over all of them), unless
 ``--keep-bn`` keeps the average of the runs' statistics. The result is exported to ONNX with
@@ -48,7 +55,10 @@ def add_arguments(parser):
     """Add the ``soup`` options to ``parser``."""
     parser.add_argument('checkpoints', nargs='+', metavar='CHECKPOINT',
                         help='best.pt / last.pt files of train runs with the same --arch and '
-                             '--decoder-widths (one is enough with --imagenet-alpha)')
+                             '--decoder-widths (one is enough with --imagenet-alpha), or fp32 '
+                             'ONNX models of this package (rebuilt; needs --data)')
+    parser.add_argument('--weights', metavar='W,...',
+                        help='one weight per checkpoint, normalized to sum 1 (default: equal)')
     parser.add_argument('--out', required=True, help='ONNX file to write; its card beside it')
     parser.add_argument('--imagenet-alpha', type=float, default=0.0, metavar='A',
                         help='WiSE-FT: move the encoder weights a fraction A in [0, 1] back to '
@@ -64,7 +74,38 @@ def add_arguments(parser):
     parser.add_argument('--threads', type=int, default=2, help='default: %(default)s')
 
 
-def _load(path):
+def _load_onnx(path, data, frames):
+    """Return a checkpoint-like dict of an fp32 ONNX model, BatchNorm unfolded on ``data``."""
+    from freespace_seg.perception.model_card import load_card, ModelCardError
+    from freespace_seg.training.errors import TrainError
+    from freespace_seg.training.loop import onnx_init_state
+    from freespace_seg.training.rebuild import card_input_size, RebuildError
+
+    if not data:
+        raise SoupError(f'{path}: an ONNX ingredient needs --data to measure its BatchNorm '
+                        'statistics on')
+    try:
+        width, height = card_input_size(load_card(path), path)
+    except (ModelCardError, RebuildError, OSError) as e:
+        raise SoupError(f'{path}: {e}') from None
+    n = datasets.count_frames(data, 'train', frames)
+    tx, ty = datasets.stack_letterboxed(datasets.dataset_frames(data, 'train', frames), n,
+                                        width, height, PAD_VALUE, desc='rebuild frames')
+    x, y = to_tensors(tx, ty)
+    try:
+        state = onnx_init_state(path, x, y, frames=n)
+    except TrainError as e:
+        raise SoupError(str(e).replace('--init ', '')) from None
+    state['args'] = {'arch': state['arch'], 'decoder_widths': state['decoder'],
+                     'input_size': [width, height]}
+    return state
+
+
+def _load(path, data=None, frames=256):
+    if path.lower().endswith('.onnx'):
+        if not os.path.isfile(path):
+            raise SoupError(f'{path}: no such model')
+        return _load_onnx(path, data, frames)
     if not os.path.isfile(path):
         raise SoupError(f'{path}: no such checkpoint')
     state = torch.load(path, map_location='cpu')
@@ -79,16 +120,18 @@ def _architecture(state):
             tuple(args['input_size']))
 
 
-def average_states(states):
-    """Return the uniform average of state dicts with the same keys and shapes."""
+def average_states(states, weights=None):
+    """Return the (weighted; default uniform) average of state dicts of the same network."""
     keys = list(states[0])
     for s in states[1:]:
-        if list(s) != keys or any(s[k].shape != states[0][k].shape for k in keys):
+        if set(s) != set(keys) or any(s[k].shape != states[0][k].shape for k in keys):
             raise SoupError('the checkpoints hold different networks')
+    weights = [1.0] * len(states) if weights is None else [float(w) for w in weights]
+    total = sum(weights)
     out = {}
     for k in keys:
         if states[0][k].is_floating_point():
-            out[k] = sum(s[k].double() for s in states) / len(states)
+            out[k] = sum(w * s[k].double() for w, s in zip(weights, states)) / total
             out[k] = out[k].to(states[0][k].dtype)
         else:
             out[k] = states[0][k].clone()   # counters (num_batches_tracked)
@@ -137,8 +180,17 @@ def _soup(args):
         raise SoupError(f'--imagenet-alpha must be in [0, 1], got {args.imagenet_alpha}')
     if not args.keep_bn and not args.data:
         raise SoupError('give --data DIR to re-measure the BatchNorm statistics, or --keep-bn')
+    weights = None
+    if args.weights:
+        try:
+            weights = [float(w) for w in args.weights.split(',')]
+        except ValueError:
+            raise SoupError(f'--weights {args.weights}: expected numbers') from None
+        if len(weights) != len(args.checkpoints) or min(weights) < 0 or sum(weights) <= 0:
+            raise SoupError(f'--weights {args.weights}: expected one weight >= 0 per '
+                            f'checkpoint ({len(args.checkpoints)}), not all 0')
     torch.set_num_threads(max(1, args.threads))
-    states = [_load(p) for p in args.checkpoints]
+    states = [_load(p, args.data, args.bn_frames) for p in args.checkpoints]
     kinds = {_architecture(s) for s in states}
     if len(kinds) != 1:
         raise SoupError(f'the checkpoints are of different architectures: {sorted(kinds)}')
@@ -147,7 +199,7 @@ def _soup(args):
         raise SoupError('soup averages EfficientNet-Lite runs (their shared ImageNet start '
                         'makes the weights comparable); these are UNet runs')
     model = build_model(arch=arch, decoder=decoder, pretrained=True)
-    averaged = average_states([s['model'] for s in states])
+    averaged = average_states([s['model'] for s in states], weights)
     wise_ft(model, averaged, args.imagenet_alpha)
     statistics = 'average of the runs'
     if not args.keep_bn:
@@ -167,6 +219,7 @@ def _soup(args):
     recipe = {
         'checkpoints': [{'path': p, 'step': s.get('step'), 'val_miou': s.get('miou'),
                          'command': s.get('command')} for p, s in zip(args.checkpoints, states)],
+        'weights': weights,
         'imagenet_alpha': args.imagenet_alpha,
         'batchnorm': statistics,
     }
@@ -174,6 +227,7 @@ def _soup(args):
                 list(model.decoder_widths), 'soup': recipe,
                 'command': 'python -m freespace_seg soup ' + ' '.join(args.checkpoints)
                 + f' --out {args.out} --imagenet-alpha {args.imagenet_alpha:g}'
+                + (f' --weights {args.weights}' if args.weights else '')
                 + (' --keep-bn' if args.keep_bn else
                    f' --data {args.data} --bn-frames {args.bn_frames}'),
                 'onnx_max_abs_diff_vs_torch': float(f'{diff:.3g}')}
@@ -184,6 +238,11 @@ def _soup(args):
                       saved.get('data_seed'), arch=arch,
                       floor_photos='floor_photos' not in without,
                       object_floor_photos='object_floor_photos' not in without)
+    for path, state in zip(args.checkpoints, states):
+        # An ONNX ingredient's own training data is part of what the soup learnt from.
+        card['data_sources'] += [f'(through {path}) {line}' for line in
+                                 state.get('data_sources') or []
+                                 if line not in card['data_sources']]
     card_path = os.path.splitext(args.out)[0] + '.yaml'
     dump_card(card, card_path)
     print(f'soup: wrote {card_path} (score it with `python -m freespace_seg eval --model '

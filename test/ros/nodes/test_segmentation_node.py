@@ -255,10 +255,15 @@ def test_a_mount_outside_the_models_training_ranges_is_warned_about(ros_init, tm
     node = make_node(unique_namespace(), model, camera_height=1.0)
     try:
         assert 'camera_height 1 m is outside the 0.1-0.5 m' in node.mount_note
+        # The package ships a model trained from cameras up to 1.5 m: the warning names it.
+        assert 'model_file_path:=' in node.mount_note
+        assert node.mount_note.split('model_file_path:=')[1].split(' ')[0].endswith(
+            'freespace_lite0_high_int8.onnx.')
         assert node.set_parameters([Parameter('camera_height', value=0.3)])[0].successful
         assert node.mount_note is None
         assert node.set_parameters([Parameter('camera_pitch', value=0.9)])[0].successful
         assert 'camera_pitch 0.9 rad' in node.mount_note
+        assert 'model_file_path:=' not in node.mount_note   # no shipped model fits 0.9 rad
     finally:
         node.destroy_node()
 

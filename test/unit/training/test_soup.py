@@ -106,3 +106,47 @@ def test_soup_refuses_what_it_cannot_average(runs, tmp_path):
         cli.main(['soup', str(unet / 'best.pt'), '--out', out, '--keep-bn'])
     with pytest.raises(SystemExit, match='different architectures'):
         cli.main(['soup', paths[0], str(unet / 'best.pt'), '--out', out, '--keep-bn'])
+
+
+def test_weighted_average():
+    a = {'w': torch.tensor([1.0, 3.0]), 'n': torch.tensor(4)}
+    b = {'n': torch.tensor(7), 'w': torch.tensor([5.0, 7.0])}   # another key order
+    out = soup.average_states([a, b], weights=[3, 1])
+    assert torch.equal(out['w'], torch.tensor([2.0, 4.0])) and int(out['n']) == 4
+
+
+def test_soup_of_an_onnx_model_and_a_run(runs, tmp_path):
+    """WiSE-FT between a run's exported model and a checkpoint of the same network."""
+    root, data, paths = runs
+    onnx_model = str(root / 'run1' / 'm.onnx')   # the export of run 1's best.pt
+    out = tmp_path / 'wise.onnx'
+    # All of the ONNX model: the soup computes what the model did (statistics re-measured
+    # on the same frames the rebuild measured, so up to float rounding).
+    assert cli.main(['soup', onnx_model, paths[1], '--weights', '1,0', '--out', str(out),
+                     '--data', str(data), '--bn-frames', '8', '--threads', '1']) == 0
+    import numpy as np
+    import onnxruntime as ort
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 3, 64, 96)).astype(np.float32)
+    want, got = (ort.InferenceSession(p, providers=['CPUExecutionProvider']).run(None, {
+        'input': x})[0] for p in (onnx_model, str(out)))
+    assert np.abs(got - want).max() < 0.01 * np.abs(want).max()
+    half = tmp_path / 'half.onnx'
+    assert cli.main(['soup', onnx_model, paths[1], '--out', str(half), '--data', str(data),
+                     '--bn-frames', '8', '--threads', '1']) == 0
+    other = ort.InferenceSession(str(half), providers=['CPUExecutionProvider']).run(
+        None, {'input': x})[0]
+    assert np.abs(other - want).max() > 0.05 * np.abs(want).max()   # the run's weights count
+    card = load_card(str(out))
+    recipe = card.raw['training']['soup']
+    assert recipe['weights'] == [1.0, 0.0]
+    assert '--weights 1,0' in card.raw['training']['command']
+    # The ONNX ingredient's own sources are listed, marked.
+    assert any(s.startswith(f'(through {onnx_model})') for s in card.raw['data_sources']) \
+        or set(load_card(onnx_model).raw['data_sources']) <= set(card.raw['data_sources'])
+    with pytest.raises(SystemExit, match='needs --data'):
+        cli.main(['soup', onnx_model, paths[1], '--out', str(out), '--keep-bn'])
+    with pytest.raises(SystemExit, match='one weight >= 0 per checkpoint'):
+        cli.main(['soup', onnx_model, paths[1], '--weights', '1', '--out', str(out),
+                  '--data', str(data)])
+    with pytest.raises(SystemExit, match='no such model'):
+        cli.main(['soup', str(tmp_path / 'no.onnx'), '--out', str(out), '--data', str(data)])
