@@ -19,7 +19,8 @@ import os
 import re
 
 from freespace_seg.perception.model_card import (card_from_dict, card_path_for_model, load_card,
-                                                 ModelCardError, mount_outside_training)
+                                                 ModelCardError, models_for_mount,
+                                                 mount_outside_training)
 import pytest
 from support import REPO, tiny_card
 import yaml
@@ -120,6 +121,35 @@ def test_camera_ranges_and_the_mount_warning():
     note = mount_outside_training(card, 1.0, 0.8)
     assert 'camera_height' in note and 'camera_pitch 0.8 rad' in note
     assert '--camera-height' in note and 'finetune' in note
+    assert 'model_file_path:=' not in note   # no models folder given: no model to name
+
+
+def test_the_mount_warning_names_a_packaged_model_that_fits(tmp_path):
+    import yaml
+
+    def write(name, height, pitch=(0.0, 0.6)):
+        data = {'camera_height': list(height), 'camera_pitch': list(pitch)}
+        card = tiny_card(64, 48, name=name, model_file=f'{name}.onnx', training={'data': data})
+        (tmp_path / f'{name}.yaml').write_text(yaml.safe_dump(card))
+        (tmp_path / f'{name}.onnx').write_bytes(b'')
+
+    write('low', (0.1, 0.5))
+    write('low_int8', (0.1, 0.5))
+    write('high', (0.1, 1.5))
+    write('high_int8', (0.1, 1.5))
+    write('steep', (0.1, 1.5), pitch=(0.7, 1.2))
+    (tmp_path / 'broken.yaml').write_text('name: [')
+    low = load_card(str(tmp_path / 'low_int8.yaml'))
+    assert mount_outside_training(low, 0.3, 0.3, models_dir=str(tmp_path)) is None
+    note = mount_outside_training(low, 0.9, 0.3, models_dir=str(tmp_path))
+    # The INT8 copy first, the card's own model never, a steeper model's range not.
+    assert f'model_file_path:={tmp_path / "high_int8.onnx"}.' in note, note
+    fits = [str(tmp_path / 'high_int8.onnx'), str(tmp_path / 'high.onnx')]
+    assert models_for_mount(str(tmp_path), 0.9, 0.3) == fits
+    assert models_for_mount(str(tmp_path), 0.9, 1.0) == [str(tmp_path / 'steep.onnx')]
+    note = mount_outside_training(low, 1.8, 0.3, models_dir=str(tmp_path))
+    assert 'camera_height 1.8 m' in note and 'model_file_path:=' not in note
+    assert models_for_mount(str(tmp_path / 'missing'), 0.9, 0.3) == []
     # Broken or partial entries are ignored, not an error.
     odd = card_from_dict(tiny_card(64, 48, training={'data': {'camera_height': 'high',
                                                               'camera_pitch': [0.6, 0.1]}}))
@@ -131,13 +161,39 @@ SHIPPED_CARDS = ('freespace_lite0.yaml', 'freespace_lite0_int8.yaml', 'freespace
                  'freespace_unet_int8.yaml')
 
 
+#: the candidate for cameras on a mast: the default trained on with cameras 0.1-1.5 m
+HIGH_CARDS = ('freespace_lite0_high.yaml', 'freespace_lite0_high_int8.yaml')
+
+
 def test_shipped_cards_state_their_camera_ranges():
-    for name in SHIPPED_CARDS:
+    for names, height in ((SHIPPED_CARDS, (0.1, 0.5)), (HIGH_CARDS, (0.1, 1.5))):
+        for name in names:
+            path = os.path.join(REPO, 'models', name)
+            if not os.path.isfile(path):
+                pytest.skip(f'shipped card missing: {path}')
+            assert load_card(path).camera_ranges == {'camera_height': height,
+                                                     'camera_pitch': (0.0, 0.6)}
+
+
+def test_the_high_mount_candidate_lists_what_it_learnt_from():
+    for name in HIGH_CARDS:
         path = os.path.join(REPO, 'models', name)
         if not os.path.isfile(path):
             pytest.skip(f'shipped card missing: {path}')
-        assert load_card(path).camera_ranges == {'camera_height': (0.1, 0.5),
-                                                 'camera_pitch': (0.0, 0.6)}
+        card = load_card(path)
+        assert os.path.isfile(card.model_path)
+        sources = card.raw['data_sources']
+        # The default's own sources (it starts from it), this run's frames, ImageNet.
+        assert any(s.startswith('(through --init models/freespace_lite0.onnx)')
+                   and 'seed 77' in s for s in sources), sources
+        assert any('--seed 78' in s and '--camera-height 0.1,1.5' in s for s in sources)
+        assert any('ImageNet' in s for s in sources)
+        command = card.raw['training']['command']
+        assert '--init models/freespace_lite0.onnx' in command
+        assert command.index('generate --out data/probe77s') < command.index(
+            'generate --out data/hi78')
+        assert {'synthetic_test', 'synthetic_shifted', 'synthetic_test_height_50_120cm',
+                'scenes2_seed6000_test'} <= set(card.evaluation)
 
 
 def _strings(value):
