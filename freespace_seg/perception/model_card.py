@@ -183,10 +183,10 @@ def mount_outside_training(card, camera_height, camera_pitch, models_dir=None):
             if os.path.abspath(p) != os.path.abspath(card.model_path or '')] \
         if models_dir else []
     hint = (f' The package has a model trained for this mount: model_file_path:={fits[0]}.'
-            if fits else '')
-    return (f'model {card.name}: ' + '; '.join(problems) + '. Expect more errors;' + hint
-            + ' Or train a model for this mount (train --camera-height/--camera-pitch) or '
-            'fine-tune it on images from this camera (finetune).')
+            ' Or train' if fits else ' Train')
+    return (f'model {card.name}: ' + '; '.join(problems) + '. Expect more errors.' + hint
+            + ' a model for this mount (train --camera-height/--camera-pitch) or fine-tune '
+            'it on images from this camera (finetune).')
 
 
 def card_path_for_model(model_path):
