@@ -47,6 +47,7 @@ Schema (``format_version: 1``)::
 """
 
 from dataclasses import dataclass
+import functools
 import os
 
 import yaml
@@ -144,26 +145,35 @@ def _outside(ranges, camera_height, camera_pitch):
     return problems
 
 
-def models_for_mount(directory, camera_height, camera_pitch):
-    """
-    Return the models in ``directory`` whose cards' training ranges hold the camera mount.
-
-    Only cards that state both ranges count. INT8 copies come first (the node's default
-    precision on a CPU), then by name. A missing directory or a broken card is skipped.
-    """
+@functools.lru_cache(maxsize=8)
+def _ranged_models(directory):
+    """(model path, camera ranges) of the cards in ``directory`` that state both ranges."""
     try:
         names = sorted(n for n in os.listdir(directory) if n.endswith(('.yaml', '.yml')))
     except OSError:
-        return []
+        return ()
     found = []
     for name in names:
         try:
             card = load_card(os.path.join(directory, name))
         except (ModelCardError, OSError):
             continue
-        if (len(card.camera_ranges) == 2 and os.path.isfile(card.model_path)
-                and not _outside(card.camera_ranges, camera_height, camera_pitch)):
-            found.append(card.model_path)
+        if len(card.camera_ranges) == 2 and os.path.isfile(card.model_path):
+            found.append((card.model_path, card.camera_ranges))
+    return tuple(found)
+
+
+def models_for_mount(directory, camera_height, camera_pitch):
+    """
+    Return the models in ``directory`` whose cards' training ranges hold the camera mount.
+
+    Only cards that state both ranges count. INT8 copies come first (the node's default
+    precision on a CPU), then by name. A missing directory or a broken card is skipped. The
+    cards of a directory are read once per process (the node checks the TF mount on the data
+    path, whenever the pose moves by a centimetre).
+    """
+    found = [path for path, ranges in _ranged_models(os.path.abspath(directory))
+             if not _outside(ranges, camera_height, camera_pitch)]
     return sorted(found, key=lambda p: ('int8' not in os.path.basename(p), p))
 
 
@@ -180,7 +190,7 @@ def mount_outside_training(card, camera_height, camera_pitch, models_dir=None):
     if not problems:
         return None
     fits = [p for p in models_for_mount(models_dir, camera_height, camera_pitch)
-            if os.path.abspath(p) != os.path.abspath(card.model_path or '')] \
+            if os.path.abspath(p) != os.path.abspath(card.model_path)] \
         if models_dir else []
     hint = (f' The package has a model trained for this mount: model_file_path:={fits[0]}.'
             ' Or train' if fits else ' Train')
