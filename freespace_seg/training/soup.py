@@ -74,6 +74,20 @@ def add_arguments(parser):
     parser.add_argument('--threads', type=int, default=2, help='default: %(default)s')
 
 
+def _frame_loader(data, frames):
+    """Return ``load(width, height)``: the first ``frames`` training frames of ``data``, once."""
+    loaded = {}
+
+    def load(width, height):
+        if (width, height) not in loaded:
+            n = datasets.count_frames(data, 'train', frames)
+            tx, ty = datasets.stack_letterboxed(datasets.dataset_frames(data, 'train', frames),
+                                                n, width, height, PAD_VALUE, desc='bn frames')
+            loaded[width, height] = to_tensors(tx, ty)
+        return loaded[width, height]
+    return load
+
+
 def _load_onnx(path, data, frames):
     """Return a checkpoint-like dict of an fp32 ONNX model, BatchNorm unfolded on ``data``."""
     from freespace_seg.perception.model_card import load_card, ModelCardError
@@ -88,12 +102,9 @@ def _load_onnx(path, data, frames):
         width, height = card_input_size(load_card(path), path)
     except (ModelCardError, RebuildError, OSError) as e:
         raise SoupError(f'{path}: {e}') from None
-    n = datasets.count_frames(data, 'train', frames)
-    tx, ty = datasets.stack_letterboxed(datasets.dataset_frames(data, 'train', frames), n,
-                                        width, height, PAD_VALUE, desc='rebuild frames')
-    x, y = to_tensors(tx, ty)
+    x, y = frames(width, height)
     try:
-        state = onnx_init_state(path, x, y, frames=n)
+        state = onnx_init_state(path, x, y, frames=x.shape[0])
     except TrainError as e:
         raise SoupError(str(e).replace('--init ', '')) from None
     state['args'] = {'arch': state['arch'], 'decoder_widths': state['decoder'],
@@ -101,7 +112,7 @@ def _load_onnx(path, data, frames):
     return state
 
 
-def _load(path, data=None, frames=256):
+def _load(path, data=None, frames=None):
     if path.lower().endswith('.onnx'):
         if not os.path.isfile(path):
             raise SoupError(f'{path}: no such model')
@@ -190,7 +201,8 @@ def _soup(args):
             raise SoupError(f'--weights {args.weights}: expected one weight >= 0 per '
                             f'checkpoint ({len(args.checkpoints)}), not all 0')
     torch.set_num_threads(max(1, args.threads))
-    states = [_load(p, args.data, args.bn_frames) for p in args.checkpoints]
+    frames = _frame_loader(args.data, args.bn_frames) if args.data else None
+    states = [_load(p, args.data, frames) for p in args.checkpoints]
     kinds = {_architecture(s) for s in states}
     if len(kinds) != 1:
         raise SoupError(f'the checkpoints are of different architectures: {sorted(kinds)}')
@@ -203,15 +215,11 @@ def _soup(args):
     wise_ft(model, averaged, args.imagenet_alpha)
     statistics = 'average of the runs'
     if not args.keep_bn:
-        n = datasets.count_frames(args.data, 'train', args.bn_frames)
-        tx, ty = datasets.stack_letterboxed(
-            datasets.dataset_frames(args.data, 'train', args.bn_frames), n, width, height,
-            PAD_VALUE, desc='bn frames')
-        x, y = to_tensors(tx, ty)
+        x, y = frames(width, height)
         model.to(memory_format=torch.channels_last)
         measure_batchnorm(model, x, y)
         model.to(memory_format=torch.contiguous_format)
-        statistics = f'measured on {n} frames of {os.path.normpath(args.data)}/train'
+        statistics = f'measured on {x.shape[0]} frames of {os.path.normpath(args.data)}/train'
     model.eval()
     diff = export_and_verify(model, args.out, width, height)
     print(f'soup: wrote {args.out}; ONNX Runtime vs torch max |diff| {diff:.2e}')
