@@ -57,8 +57,8 @@ from freespace_seg.common.markdown import number, table
 from freespace_seg.common.reproduce import OptionRecorder
 from freespace_seg.common.values import split_size
 from freespace_seg.tools.bench.engine import Frames, measure_engine
-from freespace_seg.tools.bench.procstat import (proc_cpu_seconds, stats_ms, system_busy_seconds,
-                                                tree_cpu_seconds)
+from freespace_seg.tools.bench.procstat import (cpu_seconds_between, stats_ms, system_busy_seconds,
+                                                tree_cpu_reading)
 from freespace_seg.tools.bench.topics import Condition, TopicBench
 from freespace_seg.tools.child import node_environment, NodeProcess
 from freespace_seg.tools.serve import free_ports
@@ -269,25 +269,25 @@ def run_fleet(topics, robots, backend, rates, model, threads, server, card_name,
             pids = [robot.child.pid for robot in fleet]
             stats0 = model_statistics(server.url, card_name) if backend == 'triton' else None
             t0 = time.monotonic()
-            nodes0 = [proc_cpu_seconds(p) for p in pids]
-            server0 = tree_cpu_seconds(server.pid) if server is not None else None
+            nodes0 = [tree_cpu_reading(p, descendants=False) for p in pids]
+            server0 = tree_cpu_reading(server.pid) if server is not None else None
             self0, busy0 = time.process_time(), system_busy_seconds()
             while time.monotonic() - t0 < args.duration:
                 time.sleep(min(0.25, max(0.0, args.duration - (time.monotonic() - t0))))
                 for robot in fleet:
                     robot.check_alive()
             t1 = time.monotonic()
-            nodes1 = [proc_cpu_seconds(p) for p in pids]
-            server1 = tree_cpu_seconds(server.pid) if server is not None else None
+            nodes1 = [tree_cpu_reading(p, descendants=False) for p in pids]
+            server1 = tree_cpu_reading(server.pid) if server is not None else None
             self1, busy1 = time.process_time(), system_busy_seconds()
             seen = stats_delta(stats0, model_statistics(server.url, card_name)) \
                 if stats0 is not None else None
             for robot in fleet:
                 robot.stop_camera()
             time.sleep(1.0)   # late masks of frames sent in the window
-            nodes = sum(b - a for a, b in zip(nodes0, nodes1)) if None not in nodes0 + nodes1 \
-                else None
-            served = server1 - server0 if None not in (server0, server1) else None
+            spent = [cpu_seconds_between(a, b) for a, b in zip(nodes0, nodes1)]
+            nodes = sum(spent) if None not in spent else None
+            served = cpu_seconds_between(server0, server1) if server is not None else None
             cpu = {'server_cpu_percent': served, 'nodes_cpu_percent': nodes,
                    'cameras_cpu_percent': self1 - self0}
             if None not in (busy0, busy1, nodes):

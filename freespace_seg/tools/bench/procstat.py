@@ -65,12 +65,50 @@ def process_tree(pid):
     return pids
 
 
-def tree_cpu_seconds(pid):
-    """User + system CPU seconds of ``pid`` and its live descendants (None if it is gone)."""
-    own = proc_cpu_seconds(pid)
-    if own is None:
+def _task_cpu_seconds(pid, tid):
+    # schedstat's first field is the thread's run time in nanoseconds; stat's utime + stime
+    # count whole clock ticks (10 ms), so a light process reads 0 over a short window.
+    try:
+        with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return proc_cpu_seconds(pid, tid)
+
+
+def tree_cpu_reading(pid, descendants=True):
+    """
+    Return ``{(pid, tid): CPU seconds}`` of every live thread of ``pid`` (None if it is gone).
+
+    With ``descendants``, the threads of its live child processes too. The seconds come
+    from /proc/<pid>/task/<tid>/schedstat (nanoseconds) where the kernel has it, else from
+    the thread's stat (clock ticks). :func:`cpu_seconds_between` takes two readings.
+    """
+    out = {}
+    for p in process_tree(pid) if descendants else [pid]:
+        try:
+            tids = [int(t) for t in os.listdir(f'/proc/{p}/task')]
+        except (OSError, ValueError):
+            if p == pid:
+                return None
+            continue
+        for tid in tids:
+            seconds = _task_cpu_seconds(p, tid)
+            if seconds is not None:
+                out[(p, tid)] = seconds
+    return out
+
+
+def cpu_seconds_between(before, after):
+    """
+    CPU seconds spent between two :func:`tree_cpu_reading` readings (None if either is None).
+
+    Thread by thread: a thread started in between counts from zero; a thread that ended in
+    between loses what it ran after ``before`` (it cannot be read any more), and never makes
+    the sum go down.
+    """
+    if before is None or after is None:
         return None
-    return own + sum(proc_cpu_seconds(p) or 0.0 for p in process_tree(pid)[1:])
+    return sum(max(0.0, s - before.get(key, 0.0)) for key, s in after.items())
 
 
 def thread_cpu_seconds(pid):

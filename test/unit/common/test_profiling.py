@@ -136,3 +136,41 @@ def test_a_named_thread_shows_its_name_and_cpu_in_proc():
     rows = thread_cpu_percent(before, after, 1.0)
     assert ['a_very_long_thr', pytest.approx(100.0 * used)] in rows
     assert rows == sorted(rows, key=lambda r: -r[1])
+
+
+def test_tree_cpu_reading_counts_a_few_milliseconds_and_ended_threads_never_subtract():
+    """The fleet bench's server reading: 3 ms of CPU show (stat's 10 ms ticks can read 0)."""
+    import os
+
+    from freespace_seg.tools.bench.procstat import cpu_seconds_between, tree_cpu_reading
+
+    if not os.path.isdir('/proc/self/task'):
+        pytest.skip('no /proc: per-thread CPU is read from Linux /proc')
+    assert cpu_seconds_between(None, {}) is None and cpu_seconds_between({}, None) is None
+    before = tree_cpu_reading(os.getpid())
+    assert before and all(s >= 0.0 for s in before.values())
+    spun, release = threading.Event(), threading.Event()
+    tid = {}
+
+    def spin():
+        tid['id'] = threading.get_native_id()
+        start = time.thread_time()
+        while time.thread_time() - start < 0.003:
+            pass
+        spun.set()
+        release.wait(30.0)
+
+    alive = threading.Thread(target=spin, daemon=True)
+    alive.start()
+    assert spun.wait(30.0)
+    after = tree_cpu_reading(os.getpid())
+    release.set()
+    alive.join()
+    spent = after[(os.getpid(), tid['id'])]
+    assert spent >= 0.0025, after   # the new thread counts from zero
+    assert cpu_seconds_between(before, after) >= spent
+    # A thread that ended between two readings drops out; the sum does not go down.
+    later = tree_cpu_reading(os.getpid())
+    assert (os.getpid(), tid['id']) not in later
+    assert cpu_seconds_between(after, later) >= 0.0
+    assert cpu_seconds_between(after, {}) == 0.0
