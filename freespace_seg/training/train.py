@@ -55,6 +55,7 @@ Example::
 
 import argparse
 import contextlib
+import itertools
 import math
 import os
 import time
@@ -167,6 +168,10 @@ def add_arguments(parser):
     src = parser.add_argument_group('data (one of --data or --render)')
     opt(src, '--data', metavar='DIR',
         help='dataset from `python -m freespace_seg generate` (uses its train and val splits)')
+    opt(src, '--more-data', action='append', metavar='DIR',
+        help='with --data: also train on the train split of this `generate` folder (all of '
+             'it; --limit-train counts --data alone); repeat for several. Validation stays '
+             "--data's; the card lists each folder's seed and camera heights")
     opt(src, '--render', type=int, metavar='N',
         help='render N training frames in memory before training instead')
     opt(src, '--render-val', type=int, metavar='M',
@@ -342,12 +347,18 @@ def _load_data(args, width, height):
         raise TrainError('--camera-height and --camera-pitch apply to --render only; a '
                          '--data set keeps the ranges it was generated with (generate takes '
                          'the same options)')
+    if args.more_data and args.data is None:
+        raise TrainError('--more-data adds folders to --data; give --data DIR too')
     if args.data is not None:
         meta = datasets.read_meta(args.data)
+        more = _more_data(args.more_data or [], args.data)
         n_train = datasets.count_frames(args.data, 'train', args.limit_train)
         n_val = datasets.count_frames(args.data, 'val', args.limit_val)
         tx, ty = datasets.stack_letterboxed(
-            datasets.dataset_frames(args.data, 'train', args.limit_train), n_train,
+            itertools.chain(datasets.dataset_frames(args.data, 'train', args.limit_train),
+                            *(datasets.dataset_frames(m['dataset'], 'train')
+                              for m in more)),
+            n_train + sum(m['num_train'] for m in more),
             width, height, PAD_VALUE, desc='load train')
         vx, vy = datasets.stack_letterboxed(
             datasets.dataset_frames(args.data, 'val', args.limit_val), n_val,
@@ -371,6 +382,13 @@ def _load_data(args, width, height):
             for name in ('camera_height', 'camera_pitch'):
                 if isinstance(randomization.get(name), list):
                     record[name] = [float(v) for v in randomization[name]]
+        if more:
+            record['more_data'] = more
+            # The ranges the model saw: the union over the folders (for the mount check).
+            for name in ('camera_height', 'camera_pitch'):
+                spans = [r[name] for r in [record] + more if name in r]
+                if len(spans) == len(more) + 1:
+                    record[name] = [min(a for a, _ in spans), max(b for _, b in spans)]
 
         def val_frames():
             return datasets.dataset_frames(args.data, 'val', args.limit_val), vx.shape[0]
@@ -577,6 +595,33 @@ def _run(args, ranks):
     return result
 
 
+def _more_data(folders, data):
+    """Return one record per --more-data folder (checked: a folder with training frames)."""
+    out = []
+    for path in folders:
+        if not os.path.isdir(path):
+            raise TrainError(f'--more-data {path}: no such folder')
+        if os.path.realpath(path) == os.path.realpath(data):
+            raise TrainError(f'--more-data {path} is the --data folder itself')
+        try:
+            n = datasets.count_frames(path, 'train')
+        except (OSError, ValueError) as e:
+            raise TrainError(f'--more-data {path}: cannot list its train split ({e})')
+        if n == 0:
+            raise TrainError(f'--more-data {path}: no frames in its train split (generate '
+                             '--splits puts frames there)')
+        meta = datasets.read_meta(path)
+        entry = {'dataset': os.path.normpath(path), 'num_train': int(n),
+                 'seed': meta.get('seed')}
+        randomization = meta.get('randomization')
+        if isinstance(randomization, dict) and randomization.get('pose_jitter'):
+            for name in ('camera_height', 'camera_pitch'):
+                if isinstance(randomization.get(name), list):
+                    entry[name] = [float(v) for v in randomization[name]]
+        out.append(entry)
+    return out
+
+
 def _load_select(args, width, height, data_record):
     """Letterbox the --select-data frames; record them in ``data_record['selection']``."""
     path, split = args.select_data, args.select_split
@@ -689,6 +734,10 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
                       floor_photos='floor_photos' not in data_record.get('factors_off', ()),
                       object_floor_photos='object_floor_photos' not in data_record.get(
                           'factors_off', ()))
+    for more in data_record.get('more_data', ()):
+        card['data_sources'].insert(1, datasets.synthetic_data_sources(
+            more['seed'], False, what=f'more training frames ({more["dataset"]}, '
+            f'{more["num_train"]} frames, --more-data)')[0])
     earlier = [s for s in (init or {}).get('data_sources') or [] if s not in card['data_sources']]
     if earlier:
         card['data_sources'] = [f'(through --init {init["checkpoint"]}) {s}' for s in earlier] \

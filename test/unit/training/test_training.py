@@ -513,3 +513,38 @@ def test_train_select_data_is_recorded_and_checked(tmp_path):
         with pytest.raises(SystemExit, match=message):
             cli.main(common + ['--out', str(tmp_path / 'x.onnx'), '--select-data']
                      + bad.split())
+
+
+def test_train_more_data_adds_training_frames_and_is_recorded(tmp_path):
+    pytest.importorskip('freespace_seg.sim', reason='needs the synthetic renderer')
+    low, high = str(tmp_path / 'low'), str(tmp_path / 'high')
+    assert cli.main(['generate', '--out', low, '--num', '6', '--width', '64', '--height',
+                     '36', '--seed', '5', '--splits', '0.5,0.5,0']) == 0
+    assert cli.main(['generate', '--out', high, '--num', '4', '--width', '64', '--height',
+                     '36', '--seed', '6', '--splits', '1,0,0', '--camera-height',
+                     '0.5,1.5']) == 0
+    out = str(tmp_path / 'm.onnx')
+    common = ['train', '--data', low, '--steps', '2', '--batch-size', '2', '--input-size',
+              '64x48', '--widths', '8,8,16,16,32', '--val-every', '2', '--log-every', '2',
+              '--latency-runs', '2']
+    assert cli.main(common + ['--out', out, '--work-dir', str(tmp_path / 'run'),
+                              '--more-data', high]) == 0
+    card = load_card(out).raw
+    data = card['training']['data']
+    assert data['num_train'] == 3 + 4 and data['num_val'] == 3
+    assert data['more_data'] == [{'dataset': os.path.normpath(high), 'num_train': 4,
+                                  'seed': 6, 'camera_height': [0.5, 1.5],
+                                  'camera_pitch': data['more_data'][0]['camera_pitch']}]
+    assert data['camera_height'] == [0.1, 1.5]   # the union: what the mount check reads
+    assert f'--more-data {high}' in card['training']['command']
+    sources = card['data_sources']
+    assert sources[0].endswith('seed 5') and 'seed 6' in sources[1] and high in sources[1]
+    for extra, message in (([], 'give --data'), ([low], 'the --data folder itself'),
+                           ([str(tmp_path / 'missing')], 'no such folder')):
+        args = common + ['--out', str(tmp_path / 'x.onnx')] + [
+            a for e in extra for a in ('--more-data', e)]
+        if not extra:
+            args = [a for a in args if a not in ('--data', low)]
+            args += ['--render', '4', '--more-data', high]
+        with pytest.raises(SystemExit, match=message):
+            cli.main(args)
