@@ -17,6 +17,7 @@ Where the grid's false free cells come from: per frame of a ``grid-rules`` set, 
 
     python tools/false_free_frames.py --set 6 [--frames 100] [--seed 3000] [--model M] \
         [--top 10] [--figure OUT.png --rows 2]
+    python tools/false_free_frames.py --data data/scenes2b [--split test] [--model M]
 
 Renders the frames of ``grid-rules`` set ``--set`` (1-based, as ``grid-rules --sets``), runs
 the model and the node's default grid rule, and counts each frame's false free cells (free
@@ -25,6 +26,11 @@ does). Prints the frames with the most of them, how much of the total they hold,
 of all false free cells lie on blocked ground (an obstacle or outside the room) rather than on
 hidden floor, with their distances. ``--figure`` writes the ``--rows`` worst frames: the
 image, then the mask over it (red: blocked pixels called free; blue: floor called blocked).
+
+``--data DIR`` scores the frames of a ``generate2`` (or ``generate``) folder instead, each
+projected with its own camera as ``grid-rules --data`` does (there is no top-down truth, so
+no count on blocked ground). Both print the false free share by distance from the robot, and
+what keeping free cells only within a shorter range would leave.
 """
 
 import argparse
@@ -59,10 +65,76 @@ def overlay(image, free, truth):
     return out
 
 
+RANGES = (0.0, 1.0, 1.5, 2.0, 2.5, 3.0)
+
+
+def range_table(wrong_d, free_d):
+    """Print false free cells by distance, and what a shorter free range would leave."""
+    wrong_d, free_d = np.asarray(wrong_d), np.asarray(free_d)
+    edges = list(RANGES[:-1]) + [np.inf]
+    print('| distance from the robot | predicted free cells | false free | share of all false free |')
+    print('|---|---|---|---|')
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        n_free = int(((free_d >= lo) & (free_d < hi)).sum())
+        n_wrong = int(((wrong_d >= lo) & (wrong_d < hi)).sum())
+        span = f'{lo:.1f}-{hi:.1f} m' if np.isfinite(hi) else f'{lo:.1f} m and more'
+        print(f'| {span} | {n_free} | {100 * n_wrong / max(1, n_free):.1f} % | '
+              f'{100 * n_wrong / max(1, wrong_d.size):.0f} % |')
+    for cap in RANGES[2:]:
+        n_free = int((free_d < cap).sum())
+        print(f'free cells only within {cap:.1f} m: false free '
+              f'{100 * int((wrong_d < cap).sum()) / max(1, n_free):.2f} %, '
+              f'{100 * n_free / max(1, free_d.size):.0f} % of the free cells kept')
+
+
+def data_frames(folder, split):
+    """Yield (name, image, true free mask, intrinsics, mount) of a dataset folder's frames."""
+    from freespace_seg.tools.grid_rules import camera_of, read_samples
+
+    for sample in read_samples(folder, split):
+        try:
+            intrinsics, mount = camera_of(sample.record)
+        except ValueError:
+            continue
+        sample.load()
+        yield sample.name, sample.image, sample.free, intrinsics, mount
+
+
+def main_data(args, pipe, rule, spec):
+    """The --data variant of :func:`main`: counts and distances, no figure."""
+    x, y = spec.cell_centers()
+    wrong_d, free_d, per_frame = [], [], []
+    for name, image, true_free, intrinsics, mount in data_frames(args.data, args.split):
+        proj = GroundProjector(intrinsics, mount, spec, mask_shape=true_free.shape[:2])
+        if proj.table_size == 0:
+            continue
+        mask, conf = pipe.segment_with_confidence(image)
+        free = pipe.free_mask(mask)
+        visible = proj.ground(true_free, None, VISIBLE_FLOOR).grid
+        pred = proj.ground(free, conf, rule).grid
+        wrong = false_free_cells(pred, visible)
+        wrong_d += list(np.hypot(x[wrong], y[wrong]))
+        free_d += list(np.hypot(x[pred == FREE], y[pred == FREE]))
+        per_frame.append((int(wrong.sum()), name))
+    total = len(wrong_d)
+    print(f'{args.data}/{args.split}: {len(per_frame)} frames projected, model '
+          f'{os.path.basename(pipe.card.model_file)}: {total} false free cells of '
+          f'{len(free_d)} free ({100 * total / max(1, len(free_d)):.1f} %)')
+    worst = sorted(per_frame, reverse=True)[:args.top]
+    print(f'the {args.top} worst frames hold '
+          f'{100 * sum(n for n, _ in worst) / max(1, total):.1f} % of them: '
+          + ', '.join(f'{name} ({n})' for n, name in worst))
+    range_table(wrong_d, free_d)
+    pipe.close()
+    return 0
+
+
 def main(argv=None):
     """Count false free cells per frame; print the worst frames; write the figure."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--set', type=int, required=True, help='grid-rules set number, 1-based')
+    ap.add_argument('--set', type=int, help='grid-rules set number, 1-based')
+    ap.add_argument('--data', default='', help='a generate2/generate folder instead of --set')
+    ap.add_argument('--split', default='test', help='split of --data (test)')
     ap.add_argument('--frames', type=int, default=100)
     ap.add_argument('--seed', type=int, default=3000)
     ap.add_argument('--model', default='', help='default: the shipped INT8 model')
@@ -71,12 +143,20 @@ def main(argv=None):
     ap.add_argument('--rows', type=int, default=2, help='frames in the figure (2)')
     args = ap.parse_args(argv)
     names = list(SETS)
+    if (args.set is None) == (not args.data):
+        ap.error('give one of --set N or --data DIR')
+    if args.data:
+        if not os.path.isdir(args.data):
+            ap.error(f'--data {args.data}: no such folder')
+        return main_data(args, SegmentationPipeline(args.model or None, 'onnxruntime', 1),
+                         default_rule(), GridSpec())
     if not 1 <= args.set <= len(names) or args.frames < 1:
         ap.error(f'--set takes 1-{len(names)} and --frames at least 1')
     name = names[args.set - 1]
     style, camera = SETS[name]
     pipe = SegmentationPipeline(args.model or None, 'onnxruntime', 1)
     rule, spec = default_rule(), GridSpec()
+    free_d = []
     x, y = spec.cell_centers()
     per_frame, on_blocked, distances, free_cells, kept = [], 0, [], 0, {}
     for i, frame in enumerate(rendered_samples(args.frames, args.seed, 480, 270, style=style,
@@ -91,6 +171,7 @@ def main(argv=None):
         on_blocked += int((wrong & blocked).sum())
         distances += list(np.hypot(x[wrong], y[wrong]))
         free_cells += int((pred == FREE).sum())
+        free_d += list(np.hypot(x[pred == FREE], y[pred == FREE]))
         per_frame.append((int(wrong.sum()), i, float(frame.mount.z)))
         if args.figure:
             kept[i] = np.hstack([frame.image, overlay(frame.image, free > 0, frame.free > 0)])
@@ -110,6 +191,7 @@ def main(argv=None):
         print(f'| {i} | {z:.2f} | {n} | {100 * n / max(1, total):.1f} % |')
     top = sum(n for n, _, _ in worst[:args.top])
     print(f'the {args.top} worst frames hold {100 * top / max(1, total):.1f} % of them')
+    range_table(distances, free_d)
     if args.figure:
         rows = [kept[i] for _, i, _ in worst[:args.rows]]
         cv2.imwrite(args.figure, cv2.cvtColor(np.vstack(rows), cv2.COLOR_RGB2BGR),
