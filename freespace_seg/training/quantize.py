@@ -71,6 +71,12 @@ def add_arguments(parser):
                         help='activation range calibration (default: %(default)s)')
     parser.add_argument('--per-tensor', action='store_true',
                         help='one weight scale per tensor instead of per output channel')
+    parser.add_argument('--weights', default='int8', choices=WEIGHT_FORMATS,
+                        help='weight format: int8 (full range, fastest where the CPU has VNNI); '
+                             'int8-reduced (7-bit range, ONNX Runtime reduce_range): no '
+                             'saturation in the u8 x s8 kernels of x86 CPUs with AVX2 or '
+                             'AVX-512 but no VNNI; uint8: u8 x u8, no saturation either '
+                             '(default: %(default)s)')
     parser.add_argument('--no-pre-process', action='store_true',
                         help='skip quant_pre_process (shape inference, graph optimization)')
     parser.add_argument('--calibration-effects', metavar='all|EFFECT,...',
@@ -91,6 +97,10 @@ def add_arguments(parser):
     parser.add_argument('--check-frames', type=int, default=8,
                         help='frames (another seed) on which the INT8 mask is compared with '
                              'the fp32 mask; 0 to skip (default: %(default)s)')
+
+
+#: values of ``quantize --weights``
+WEIGHT_FORMATS = ('int8', 'int8-reduced', 'uint8')
 
 
 def with_effects_share(frames, seed, effects, share):
@@ -120,6 +130,8 @@ def command_line(args, out):
              '--height', str(args.height), '--method', args.method]
     if args.per_tensor:
         parts.append('--per-tensor')
+    if getattr(args, 'weights', 'int8') != 'int8':
+        parts += ['--weights', args.weights]
     if args.no_pre_process:
         parts.append('--no-pre-process')
     if args.calibration_effects:
@@ -225,20 +237,24 @@ def resolve_fp32_nodes(spec, model_path):
 
 
 def quantize_model(model_path, out_path, tensors, input_name, method='minmax',
-                   per_channel=True, pre_process=True, log=None, fp32_prefixes=()):
+                   per_channel=True, pre_process=True, log=None, fp32_prefixes=(),
+                   weights='int8'):
     """
     Write a static QDQ INT8 copy of ``model_path`` to ``out_path``, calibrated on ``tensors``.
 
     Weights are int8 (per output channel unless ``per_channel`` is False), activations
     uint8; the ONNX Runtime CPU kernels run the Q/DQ pairs around Conv as QLinearConv.
     Nodes whose names start with one of ``fp32_prefixes`` (matched in the graph that is
-    quantized, after pre-processing) stay fp32. Returns a dict describing what was done, for
-    the card.
+    quantized, after pre-processing) stay fp32. ``weights`` (:data:`WEIGHT_FORMATS`):
+    ``int8-reduced`` quantizes weights to 7 bits (``reduce_range``), ``uint8`` to uint8.
+    Returns a dict describing what was done, for the card.
     """
     import onnxruntime
     from onnxruntime.quantization import (CalibrationMethod, QuantFormat, quantize_static,
                                           QuantType)
 
+    if weights not in WEIGHT_FORMATS:
+        raise ValueError(f'weights must be one of {", ".join(WEIGHT_FORMATS)}, got {weights!r}')
     log = log or (lambda text: None)
     methods = {'minmax': CalibrationMethod.MinMax, 'entropy': CalibrationMethod.Entropy,
                'percentile': CalibrationMethod.Percentile}
@@ -260,7 +276,9 @@ def quantize_model(model_path, out_path, tensors, input_name, method='minmax',
         quantize_static(
             source, tmp_out, make_reader(input_name, tensors),
             quant_format=QuantFormat.QDQ, per_channel=per_channel,
-            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QUInt8 if weights == 'uint8' else QuantType.QInt8,
+            reduce_range=weights == 'int8-reduced',
             calibrate_method=methods[method], nodes_to_exclude=excluded,
             extra_options={'CalibTensorRangeSymmetric': False})
         log(f'quantize: calibrated on {len(tensors)} tensors and quantized in '
@@ -269,7 +287,9 @@ def quantize_model(model_path, out_path, tensors, input_name, method='minmax',
         os.replace(tmp_out, out_path)
     info = {
         'method': 'static QDQ (onnxruntime.quantization.quantize_static)',
-        'weights': 'int8, ' + ('per output channel' if per_channel else 'per tensor'),
+        'weights': {'int8': 'int8', 'int8-reduced': 'int8 in a 7-bit range (reduce_range)',
+                    'uint8': 'uint8'}[weights] + ', '
+        + ('per output channel' if per_channel else 'per tensor'),
         'activations': 'uint8, per tensor',
         'pre_process': 'quant_pre_process (shape inference, graph optimization)'
         if pre_process else 'none',
@@ -402,7 +422,7 @@ def run(args):
     info = quantize_model(args.model, out, tensors, card.input_name, method=args.method,
                           per_channel=not args.per_tensor,
                           pre_process=not args.no_pre_process, log=log,
-                          fp32_prefixes=fp32_prefixes)
+                          fp32_prefixes=fp32_prefixes, weights=args.weights)
     q, dq = count_qdq_nodes(out)
     info['qdq_nodes'] = {'QuantizeLinear': q, 'DequantizeLinear': dq}
     info['calibration'] = {

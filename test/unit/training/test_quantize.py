@@ -264,3 +264,40 @@ def test_fp32_nodes_auto_keeps_the_first_encoder_block_if_there_is_one(tmp_path)
                                                                      '/encoder/_conv_stem']
     with pytest.raises(ValueError, match='/decoder'):
         resolve_fp32_nodes('/decoder', lite)
+
+
+def test_weights_formats_reach_the_graph_the_card_and_the_command(tmp_path):
+    """--weights int8-reduced keeps weights in 7 bits; uint8 stores them unsigned."""
+    import onnx
+    from onnx import numpy_helper
+
+    from freespace_seg import cli
+    from freespace_seg.perception.model_card import load_card
+
+    fp32 = write_conv_net(tmp_path)
+    seen = {}
+    for weights in ('int8', 'int8-reduced', 'uint8'):
+        out = str(tmp_path / f'w_{weights}.onnx')
+        assert cli.main(['quantize', '--model', fp32, '--out', out, '--frames', '4',
+                         '--width', '64', '--height', '36', '--check-frames', '0',
+                         '--weights', weights]) == 0
+        graph = onnx.load(out).graph
+        # The weight initializers feed DequantizeLinear (the activations' are computed).
+        inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+        quantized = [inits[n.input[0]] for n in graph.node
+                     if n.op_type == 'DequantizeLinear' and n.input[0] in inits
+                     and inits[n.input[0]].ndim == 4]
+        assert quantized, 'no quantized convolution weights found'
+        seen[weights] = quantized
+        quant = load_card(out.replace('.onnx', '.yaml')).raw['quantization']
+        if weights == 'int8':
+            assert '--weights' not in quant['command'] and quant['weights'].startswith('int8,')
+        else:
+            assert quant['command'].split('--weights ')[1].startswith(weights)
+    assert all(w.dtype == np.int8 for w in seen['int8'])
+    assert max(int(np.abs(w.astype(np.int32)).max()) for w in seen['int8']) > 64
+    assert all(w.dtype == np.int8 for w in seen['int8-reduced'])
+    assert max(int(np.abs(w.astype(np.int32)).max()) for w in seen['int8-reduced']) <= 64
+    assert all(w.dtype == np.uint8 for w in seen['uint8'])
+    with pytest.raises(SystemExit):
+        cli.main(['quantize', '--model', fp32, '--weights', 'int4'])
