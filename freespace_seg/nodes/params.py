@@ -123,7 +123,8 @@ SEGMENTATION_PARAMS = (
     ParamSpec('model_file_path', '', 'ONNX model to run; its YAML model card must sit beside it '
               'with the same name. Empty: the packaged model, models/freespace_lite0.onnx, or '
               'its INT8 copy models/freespace_lite0_int8.onnx when the backend is onnxruntime '
-              '(CPU). '
+              '(CPU); on an x86-64 CPU without VNNI the copy with 7-bit weights, '
+              'models/freespace_lite0_int8r.onnx, where full-range int8 weights saturate. '
               'Changing it at run time loads the new model and swaps it in between frames; '
               'a model that fails to load is rejected and the old one keeps running.',
               'string'),

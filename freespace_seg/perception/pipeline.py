@@ -36,6 +36,10 @@ import numpy as np
 #: its static INT8 (QDQ) copy, the default on the CPU
 PACKAGED_MODEL = 'freespace_lite0.onnx'
 PACKAGED_INT8_MODEL = 'freespace_lite0_int8.onnx'
+#: the same model quantized with 7-bit weights (``quantize --weights int8-reduced``): the
+#: default on x86-64 CPUs without VNNI, where ONNX Runtime's u8 x s8 kernels saturate with
+#: full-range int8 weights (docs/model/int8_cpus.md)
+PACKAGED_INT8R_MODEL = 'freespace_lite0_int8r.onnx'
 #: the small UNet (from random weights), the default before: still shipped; what ``train
 #: --init``, ``prune`` and ``tradeoff`` rebuild in torch
 PACKAGED_UNET_MODEL = 'freespace_unet.onnx'
@@ -55,6 +59,43 @@ def packaged_model_path(name=PACKAGED_MODEL):
     # Running from a source checkout.
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.join(os.path.dirname(os.path.dirname(here)), 'models', name)
+
+
+def cpu_has_vnni(cpuinfo='/proc/cpuinfo', machine=None):
+    """
+    Return whether this x86-64 CPU has VNNI (``avx512_vnni`` or ``avx_vnni`` in its flags).
+
+    None where it is not an x86-64 CPU (ARM has no such saturation) or the flags cannot be
+    read (``machine``: ``platform.machine()`` unless given).
+    """
+    import platform
+
+    if (machine or platform.machine()).lower() not in ('x86_64', 'amd64'):
+        return None
+    try:
+        with open(cpuinfo, encoding='utf-8', errors='replace') as f:
+            for line in f:
+                if line.startswith('flags'):
+                    flags = set(line.split(':', 1)[-1].split())
+                    return bool(flags & {'avx512_vnni', 'avx_vnni'})
+    except OSError:
+        pass
+    return None
+
+
+def packaged_int8_model(has_vnni=None):
+    """
+    Return the file name of the packaged INT8 copy for this CPU.
+
+    :data:`PACKAGED_INT8R_MODEL` (7-bit weights) on an x86-64 CPU without VNNI, where it is
+    installed; else :data:`PACKAGED_INT8_MODEL`. ``has_vnni``: :func:`cpu_has_vnni` unless
+    given.
+    """
+    if has_vnni is None:
+        has_vnni = cpu_has_vnni()
+    if has_vnni is False and os.path.isfile(packaged_model_path(PACKAGED_INT8R_MODEL)):
+        return PACKAGED_INT8R_MODEL
+    return PACKAGED_INT8_MODEL
 
 
 @dataclasses.dataclass
@@ -83,7 +124,8 @@ class SegmentationPipeline:
 
         No ``model_path``: the packaged model, and where the chosen backend is ONNX Runtime
         on the CPU, its INT8 copy (same quality within 0.01 mIoU, about twice as fast on a
-        CPU; see the README), when it is installed.
+        CPU; see the README), when it is installed: the one with 7-bit weights on an x86-64
+        CPU without VNNI (:func:`packaged_int8_model`).
         """
         packaged = not model_path and card is None
         model_path = model_path or packaged_model_path()
@@ -92,7 +134,8 @@ class SegmentationPipeline:
         self.card = dataclasses.replace(card, model_file=os.path.abspath(model_path))
         self.engine, self.backend_notes = create_engine(self.card, backend, num_threads,
                                                         **(engine_options or {}))
-        int8 = packaged_model_path(PACKAGED_INT8_MODEL)
+        int8_name = packaged_int8_model()
+        int8 = packaged_model_path(int8_name)
         if packaged and self.engine.backend == 'onnxruntime' and os.path.isfile(int8):
             int8_card = load_card(card_path_for_model(int8))
             int8_card = dataclasses.replace(int8_card, model_file=os.path.abspath(int8))
@@ -100,8 +143,10 @@ class SegmentationPipeline:
                                           **(engine_options or {}))
             self.engine.close()
             self.engine, self.card = engine, int8_card
+            why = (' (7-bit weights: this x86-64 CPU has no VNNI, where full-range int8 '
+                   'weights saturate)') if int8_name == PACKAGED_INT8R_MODEL else ''
             self.backend_notes += [f'onnxruntime: the CPU runs the packaged INT8 model '
-                                   f'{PACKAGED_INT8_MODEL}'] + notes[1:]
+                                   f'{int8_name}{why}'] + notes[1:]
         self._pre = {}
         # The output is decoded at once, so the engine may reuse its output buffer.
         self._run = getattr(self.engine, 'run_reusing_output', self.engine.run)

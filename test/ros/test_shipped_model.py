@@ -126,16 +126,40 @@ def test_int8_variant_matches_fp32(frames):
 
 
 def test_the_default_model_on_the_cpu_is_the_int8_copy():
-    from freespace_seg.perception.pipeline import PACKAGED_INT8_MODEL, SegmentationPipeline
+    from freespace_seg.perception.pipeline import packaged_int8_model, SegmentationPipeline
 
     default = SegmentationPipeline(backend='onnxruntime', num_threads=1)
     explicit = SegmentationPipeline(packaged_model_path(), backend='onnxruntime', num_threads=1)
     try:
-        assert default.card.name == 'freespace_lite0_int8'
-        assert default.card.model_file.endswith(PACKAGED_INT8_MODEL)
+        name = packaged_int8_model()   # this CPU's: 7-bit weights on x86-64 without VNNI
+        assert default.card.name == name[:-len('.onnx')]
+        assert default.card.model_file.endswith(name)
         assert any('INT8' in note for note in default.backend_notes), default.backend_notes
         # A model named explicitly is run as it is.
         assert explicit.card.name == 'freespace_lite0'
     finally:
         default.close()
         explicit.close()
+
+
+def test_the_int8_copy_follows_the_cpu(tmp_path):
+    """x86-64 without VNNI: the 7-bit copy; with VNNI, or on ARM: the full-range one."""
+    from freespace_seg.perception.model_card import card_path_for_model, load_card
+    from freespace_seg.perception.pipeline import (cpu_has_vnni, PACKAGED_INT8_MODEL,
+                                                   PACKAGED_INT8R_MODEL, packaged_int8_model)
+
+    flags = {'avx2': 'fpu sse2 avx avx2 fma', 'vnni': 'fpu avx2 avx512f avx512_vnni',
+             'avxvnni': 'fpu avx2 avx_vnni'}
+    for name, line in flags.items():
+        (tmp_path / name).write_text(f'processor\t: 0\nflags\t\t: {line}\n')
+    assert cpu_has_vnni(str(tmp_path / 'avx2'), machine='x86_64') is False
+    assert cpu_has_vnni(str(tmp_path / 'vnni'), machine='x86_64') is True
+    assert cpu_has_vnni(str(tmp_path / 'avxvnni'), machine='AMD64') is True
+    assert cpu_has_vnni(str(tmp_path / 'avx2'), machine='aarch64') is None
+    assert cpu_has_vnni(str(tmp_path / 'missing'), machine='x86_64') is None
+    assert packaged_int8_model(has_vnni=False) == PACKAGED_INT8R_MODEL
+    assert packaged_int8_model(has_vnni=True) == PACKAGED_INT8_MODEL
+    assert packaged_int8_model(has_vnni=None) in (PACKAGED_INT8_MODEL, PACKAGED_INT8R_MODEL)
+    r = load_card(card_path_for_model(packaged_model_path(PACKAGED_INT8R_MODEL)))
+    assert '7-bit' in r.raw['quantization']['weights']
+    assert '--weights int8-reduced' in r.raw['quantization']['command']
