@@ -134,8 +134,9 @@ class SegmentationPipeline:
         self.card = dataclasses.replace(card, model_file=os.path.abspath(model_path))
         self.engine, self.backend_notes = create_engine(self.card, backend, num_threads,
                                                         **(engine_options or {}))
-        int8_name = packaged_int8_model()
-        int8 = packaged_model_path(int8_name)
+        # The CPU's INT8 copy is looked up only for the packaged model (reads /proc/cpuinfo).
+        int8_name = packaged_int8_model() if packaged else None
+        int8 = packaged_model_path(int8_name) if packaged else ''
         if packaged and self.engine.backend == 'onnxruntime' and os.path.isfile(int8):
             int8_card = load_card(card_path_for_model(int8))
             int8_card = dataclasses.replace(int8_card, model_file=os.path.abspath(int8))

@@ -130,7 +130,7 @@ def command_line(args, out):
              '--height', str(args.height), '--method', args.method]
     if args.per_tensor:
         parts.append('--per-tensor')
-    if getattr(args, 'weights', 'int8') != 'int8':
+    if args.weights != 'int8':
         parts += ['--weights', args.weights]
     if args.no_pre_process:
         parts.append('--no-pre-process')

@@ -378,10 +378,7 @@ def _load_data(args, width, height):
                    if randomization.get(name) is False]
             if off:
                 record['factors_off'] = off
-        if isinstance(randomization, dict) and randomization.get('pose_jitter'):
-            for name in ('camera_height', 'camera_pitch'):
-                if isinstance(randomization.get(name), list):
-                    record[name] = [float(v) for v in randomization[name]]
+        record.update(_camera_ranges(meta))
         if more:
             record['more_data'] = more
             # The ranges the model saw: the union over the folders (for the mount check).
@@ -611,15 +608,19 @@ def _more_data(folders, data):
             raise TrainError(f'--more-data {path}: no frames in its train split (generate '
                              '--splits puts frames there)')
         meta = datasets.read_meta(path)
-        entry = {'dataset': os.path.normpath(path), 'num_train': int(n),
-                 'seed': meta.get('seed')}
-        randomization = meta.get('randomization')
-        if isinstance(randomization, dict) and randomization.get('pose_jitter'):
-            for name in ('camera_height', 'camera_pitch'):
-                if isinstance(randomization.get(name), list):
-                    entry[name] = [float(v) for v in randomization[name]]
-        out.append(entry)
+        out.append({'dataset': os.path.normpath(path), 'num_train': int(n),
+                    'seed': meta.get('seed'), **_camera_ranges(meta)})
     return out
+
+
+def _camera_ranges(meta):
+    """Return the camera_height / camera_pitch ranges a dataset's meta.json records."""
+    randomization = meta.get('randomization')
+    if not isinstance(randomization, dict) or not randomization.get('pose_jitter'):
+        return {}
+    return {name: [float(v) for v in randomization[name]]
+            for name in ('camera_height', 'camera_pitch')
+            if isinstance(randomization.get(name), list)}
 
 
 def _load_select(args, width, height, data_record):
@@ -734,8 +735,8 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
                       floor_photos='floor_photos' not in data_record.get('factors_off', ()),
                       object_floor_photos='object_floor_photos' not in data_record.get(
                           'factors_off', ()))
-    for more in data_record.get('more_data', ()):
-        card['data_sources'].insert(1, datasets.synthetic_data_sources(
+    for i, more in enumerate(data_record.get('more_data', ())):
+        card['data_sources'].insert(1 + i, datasets.synthetic_data_sources(
             more['seed'], False, what=f'more training frames ({more["dataset"]}, '
             f'{more["num_train"]} frames, --more-data)')[0])
     earlier = [s for s in (init or {}).get('data_sources') or [] if s not in card['data_sources']]

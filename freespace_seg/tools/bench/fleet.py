@@ -287,7 +287,7 @@ def run_fleet(topics, robots, backend, rates, model, threads, server, card_name,
             time.sleep(1.0)   # late masks of frames sent in the window
             spent = [cpu_seconds_between(a, b) for a, b in zip(nodes0, nodes1)]
             nodes = sum(spent) if None not in spent else None
-            served = cpu_seconds_between(server0, server1) if server is not None else None
+            served = cpu_seconds_between(server0, server1)   # None without a server
             cpu = {'server_cpu_percent': served, 'nodes_cpu_percent': nodes,
                    'cameras_cpu_percent': self1 - self0}
             if None not in (busy0, busy1, nodes):
