@@ -25,6 +25,7 @@ import dataclasses
 import os
 import time
 
+from freespace_seg.common.machine import cpu_has_vnni
 from freespace_seg.perception import postprocess
 from freespace_seg.perception.engines import create_engine
 from freespace_seg.perception.model_card import card_path_for_model, load_card
@@ -59,28 +60,6 @@ def packaged_model_path(name=PACKAGED_MODEL):
     # Running from a source checkout.
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.join(os.path.dirname(os.path.dirname(here)), 'models', name)
-
-
-def cpu_has_vnni(cpuinfo='/proc/cpuinfo', machine=None):
-    """
-    Return whether this x86-64 CPU has VNNI (``avx512_vnni`` or ``avx_vnni`` in its flags).
-
-    None where it is not an x86-64 CPU (ARM has no such saturation) or the flags cannot be
-    read (``machine``: ``platform.machine()`` unless given).
-    """
-    import platform
-
-    if (machine or platform.machine()).lower() not in ('x86_64', 'amd64'):
-        return None
-    try:
-        with open(cpuinfo, encoding='utf-8', errors='replace') as f:
-            for line in f:
-                if line.startswith('flags'):
-                    flags = set(line.split(':', 1)[-1].split())
-                    return bool(flags & {'avx512_vnni', 'avx_vnni'})
-    except OSError:
-        pass
-    return None
 
 
 def packaged_int8_model(has_vnni=None):

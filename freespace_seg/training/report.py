@@ -17,6 +17,7 @@
 import json
 import os
 
+from freespace_seg.common.machine import cpu_label
 from freespace_seg.common.markdown import number, table
 from freespace_seg.common.values import round4
 from freespace_seg.training.figures import ERROR_LEGEND, LAYER_CHANNELS
@@ -66,8 +67,12 @@ def markdown_report(result):
         f'- images: {s["images"]} ({s["pixels"]} labelled pixels)',
         f'- engine: ONNX Runtime CPU, {result["threads"]} threads, through the node\'s pipeline',
         f'- date: {result["date"]}',
-        '',
     ]
+    if result.get('machine'):
+        lines.append(f'- CPU: {cpu_label(result["machine"])}')
+    if result.get('note'):
+        lines.append(f'- note: {result["note"]}')
+    lines.append('')
     unsafe = 'blocked_called_free' in s
     head = (['Model', 'Data', 'mIoU'] + (['Blocked called free'] if unsafe else [])
             + [f'IoU {n}' for n in names]

@@ -151,6 +151,11 @@ def test_images_folder_update_card_key_and_unlabelled_pixels(model, tmp_path):
     full = _result(tmp_path / 'full')['metrics']
     card = yaml.safe_load((tmp_path / 'm.yaml').read_text())
     assert card['evaluation']['user_images_my_garage_2']['images'] == 2
+    # The card and the report say which CPU scored it, and whether it has VNNI.
+    from freespace_seg.common.machine import cpu_has_vnni, cpu_label, machine_info
+    assert card['evaluation']['user_images_my_garage_2']['cpu'] == cpu_label(machine_info())
+    assert _result(tmp_path / 'full')['machine']['vnni'] is cpu_has_vnni()
+    assert '- CPU: ' in (tmp_path / 'full' / 'metrics.md').read_text()
     # Alpha 0 marks pixels as not labelled: the left half of every mask drops out of the score.
     for name in os.listdir(folder):
         path = folder / name
@@ -250,3 +255,29 @@ def test_without_switches_factors_off_and_scores_under_its_own_key(model, tmp_pa
     assert any(not np.array_equal(a[0], b[0]) for a, b in zip(full, reduced))
     with pytest.raises(SystemExit, match='unknown randomization factors'):
         _eval(str(local), tmp_path / 'r2', *_render_args(n=1), '--without', 'unicorns')
+
+
+def test_a_full_range_int8_copy_scored_without_vnni_gets_a_note():
+    """Only full-range int8 weights on an x86-64 CPU without VNNI: the saturating case."""
+    from freespace_seg.perception.model_card import load_card
+    from freespace_seg.training.report import markdown_report
+    models = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'models')
+    full = load_card(os.path.join(models, 'freespace_lite0_int8.yaml'))
+    reduced = load_card(os.path.join(models, 'freespace_lite0_int8r.yaml'))
+    fp32 = load_card(os.path.join(models, 'freespace_lite0.yaml'))
+    no_vnni = {'cpu': 'AMD EPYC', 'vnni': False, 'onnxruntime': '1.32.0'}
+    note = evaluate.saturation_note(full, no_vnni)
+    assert 'no VNNI' in note and 'AMD EPYC' in note and 'int8-reduced' in note
+    for card, machine in ((full, dict(no_vnni, vnni=True)), (full, dict(no_vnni, vnni=None)),
+                          (reduced, no_vnni), (fp32, no_vnni)):
+        assert evaluate.saturation_note(card, machine) is None, (card.name, machine)
+    summary = {'miou': 0.9, 'iou': {'blocked': 0.9, 'free': 0.9}, 'f1': {}, 'precision': {},
+               'recall': {}, 'f1_macro': 0.9, 'pixel_accuracy': 0.9, 'images': 1,
+               'pixels': 4, 'confusion': [[1, 1], [1, 1]]}
+    for k in ('f1', 'precision', 'recall'):
+        summary[k] = {'blocked': 0.9, 'free': 0.9}
+    text = markdown_report({'model_name': full.name, 'model': 'm.onnx', 'source': 's',
+                            'source_short': 's', 'threads': 2, 'date': 'd',
+                            'machine': no_vnni, 'note': note, 'metrics': summary})
+    assert '- CPU: AMD EPYC (no VNNI), ONNX Runtime 1.32.0' in text
+    assert f'- note: {note}' in text
