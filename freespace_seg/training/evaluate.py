@@ -269,8 +269,8 @@ def saturation_note(card, machine):
     below its card (docs/model/int8_cpus.md); 7-bit copies (``quantize --weights
     int8-reduced``) and fp32 models do not. None otherwise.
     """
-    quant = card.raw.get('quantization') if isinstance(card.raw, dict) else None
-    weights = str((quant or {}).get('weights', '')) if isinstance(quant, dict) else ''
+    quant = card.raw.get('quantization')
+    weights = str(quant.get('weights', '')) if isinstance(quant, dict) else ''
     if machine.get('vnni') is not False or not weights.startswith('int8,'):
         return None
     return (f'{card.name} has full-range int8 weights and this x86-64 CPU has no VNNI '
