@@ -125,6 +125,53 @@ def _load(path, data=None, frames=None):
     return state
 
 
+def _frames_line(folder, what):
+    """Return the renderer line for frames of a ``generate`` folder, with seed and cameras."""
+    try:
+        meta = datasets.read_meta(folder)
+    except (OSError, ValueError):
+        meta = {}
+    heights = (meta.get('randomization') or {}).get('camera_height')
+    camera = (f', cameras {heights[0]:g}-{heights[1]:g} m' if isinstance(heights, list)
+              and len(heights) == 2 else '')
+    return (f'procedural synthetic renderer freespace_seg.sim: {what} of '
+            f'{os.path.normpath(folder)} (seed {meta.get("seed")}{camera})')
+
+
+def _checkpoint_sources(state):
+    """Return what a ``train`` checkpoint learnt from: its frames and its ``--init``'s."""
+    saved = state.get('args') or {}
+    if saved.get('data'):
+        lines = [_frames_line(saved['data'], 'training frames')]
+    else:
+        lines = [f'procedural synthetic renderer freespace_seg.sim: training frames rendered '
+                 f'on the fly, seed {saved.get("data_seed")}']
+    init = state.get('init_record') or {}
+    lines += [f'(through --init {init.get("checkpoint")}) {line}'
+              for line in init.get('data_sources') or []]
+    return lines
+
+
+def soup_data_sources(base, paths, states, bn_data):
+    """
+    Return the soup card's ``data_sources``: every ingredient's, and the BatchNorm frames.
+
+    ``base`` is what :func:`build_card` lists (its first line, the renderer's generic one, is
+    replaced by each ingredient's own data: a ``train`` checkpoint's ``--data`` folder or
+    rendered seed and, through ``--init``, its start model's sources; an ONNX ingredient's
+    card's sources). ``bn_data`` is the folder whose frames measured the statistics.
+    """
+    generic = 'procedural synthetic renderer freespace_seg.sim: training frames, seed'
+    out = [line for line in base if not line.startswith(generic)]
+    if bn_data:
+        out.insert(0, _frames_line(bn_data, 'BatchNorm statistics only, the training frames'))
+    for path, state in zip(paths, states):
+        own = (state.get('data_sources') or [] if path.lower().endswith('.onnx')
+               else _checkpoint_sources(state))
+        out += [f'(through {path}) {line}' for line in own if line not in out]
+    return out
+
+
 def _architecture(state):
     args = state['args']
     return (args.get('arch', 'unet'), tuple(args.get('decoder_widths') or ()) or None,
@@ -246,11 +293,8 @@ def _soup(args):
                       saved.get('data_seed'), arch=arch,
                       floor_photos='floor_photos' not in without,
                       object_floor_photos='object_floor_photos' not in without)
-    for path, state in zip(args.checkpoints, states):
-        # An ONNX ingredient's own training data is part of what the soup learnt from.
-        card['data_sources'] += [f'(through {path}) {line}' for line in
-                                 state.get('data_sources') or []
-                                 if line not in card['data_sources']]
+    card['data_sources'] = soup_data_sources(card['data_sources'], args.checkpoints, states,
+                                             None if args.keep_bn else args.data)
     card_path = os.path.splitext(args.out)[0] + '.yaml'
     dump_card(card, card_path)
     print(f'soup: wrote {card_path} (score it with `python -m freespace_seg eval --model '

@@ -15,6 +15,7 @@
 """``python -m freespace_seg soup``: model soups and WiSE-FT of Lite runs."""
 
 import importlib
+import os
 
 from freespace_seg import cli
 from freespace_seg.perception.model_card import load_card
@@ -82,7 +83,17 @@ def test_soup_command_writes_a_model_with_its_recipe(runs, tmp_path):
     assert [c['path'] for c in recipe['checkpoints']] == paths
     assert recipe['imagenet_alpha'] == 0.3 and 'measured on 4 frames' in recipe['batchnorm']
     assert card.raw['training']['decoder_widths'] == [16, 16, 8, 8]
-    assert any('ImageNet' in s for s in card.raw['data_sources'])
+    sources = card.raw['data_sources']
+    assert any('ImageNet' in s for s in sources)
+    # Each run's own frames (its --data folder and seed), and the frames of the statistics.
+    folder = os.path.normpath(str(data))
+    for path in paths:
+        line = f'(through {path}) procedural synthetic renderer freespace_seg.sim: ' \
+            f'training frames of {folder} (seed 3'
+        assert any(s.startswith(line) for s in sources)
+    assert sources[0].startswith('procedural synthetic renderer freespace_seg.sim: BatchNorm '
+                                 f'statistics only, the training frames of {folder} (seed 3')
+    assert not any(s.endswith('training frames, seed 0') for s in sources)
     assert cli.main(['eval', '--model', str(out), '--data', str(data), '--split', 'test',
                      '--latency-runs', '0', '--figures', '0', '--out',
                      str(tmp_path / 'eval')]) == 0
