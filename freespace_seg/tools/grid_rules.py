@@ -150,6 +150,9 @@ def add_arguments(parser):
                         help='with --drives: an earlier grid agrees where it has a free cell '
                              'within this many cells (1)')
     parser.add_argument('--threads', type=int, default=1, help='inference threads')
+    parser.add_argument('--exact-int8', action='store_true',
+                        help="run an INT8 model's quantized operators as written (as a CPU "
+                             'with VNNI computes them), as eval --exact-int8')
     parser.add_argument('--out', default='', help='also write the table (Markdown) here')
     parser.add_argument('--json', default='', help='also write every number here')
 
@@ -518,8 +521,11 @@ def _perception(args):
         return truth_perception, 'perception: the true masks'
     from freespace_seg.perception.pipeline import SegmentationPipeline
 
-    pipeline = SegmentationPipeline(args.model or None, 'onnxruntime', args.threads)
-    return pipeline, f'model `{pipeline.card.model_file.rsplit("/", 1)[-1]}`'
+    exact = bool(getattr(args, 'exact_int8', False))
+    pipeline = SegmentationPipeline(args.model or None, 'onnxruntime', args.threads,
+                                    engine_options={'exact_int8': True} if exact else None)
+    return pipeline, (f'model `{pipeline.card.model_file.rsplit("/", 1)[-1]}`'
+                      + (', exact INT8 arithmetic (--exact-int8)' if exact else ''))
 
 
 def _write(args, markdown, numbers):

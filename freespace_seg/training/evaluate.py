@@ -132,6 +132,11 @@ def add_arguments(parser):
                              'image; needs the onnx package')
     parser.add_argument('--threads', type=int, default=2,
                         help='ONNX Runtime intra-op threads (default: %(default)s)')
+    parser.add_argument('--exact-int8', action='store_true',
+                        help="run an INT8 (QDQ) model's quantized operators as written, without "
+                             "ONNX Runtime's fused integer kernels: the scores of a CPU with "
+                             'VNNI (up to float rounding) on any CPU, several times slower; '
+                             'the report and card say so')
     parser.add_argument('--latency-runs', type=int, default=50,
                         help='timed runs of the bare model for the latency figure, 0 to skip '
                              '(default: %(default)s)')
@@ -219,7 +224,7 @@ class CaseCollector:
 
 
 def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', cases=None,
-                    surfaces=None):
+                    surfaces=None, exact_int8=False):
     """
     Segment (rgb, mask) frames with the ONNX pipeline and score them.
 
@@ -229,12 +234,14 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     offered to it (the timing covers the pipeline only). With a
     :class:`~freespace_seg.training.surfaces.SurfaceErrors` as ``surfaces``, the frames are
     (rgb, mask, (codes, names)) triples (see :func:`surface_frames`) and every prediction
-    is added to it as well.
+    is added to it as well. ``exact_int8``: see
+    :func:`freespace_seg.perception.engines.onnxruntime.session_options`.
     """
     from freespace_seg.common.progress import progress
     from freespace_seg.perception.pipeline import SegmentationPipeline
 
-    pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads)
+    pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads,
+                                engine_options={'exact_int8': True} if exact_int8 else None)
     names = list(pipe.card.class_names)
     acc = metrics.ConfusionAccumulator(len(names))
     seconds = 0.0
@@ -261,9 +268,16 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     return summary, seconds / max(acc.images, 1)
 
 
-def saturation_note(card, machine):
+#: how ``eval --exact-int8`` names its arithmetic in reports and cards
+EXACT_INT8 = ('exact INT8 arithmetic (eval --exact-int8: QDQ operators unfused, as a CPU with '
+              'VNNI computes them up to float rounding)')
+
+
+def saturation_note(card, machine, exact_int8=False):
     """
     Return a note when a full-range INT8 copy is scored on an x86-64 CPU without VNNI.
+
+    Not with ``exact_int8`` (``eval --exact-int8``), which does not use those kernels.
 
     ONNX Runtime's u8 x s8 kernels saturate there and such a copy scores up to 0.018 mIoU
     below its card (docs/model/int8_cpus.md); 7-bit copies (``quantize --weights
@@ -271,13 +285,13 @@ def saturation_note(card, machine):
     """
     quant = card.raw.get('quantization')
     weights = str(quant.get('weights', '')) if isinstance(quant, dict) else ''
-    if machine.get('vnni') is not False or not weights.startswith('int8,'):
+    if exact_int8 or machine.get('vnni') is not False or not weights.startswith('int8,'):
         return None
     return (f'{card.name} has full-range int8 weights and this x86-64 CPU has no VNNI '
             f'({machine.get("cpu") or "unknown"}): ONNX Runtime\'s int8 kernels saturate '
             'here, so it scores lower than on a CPU with VNNI (up to 0.018 mIoU for the '
             'shipped copy); score its 7-bit copy (quantize --weights int8-reduced) or the '
-            'fp32 model for a fair comparison')
+            'fp32 model for a fair comparison, or score it with --exact-int8')
 
 
 def latency_key(threads, shape):
@@ -472,11 +486,12 @@ def evaluate(args):
     if getattr(args, 'by_surface', False):
         from freespace_seg.training.surfaces import SurfaceErrors
         surfaces = SurfaceErrors()
-    note = saturation_note(card, machine)
+    exact = bool(getattr(args, 'exact_int8', False))
+    note = saturation_note(card, machine, exact)
     if note:
         print(f'eval: note: {note}', file=sys.stderr)
     summary, sec = evaluate_frames(args.model, frames, total, args.threads, cases=cases,
-                                   surfaces=surfaces)
+                                   surfaces=surfaces, exact_int8=exact)
     result = {
         'model': args.model,
         'model_name': card.name,
@@ -489,6 +504,8 @@ def evaluate(args):
         'machine': machine,
         'metrics': summary,
     }
+    if exact:
+        result['int8_math'] = EXACT_INT8
     if note:
         result['note'] = note
     if surfaces is not None:
@@ -508,7 +525,7 @@ def evaluate(args):
 
     if args.update_card:
         entry = card_scores(summary, split_seed, desc)
-        entry['cpu'] = cpu_label(machine)
+        entry['cpu'] = (f'{EXACT_INT8}, on ' if exact else '') + cpu_label(machine)
         latency = None
         if args.latency_runs > 0:
             lat = result['latency_ms']

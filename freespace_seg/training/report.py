@@ -70,6 +70,8 @@ def markdown_report(result):
     ]
     if result.get('machine'):
         lines.append(f'- CPU: {cpu_label(result["machine"])}')
+    if result.get('int8_math'):
+        lines.append(f'- arithmetic: {result["int8_math"]}')
     if result.get('note'):
         lines.append(f'- note: {result["note"]}')
     lines.append('')

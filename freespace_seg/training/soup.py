@@ -165,11 +165,22 @@ def soup_data_sources(base, paths, states, bn_data):
     out = [line for line in base if not line.startswith(generic)]
     if bn_data:
         out.insert(0, _frames_line(bn_data, 'BatchNorm statistics only, the training frames'))
+    seen = {_bare(line) for line in out}
     for path, state in zip(paths, states):
         own = (state.get('data_sources') or [] if path.lower().endswith('.onnx')
                else _checkpoint_sources(state))
-        out += [f'(through {path}) {line}' for line in own if line not in out]
+        for line in own:
+            if _bare(line) not in seen:   # one line per source, however many ways it came
+                seen.add(_bare(line))
+                out.append(f'(through {path}) {line}')
     return out
+
+
+def _bare(line):
+    """Return a data source line without its leading ``(through ...)`` marks."""
+    while line.startswith('(through ') and ') ' in line:
+        line = line.split(') ', 1)[1]
+    return line
 
 
 def _architecture(state):

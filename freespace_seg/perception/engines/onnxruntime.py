@@ -114,16 +114,23 @@ def check_session_providers(requested, actual):
     return []
 
 
-def session_options(ort, num_threads=0, cpu=True):
+def session_options(ort, num_threads=0, cpu=True, exact_int8=False):
     """
     Return the engine's ``ort.SessionOptions``: all graph optimizations, sequential.
 
     ``cpu``: also tune the session for a small CPU (the GPU backend keeps ONNX Runtime's
     defaults): spinning intra-op threads burn a core while they wait for work, and the
     node's receive, preprocessing and publishing threads need those cycles.
+
+    ``exact_int8``: no graph optimizations, so that the QuantizeLinear / DequantizeLinear pairs
+    of an INT8 (QDQ) model are not fused into integer kernels but run as written, around fp32
+    operators: the arithmetic the quantized model defines, as an x86-64 CPU with VNNI (exact
+    int32 sums) computes it up to float rounding, on any CPU. For scoring an INT8 copy on a
+    CPU whose integer kernels saturate (docs/model/int8_cpus.md); several times slower.
     """
     opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if exact_int8
+                                     else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.intra_op_num_threads = int(num_threads)
     opts.inter_op_num_threads = 1
@@ -148,7 +155,9 @@ class OnnxRuntimeEngine(Engine):
         if not os.path.isfile(path):
             raise EngineError(f'model file not found: {path}')
         providers = self._providers(ort, options)
-        opts = session_options(ort, num_threads, cpu=self.backend == 'onnxruntime')
+        exact = bool(options.get('exact_int8', False))
+        opts = session_options(ort, num_threads, cpu=self.backend == 'onnxruntime',
+                               exact_int8=exact)
         with warnings.catch_warnings(record=True) as caught:
             # onnxruntime warns, then carries on, when a requested provider is missing.
             warnings.simplefilter('always')

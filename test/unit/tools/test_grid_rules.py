@@ -220,3 +220,11 @@ def test_bad_drive_options_exit_2(extra, message, capsys):
 def test_drive_options_without_drives_exit_2(capsys):
     assert cli_main(['grid-rules', '--agreement', '3', '--perception', 'truth']) == 2
     assert '--agreement only apply to --drives' in capsys.readouterr().err
+
+
+def test_exact_int8_is_named_in_the_table(scenes2, tmp_path):
+    """``--exact-int8`` scores the INT8 copy as a CPU with VNNI computes it, and says so."""
+    rc, data, text = _run(['--data', scenes2, '--model', MODEL, '--exact-int8',
+                           '--rules', 'plain'], tmp_path)
+    assert rc == 0 and data['result']['scenes2/test']['plain']['frames'] == 4
+    assert 'model `freespace_lite0_int8.onnx`, exact INT8 arithmetic (--exact-int8)' in text

@@ -281,3 +281,35 @@ def test_a_full_range_int8_copy_scored_without_vnni_gets_a_note():
                             'machine': no_vnni, 'note': note, 'metrics': summary})
     assert '- CPU: AMD EPYC (no VNNI), ONNX Runtime 1.32.0' in text
     assert f'- note: {note}' in text
+
+
+def test_exact_int8_runs_the_quantized_graph_as_written(tmp_path):
+    """``--exact-int8``: no fused integer kernels; the report and the card say so."""
+    import shutil
+    import onnxruntime as ort
+    import yaml
+    from freespace_seg.perception.pipeline import SegmentationPipeline
+    models = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'models')
+    int8 = os.path.join(models, 'freespace_lite0_int8.onnx')
+    levels = []
+    for options in (None, {'exact_int8': True}):
+        pipe = SegmentationPipeline(int8, 'onnxruntime', 1, engine_options=options)
+        levels.append(pipe.engine._session.get_session_options().graph_optimization_level)
+        pipe.close()
+    assert levels == [ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+                      ort.GraphOptimizationLevel.ORT_DISABLE_ALL]
+    local = tmp_path / 'm_int8.onnx'
+    shutil.copy(int8, local)
+    shutil.copy(int8[:-5] + '.yaml', tmp_path / 'm_int8.yaml')
+    assert _eval(str(local), tmp_path / 'x', *_render_args(n=1), '--figures', '0',
+                 '--exact-int8', '--update-card') == 0
+    result = _result(tmp_path / 'x')
+    assert result['int8_math'] == evaluate.EXACT_INT8 and 'note' not in result
+    assert f'- arithmetic: {evaluate.EXACT_INT8}' in (tmp_path / 'x' / 'metrics.md').read_text()
+    card = yaml.safe_load((tmp_path / 'm_int8.yaml').read_text())
+    entry = next(e for e in card['evaluation'].values() if e.get('images') == 1)
+    assert entry['cpu'].startswith(evaluate.EXACT_INT8 + ', on ')
+    # Its scores need no saturation note, whatever the CPU.
+    from freespace_seg.perception.model_card import load_card
+    no_vnni = {'cpu': 'AMD EPYC', 'vnni': False, 'onnxruntime': '1.32.0'}
+    assert evaluate.saturation_note(load_card(int8[:-5] + '.yaml'), no_vnni, True) is None
