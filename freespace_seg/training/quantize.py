@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 
+from freespace_seg.common.machine import cpu_label, machine_info
 import numpy as np
 import yaml
 
@@ -309,17 +310,20 @@ def count_qdq_nodes(path):
     return ops.count('QuantizeLinear'), ops.count('DequantizeLinear')
 
 
-def mask_agreement(fp32_path, int8_path, frames, threads=2):
+def mask_agreement(fp32_path, int8_path, frames, threads=2, exact_int8=False):
     """
     Return the fraction of pixels where the two models' pipeline masks agree.
 
     Both run with the fp32 model's card (the INT8 card may not be written yet).
+    ``exact_int8``: the INT8 model's quantized operators run as written (``eval
+    --exact-int8``), so the figure does not depend on this CPU's integer kernels.
     """
     from freespace_seg.perception.pipeline import SegmentationPipeline
 
     a = SegmentationPipeline(fp32_path, backend='onnxruntime', num_threads=threads)
     b = SegmentationPipeline(int8_path, backend='onnxruntime', num_threads=threads,
-                             card=a.card)
+                             card=a.card,
+                             engine_options={'exact_int8': True} if exact_int8 else None)
     same = total = 0
     try:
         for frame in frames:
@@ -448,11 +452,15 @@ def run(args):
                                                args.height),
                                total=args.check_frames, desc='fp32 vs int8 check'))
         agree = mask_agreement(args.model, out, checks)
+        exact = mask_agreement(args.model, out, checks, exact_int8=True)
         info['agreement_with_fp32'] = {'pixel_fraction': round(float(agree), 5),
+                                       'exact_int8_pixel_fraction': round(float(exact), 5),
+                                       'cpu': cpu_label(machine_info()),
                                        'frames': int(args.check_frames),
                                        'seed': int(check_seed)}
         log(f'quantize: INT8 and fp32 masks agree on {100.0 * agree:.2f} % of the pixels of '
-            f'{args.check_frames} frames (seed {check_seed})')
+            f'{args.check_frames} frames (seed {check_seed}) on this CPU, '
+            f'{100.0 * exact:.2f} % with exact INT8 arithmetic (as on a CPU with VNNI)')
     info['evaluate_with'] = ('not in this card yet: python -m freespace_seg eval --model '
                              f'{out} --render 300 --update-card')
     card_path = write_card(card.path, out, info)

@@ -132,7 +132,12 @@ def test_quantize_cli_writes_a_qdq_model_that_agrees_with_fp32(tmp_path, capsys)
     assert quant['qdq_nodes'] == {'QuantizeLinear': q, 'DequantizeLinear': dq}
     # --fp32-nodes auto finds no EfficientNet-Lite block here: every node is quantized.
     assert 'fp32_nodes' not in quant and quant['command'].endswith('--fp32-nodes auto')
-    assert 0.0 <= quant['agreement_with_fp32']['pixel_fraction'] <= 1.0
+    agreement = quant['agreement_with_fp32']
+    assert 0.0 <= agreement['pixel_fraction'] <= 1.0
+    # Also with the quantized operators as written (this CPU's kernels aside), CPU named.
+    assert 0.0 <= agreement['exact_int8_pixel_fraction'] <= 1.0
+    from freespace_seg.common.machine import cpu_label, machine_info
+    assert agreement['cpu'] == cpu_label(machine_info())
     # The fp32 numbers do not describe the INT8 model.
     assert card.evaluation == {}
     assert not card.raw.get('latency_ms')
