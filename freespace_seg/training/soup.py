@@ -109,6 +109,7 @@ def _load_onnx(path, data, frames):
         raise SoupError(str(e).replace('--init ', '')) from None
     state['args'] = {'arch': state['arch'], 'decoder_widths': state['decoder'],
                      'input_size': [width, height]}
+    state['camera_ranges'] = load_card(path).camera_ranges
     return state
 
 
@@ -181,6 +182,45 @@ def _bare(line):
     while line.startswith('(through ') and ') ' in line:
         line = line.split(') ', 1)[1]
     return line
+
+
+def _state_ranges(state):
+    """Return the camera ranges one ingredient was trained on ({} when unknown)."""
+    if 'camera_ranges' in state:   # an ONNX ingredient: its card's
+        return dict(state['camera_ranges'])
+    folder = (state.get('args') or {}).get('data')
+    if not folder:
+        return {}
+    try:
+        randomization = datasets.read_meta(folder).get('randomization') or {}
+    except (OSError, ValueError):
+        return {}
+    if not randomization.get('pose_jitter'):
+        return {}
+    return {name: tuple(float(v) for v in randomization[name])
+            for name in ('camera_height', 'camera_pitch')
+            if isinstance(randomization.get(name), list) and len(randomization[name]) == 2}
+
+
+def shared_camera_ranges(states):
+    """
+    Return the soup card's ``training.data``: the camera ranges every ingredient was trained on.
+
+    The intersection of the ingredients' ranges (a ``train`` checkpoint's ``--data`` folder,
+    an ONNX ingredient's card), so that ``segmentation_node`` warns about a mount outside
+    what the whole soup learnt; {} where an ingredient does not say.
+    """
+    per = [_state_ranges(s) for s in states]
+    out = {}
+    for name in ('camera_height', 'camera_pitch'):
+        if not per or any(name not in r for r in per):
+            continue
+        low, high = max(r[name][0] for r in per), min(r[name][1] for r in per)
+        if low <= high:
+            out[name] = [low, high]
+    if out:
+        out['camera_ranges_from'] = 'the ranges every ingredient was trained on'
+    return out
 
 
 def _architecture(state):
@@ -291,6 +331,7 @@ def _soup(args):
     }
     training = {'arch': arch, 'input_size': [width, height], 'decoder_widths':
                 list(model.decoder_widths), 'soup': recipe,
+                'data': shared_camera_ranges(states),
                 'command': 'python -m freespace_seg soup ' + ' '.join(args.checkpoints)
                 + f' --out {args.out} --imagenet-alpha {args.imagenet_alpha:g}'
                 + (f' --weights {args.weights}' if args.weights else '')

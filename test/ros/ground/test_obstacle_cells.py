@@ -129,10 +129,11 @@ CASES = [
     pytest.param(Case('legs_3cm_table', tuple(legged(
         ((1.275, -0.625), (1.275, 0.125), (1.525, -0.625), (1.525, 0.125)), 0.015, 0.75)),
         seen=4), marks=xfail('the mask: 1 of the 4 leg cells free (1.65 m; 7-bit copy 1, run '
-                             's 2 at 1.53-1.65 m, plain 2, fp32 1). The bottom rows of the grey 3 cm legs are '
-                             'called floor (P(free) 0.62-0.92). Run p freed 3 (1.28-1.65 m; plain 2, fp32 '
-                             '2): at the leg at 1.28 m its unsure leg pixels (P(blocked) <= '
-                             '0.97) did not cut, where the plain rule marks the cell')),
+                             's 2 at 1.53-1.65 m, plain 2, fp32 1). The bottom rows of the '
+                             'grey 3 cm legs are called floor (P(free) 0.62-0.92). Run p '
+                             'freed 3 (1.28-1.65 m; plain 2, fp32 2): at the leg at 1.28 m '
+                             'its unsure leg pixels (P(blocked) <= 0.97) did not cut, where '
+                             'the plain rule marks the cell')),
     pytest.param(Case('legs_black_table', tuple(legged(TABLE_LEGS, 0.0125, 0.72, BLACK)),
                       seen=4)),
     pytest.param(Case('cable_0.8m', (Box(0.825, 0.0, 0.015, 1.2, 0.01),)),
@@ -147,14 +148,15 @@ CASES = [
                              'of the empty room')),
     pytest.param(Case('cable_diagonal', (diagonal_cable(0.925, -0.475, 12),)),
                  marks=xfail('the mask: 12 of the 13 cable cells free (1.06-1.53 m; 7-bit copy '
-                             '13, run s 12, every node INT8 13, plain 13, fp32 13). As cable_1.2m: P(free) '
-                             '0.89-1.00 on the cable, no blocked pixel on the grid')),
+                             '13, run s 12, every node INT8 13, plain 13, fp32 13). As '
+                             'cable_1.2m: P(free) 0.89-1.00 on the cable, no blocked pixel on '
+                             'the grid')),
     pytest.param(Case('cable_black', (replace(CABLE_12, material=BLACK),)),
                  marks=xfail('the mask: 16 of the 28 cable cells free (1.25-1.40 m; 7-bit copy '
-                             '25, run s 20, every node INT8 25, plain 25, fp32 19). The model calls most '
-                             'of the black 2 cm cable '
-                             'floor (median confidence 0.89 on its pixels), where run p, the '
-                             'default before it, freed none of its cells')),
+                             '25, run s 20, every node INT8 25, plain 25, fp32 19). The '
+                             'model calls most of the black 2 cm cable floor (median '
+                             'confidence 0.89 on its pixels), where run p, the default before '
+                             'run s, freed none of its cells')),
     pytest.param(Case('low_box_5cm', (rect(0.60, -0.15, 0.90, 0.15, 0.05),))),
     pytest.param(Case('low_box_10cm', (rect(1.00, 0.20, 1.40, 0.50, 0.10),)),
                  marks=xfail('run s as shipped frees no cell here. Every node INT8: 1 of the '

@@ -95,6 +95,15 @@ def test_soup_command_writes_a_model_with_its_recipe(runs, tmp_path):
     assert sources[0].startswith('procedural synthetic renderer freespace_seg.sim: BatchNorm '
                                  f'statistics only, the training frames of {folder} (seed 3')
     assert not any(s.endswith('training frames, seed 0') for s in sources)
+    # The camera ranges every run was trained on: the node warns outside them.
+    import json
+    meta = json.loads((data / 'meta.json').read_text())['randomization']
+    assert card.camera_ranges == {k: tuple(meta[k]) for k in ('camera_height', 'camera_pitch')}
+    assert soup.shared_camera_ranges([{'camera_ranges': {'camera_height': (0.1, 0.5)}},
+                                      {'camera_ranges': {'camera_height': (0.1, 1.5),
+                                                         'camera_pitch': (0.0, 0.6)}}]) == {
+        'camera_height': [0.1, 0.5], 'camera_ranges_from':
+        'the ranges every ingredient was trained on'}
     assert cli.main(['eval', '--model', str(out), '--data', str(data), '--split', 'test',
                      '--latency-runs', '0', '--figures', '0', '--out',
                      str(tmp_path / 'eval')]) == 0
