@@ -169,8 +169,13 @@ def test_tree_cpu_reading_counts_a_few_milliseconds_and_ended_threads_never_subt
     spent = after[(os.getpid(), tid['id'])]
     assert spent >= 0.0025, after   # the new thread counts from zero
     assert cpu_seconds_between(before, after) >= spent
-    # A thread that ended between two readings drops out; the sum does not go down.
+    # A thread that ended between two readings drops out; the sum does not go down. The
+    # kernel removes its task entry a moment after join() returns: wait for that.
+    deadline = time.monotonic() + 10.0
     later = tree_cpu_reading(os.getpid())
+    while (os.getpid(), tid['id']) in later and time.monotonic() < deadline:
+        time.sleep(0.005)
+        later = tree_cpu_reading(os.getpid())
     assert (os.getpid(), tid['id']) not in later
     assert cpu_seconds_between(after, later) >= 0.0
     assert cpu_seconds_between(after, {}) == 0.0
