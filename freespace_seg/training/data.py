@@ -132,6 +132,16 @@ def read_meta(data_dir):
         return json.load(f)
 
 
+def camera_ranges(meta):
+    """Return the camera_height / camera_pitch ranges a dataset's meta.json records."""
+    randomization = meta.get('randomization')
+    if not isinstance(randomization, dict) or not randomization.get('pose_jitter'):
+        return {}
+    return {name: [float(v) for v in randomization[name]]
+            for name in ('camera_height', 'camera_pitch')
+            if isinstance(randomization.get(name), list)}
+
+
 def list_split(data_dir, split):
     """Sorted (image_path, mask_path) pairs of one split; raises if the split is empty."""
     folder = os.path.join(data_dir, split)

@@ -99,7 +99,8 @@ def _load_onnx(path, data, frames):
         raise SoupError(f'{path}: an ONNX ingredient needs --data to measure its BatchNorm '
                         'statistics on')
     try:
-        width, height = card_input_size(load_card(path), path)
+        card = load_card(path)
+        width, height = card_input_size(card, path)
     except (ModelCardError, RebuildError, OSError) as e:
         raise SoupError(f'{path}: {e}') from None
     x, y = frames(width, height)
@@ -109,7 +110,7 @@ def _load_onnx(path, data, frames):
         raise SoupError(str(e).replace('--init ', '')) from None
     state['args'] = {'arch': state['arch'], 'decoder_widths': state['decoder'],
                      'input_size': [width, height]}
-    state['camera_ranges'] = load_card(path).camera_ranges
+    state['camera_ranges'] = card.camera_ranges
     return state
 
 
@@ -132,9 +133,8 @@ def _frames_line(folder, what):
         meta = datasets.read_meta(folder)
     except (OSError, ValueError):
         meta = {}
-    heights = (meta.get('randomization') or {}).get('camera_height')
-    camera = (f', cameras {heights[0]:g}-{heights[1]:g} m' if isinstance(heights, list)
-              and len(heights) == 2 else '')
+    heights = datasets.camera_ranges(meta).get('camera_height')
+    camera = f', cameras {heights[0]:g}-{heights[1]:g} m' if heights else ''
     return (f'procedural synthetic renderer freespace_seg.sim: {what} of '
             f'{os.path.normpath(folder)} (seed {meta.get("seed")}{camera})')
 
@@ -192,14 +192,9 @@ def _state_ranges(state):
     if not folder:
         return {}
     try:
-        randomization = datasets.read_meta(folder).get('randomization') or {}
+        return datasets.camera_ranges(datasets.read_meta(folder))
     except (OSError, ValueError):
         return {}
-    if not randomization.get('pose_jitter'):
-        return {}
-    return {name: tuple(float(v) for v in randomization[name])
-            for name in ('camera_height', 'camera_pitch')
-            if isinstance(randomization.get(name), list) and len(randomization[name]) == 2}
 
 
 def shared_camera_ranges(states):

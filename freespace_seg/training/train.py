@@ -378,7 +378,7 @@ def _load_data(args, width, height):
                    if randomization.get(name) is False]
             if off:
                 record['factors_off'] = off
-        record.update(_camera_ranges(meta))
+        record.update(datasets.camera_ranges(meta))
         if more:
             record['more_data'] = more
             # The ranges the model saw: the union over the folders (for the mount check).
@@ -609,18 +609,8 @@ def _more_data(folders, data):
                              '--splits puts frames there)')
         meta = datasets.read_meta(path)
         out.append({'dataset': os.path.normpath(path), 'num_train': int(n),
-                    'seed': meta.get('seed'), **_camera_ranges(meta)})
+                    'seed': meta.get('seed'), **datasets.camera_ranges(meta)})
     return out
-
-
-def _camera_ranges(meta):
-    """Return the camera_height / camera_pitch ranges a dataset's meta.json records."""
-    randomization = meta.get('randomization')
-    if not isinstance(randomization, dict) or not randomization.get('pose_jitter'):
-        return {}
-    return {name: [float(v) for v in randomization[name]]
-            for name in ('camera_height', 'camera_pitch')
-            if isinstance(randomization.get(name), list)}
 
 
 def _load_select(args, width, height, data_record):
