@@ -523,7 +523,7 @@ def _perception(args):
 
     exact = bool(getattr(args, 'exact_int8', False))
     pipeline = SegmentationPipeline(args.model or None, 'onnxruntime', args.threads,
-                                    engine_options={'exact_int8': True} if exact else None)
+                                    engine_options={'exact_int8': exact})
     return pipeline, (f'model `{pipeline.card.model_file.rsplit("/", 1)[-1]}`'
                       + (', exact INT8 arithmetic (--exact-int8)' if exact else ''))
 

@@ -241,7 +241,7 @@ def evaluate_frames(model_path, frames, total=None, threads=2, desc='eval', case
     from freespace_seg.perception.pipeline import SegmentationPipeline
 
     pipe = SegmentationPipeline(model_path, backend='onnxruntime', num_threads=threads,
-                                engine_options={'exact_int8': True} if exact_int8 else None)
+                                engine_options={'exact_int8': exact_int8})
     names = list(pipe.card.class_names)
     acc = metrics.ConfusionAccumulator(len(names))
     seconds = 0.0

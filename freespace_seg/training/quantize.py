@@ -323,7 +323,7 @@ def mask_agreement(fp32_path, int8_path, frames, threads=2, exact_int8=False):
     a = SegmentationPipeline(fp32_path, backend='onnxruntime', num_threads=threads)
     b = SegmentationPipeline(int8_path, backend='onnxruntime', num_threads=threads,
                              card=a.card,
-                             engine_options={'exact_int8': True} if exact_int8 else None)
+                             engine_options={'exact_int8': exact_int8})
     same = total = 0
     try:
         for frame in frames:
