@@ -592,6 +592,38 @@ def _run(args, ranks):
     return result
 
 
+def _cameras(ranges):
+    """Return ' (cameras A-B m)' for a folder's camera_height range, '' when it has none."""
+    height = ranges.get('camera_height')
+    return f' (cameras {height[0]:g}-{height[1]:g} m)' if height else ''
+
+
+def _folder_sources(data_record):
+    """
+    Return the data_sources lines of the frames of a --data run ([] for --render).
+
+    One line for its folder and one for each --more-data folder, with frame counts, seed and
+    camera heights.
+    """
+    folder = data_record.get('dataset')
+    if not folder:
+        return []
+    more = data_record.get('more_data', ())
+    try:
+        own = datasets.camera_ranges(datasets.read_meta(folder))
+    except (OSError, ValueError):
+        own = {}
+    n_train = data_record['num_train'] - sum(m['num_train'] for m in more)
+    lines = datasets.synthetic_data_sources(
+        data_record.get('seed'), False, what=f'{n_train:,} training and '
+        f'{data_record["num_val"]:,} validation frames of {folder}{_cameras(own)}')
+    for m in more:
+        lines += datasets.synthetic_data_sources(
+            m['seed'], False, what=f'{m["num_train"]:,} more training frames of '
+            f'{m["dataset"]} (--more-data){_cameras(m)}')
+    return lines
+
+
 def _more_data(folders, data):
     """Return one record per --more-data folder (checked: a folder with training frames)."""
     out = []
@@ -725,10 +757,15 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
                       floor_photos='floor_photos' not in data_record.get('factors_off', ()),
                       object_floor_photos='object_floor_photos' not in data_record.get(
                           'factors_off', ()))
-    for i, more in enumerate(data_record.get('more_data', ())):
-        card['data_sources'].insert(1 + i, datasets.synthetic_data_sources(
-            more['seed'], False, what=f'more training frames ({more["dataset"]}, '
-            f'{more["num_train"]} frames, --more-data)')[0])
+    folder_sources = _folder_sources(data_record)
+    if folder_sources:
+        card['data_sources'][:1] = folder_sources
+    selection = data_record.get('selection')
+    if selection:
+        card['data_sources'].insert(
+            max(len(folder_sources), 1), f'{selection["frames"]:,} frames of '
+            f'{selection["dataset"]} ({selection["split"]} split) chose the best step '
+            '(selection only, never trained on)')
     earlier = [s for s in (init or {}).get('data_sources') or [] if s not in card['data_sources']]
     if earlier:
         card['data_sources'] = [f'(through --init {init["checkpoint"]}) {s}' for s in earlier] \

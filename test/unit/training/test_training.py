@@ -508,6 +508,8 @@ def test_train_select_data_is_recorded_and_checked(tmp_path):
                                              'split': 'train', 'frames': 5}
     assert 0.0 <= training['best_selection_miou'] <= 1.0
     assert f'--select-data {sel} --select-split train' in training['command']
+    assert any(s.startswith(f'5 frames of {os.path.normpath(sel)} (train split) chose the best')
+               for s in load_card(out).raw['data_sources'])
     for bad, message in ((str(tmp_path / 'missing'), 'no such folder'),
                          (sel + ' --select-split nope', 'cannot list')):
         with pytest.raises(SystemExit, match=message):
@@ -538,7 +540,12 @@ def test_train_more_data_adds_training_frames_and_is_recorded(tmp_path):
     assert data['camera_height'] == [0.1, 1.5]   # the union: what the mount check reads
     assert f'--more-data {high}' in card['training']['command']
     sources = card['data_sources']
-    assert sources[0].endswith('seed 5') and 'seed 6' in sources[1] and high in sources[1]
+    # Each folder with its frames, seed and cameras (the --data folder's own, not the union).
+    assert sources[0].endswith('seed 5') and f'3 training and 3 validation frames of {low}' \
+        in sources[0], sources
+    assert 'cameras 0.5-1.5 m' not in sources[0]
+    assert sources[1].endswith('seed 6') and f'4 more training frames of {high}' in sources[1]
+    assert 'cameras 0.5-1.5 m' in sources[1]
     for extra, message in (([], 'give --data'), ([low], 'the --data folder itself'),
                            ([str(tmp_path / 'missing')], 'no such folder')):
         args = common + ['--out', str(tmp_path / 'x.onnx')] + [
