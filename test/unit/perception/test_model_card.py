@@ -161,7 +161,7 @@ SHIPPED_CARDS = ('freespace_lite0.yaml', 'freespace_lite0_int8.yaml', 'freespace
                  'freespace_unet_int8.yaml')
 
 
-#: the candidate for cameras on a mast: the default trained on with cameras 0.1-1.5 m
+#: the candidate for cameras on a mast (run w): the default trained on with cameras 0.1-1.5 m
 HIGH_CARDS = ('freespace_lite0_high.yaml', 'freespace_lite0_high_int8.yaml')
 
 
@@ -186,12 +186,16 @@ def test_the_high_mount_candidate_lists_what_it_learnt_from():
         # The default's own sources (it starts from it), this run's frames, ImageNet.
         assert any(s.startswith('(through --init models/freespace_lite0.onnx)')
                    and 'seed 77' in s for s in sources), sources
-        assert any('--seed 78' in s and '--camera-height 0.1,1.5' in s for s in sources)
+        own = [s for s in sources if not s.startswith('(through')]
+        assert any('data/hi78 (cameras 0.1-1.5 m), seed 78' in s for s in own), sources
+        assert any('data/lo79 (--more-data) (cameras 0.1-0.5 m), seed 79' in s for s in own)
+        assert any('chose the best step' in s for s in own)
         assert any('ImageNet' in s for s in sources)
         command = card.raw['training']['command']
         assert '--init models/freespace_lite0.onnx' in command
         assert command.index('generate --out data/probe77s') < command.index(
-            'generate --out data/hi78')
+            'generate --out data/hi78') < command.index('generate --out data/lo79') \
+            < command.index('--more-data data/lo79')
         assert {'synthetic_test', 'synthetic_shifted', 'synthetic_test_height_50_120cm',
                 'scenes2_seed6000_test'} <= set(card.evaluation)
 
