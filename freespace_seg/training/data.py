@@ -142,6 +142,12 @@ def camera_ranges(meta):
             if isinstance(randomization.get(name), list)}
 
 
+def cameras_text(ranges):
+    """Return 'cameras A-B m' for the camera_height of ``ranges`` (camera_ranges), else ''."""
+    height = ranges.get('camera_height')
+    return f'cameras {height[0]:g}-{height[1]:g} m' if height else ''
+
+
 def list_split(data_dir, split):
     """Sorted (image_path, mask_path) pairs of one split; raises if the split is empty."""
     folder = os.path.join(data_dir, split)

@@ -133,8 +133,8 @@ def _frames_line(folder, what):
         meta = datasets.read_meta(folder)
     except (OSError, ValueError):
         meta = {}
-    heights = datasets.camera_ranges(meta).get('camera_height')
-    camera = f', cameras {heights[0]:g}-{heights[1]:g} m' if heights else ''
+    camera = datasets.cameras_text(datasets.camera_ranges(meta))
+    camera = f', {camera}' if camera else ''
     return (f'procedural synthetic renderer freespace_seg.sim: {what} of '
             f'{os.path.normpath(folder)} (seed {meta.get("seed")}{camera})')
 

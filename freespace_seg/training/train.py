@@ -593,9 +593,9 @@ def _run(args, ranks):
 
 
 def _cameras(ranges):
-    """Return ' (cameras A-B m)' for a folder's camera_height range, '' when it has none."""
-    height = ranges.get('camera_height')
-    return f' (cameras {height[0]:g}-{height[1]:g} m)' if height else ''
+    """Return ' (cameras A-B m)' for a folder's camera ranges, '' when it has none."""
+    text = datasets.cameras_text(ranges)
+    return f' ({text})' if text else ''
 
 
 def _folder_sources(data_record):
