@@ -296,7 +296,7 @@ SEGMENTATION_PARAMS = (
     ParamSpec('grid_mask_width', 640, 'Project the free mask for the grid, obstacles and '
               'scan at most this many pixels wide (an erosion, then nearest neighbour: a '
               'blocked pixel never disappears). A mask at camera size holds no more than the '
-              'model saw (480 x 272 for the shipped models) and projection time grows with its '
+              'model saw (384 x 216 for the default model) and projection time grows with its '
               'pixels: 640 projects a 1280x720 mask about four times faster, calls fewer '
               'obstacle cells free and loses up to 0.011 free-cell IoU (docs/ground_outputs.md). '
               'Masks no wider are projected as they are. 0: the mask as it is.', 'int',

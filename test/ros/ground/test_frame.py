@@ -311,15 +311,19 @@ def test_one_set_of_ground_parameters_and_topics():
 
 
 def _wide_frame():
-    """Return a 1280x720 frame (red wall over green floor), its CameraInfo, the shipped model."""
-    rgb = np.zeros((720, 1280, 3), np.uint8)
-    rgb[..., 0] = 200
-    line = (720 * 0.45 + 40 * np.sin(np.arange(1280) / 80.0)).astype(int)
-    rgb[np.arange(720)[:, None] >= line[None, :]] = (0, 200, 0)
-    info = camera_info_for(CameraIntrinsics.from_fov(1280, 720, 1.5))
+    """Return a rendered 1280x720 room with boxes, its CameraInfo, and the shipped model."""
+    from freespace_seg.nodes.msgs import camera_info_from_intrinsics
+    from freespace_seg.sim import Box, default_intrinsics, render, Scene
+
+    intrinsics = default_intrinsics(1280, 720)
+    mount = GroundParams.from_params(DEFAULTS).mount
+    boxes = [Box(1.2, -0.5, 0.4, 0.3, 0.3), Box(1.8, 0.6, 0.3, 0.5, 0.5),
+             Box(2.4, -0.2, 0.6, 0.2, 0.2)]
+    frame = render(Scene.empty(size=(6.0, 6.0), obstacles=boxes), intrinsics, mount)
     model = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'models',
                          'freespace_lite0_int8.onnx')
-    return rgb, info, SegmentationPipeline(os.path.abspath(model), 'onnxruntime', 1)
+    return (frame.image, camera_info_from_intrinsics(intrinsics),
+            SegmentationPipeline(os.path.abspath(model), 'onnxruntime', 1))
 
 
 def test_the_ground_shrinks_a_wide_mask_and_projects_it_at_its_own_scale():

@@ -66,19 +66,20 @@ def test_a_resized_unet_computes_what_torch_computes_at_that_size(tmp_path):
 
 def test_the_shipped_int8_model_at_its_own_size_is_unchanged_and_runs_at_others(tmp_path):
     src = packaged_model_path(PACKAGED_INT8_MODEL)
-    same, _ = resize_input.resize_model(src, 480, 272)
+    # The default model runs at 384x216 (run x, trained at that size).
+    same, _ = resize_input.resize_model(src, 384, 216)
     import onnx
     onnx.save(same, str(tmp_path / 'same.onnx'))
-    x = _x(480, 272)
+    x = _x(384, 216)
     np.testing.assert_array_equal(_run(str(tmp_path / 'same.onnx'), x), _run(src, x))
 
-    small, plan = resize_input.resize_model(src, 384, 216)
-    onnx.save(small, str(tmp_path / 'small.onnx'))
-    assert _run(str(tmp_path / 'small.onnx'), _x(384, 216)).shape == (1, 2, 216, 384)
-    # five decoder resizes: to the skips at 1/16, 1/8, 1/4, 1/2 of 384x216, then the input
-    assert [p[1][2:] for p in plan] == [[14, 24], [27, 48], [54, 96], [108, 192], [216, 384]]
+    large, plan = resize_input.resize_model(src, 480, 272)
+    onnx.save(large, str(tmp_path / 'large.onnx'))
+    assert _run(str(tmp_path / 'large.onnx'), _x(480, 272)).shape == (1, 2, 272, 480)
+    # five decoder resizes: to the skips at 1/16, 1/8, 1/4, 1/2 of 480x272, then the input
+    assert [p[1][2:] for p in plan] == [[17, 30], [34, 60], [68, 120], [136, 240], [272, 480]]
     # the quantization is kept: as many Q/DQ nodes as before
-    ops = [n.op_type for n in small.graph.node]
+    ops = [n.op_type for n in large.graph.node]
     ops_before = [n.op_type for n in onnx.load(src).graph.node]
     assert ops.count('DequantizeLinear') == ops_before.count('DequantizeLinear')
 
@@ -86,12 +87,12 @@ def test_the_shipped_int8_model_at_its_own_size_is_unchanged_and_runs_at_others(
 def test_the_command_writes_a_card_that_the_pipeline_runs(tmp_path, capsys):
     src = packaged_model_path(PACKAGED_INT8_MODEL)
     out = str(tmp_path / 'm' / 'fast.onnx')
-    assert cli.main(['resize-input', '--model', src, '--size', '384x216', '--out', out]) == 0
+    assert cli.main(['resize-input', '--model', src, '--size', '320x180', '--out', out]) == 0
     card = load_card(out)
-    assert card.name == 'fast' and (card.input_width, card.input_height) == (384, 216)
-    assert card.raw['reexport']['trained_input_size'] == [480, 272]
-    assert card.raw['reexport']['input_size'] == [384, 216]
-    assert '--size 384x216' in card.raw['reexport']['command']
+    assert card.name == 'fast' and (card.input_width, card.input_height) == (320, 180)
+    assert card.raw['reexport']['trained_input_size'] == [384, 216]
+    assert card.raw['reexport']['input_size'] == [320, 180]
+    assert '--size 320x180' in card.raw['reexport']['command']
     assert not card.raw['evaluation'] and 'quantization' in card.raw
     assert 'wrote' in capsys.readouterr().out
 
@@ -107,10 +108,10 @@ def test_the_command_writes_a_card_that_the_pipeline_runs(tmp_path, capsys):
         pipeline.close()
 
     # the default output name
-    assert cli.main(['resize-input', '--model', out, '--size', '320x180']) == 0
-    assert os.path.isfile(str(tmp_path / 'm' / 'fast_320x180.onnx'))
-    assert load_card(str(tmp_path / 'm' / 'fast_320x180.onnx')).raw['reexport'][
-        'trained_input_size'] == [384, 216]
+    assert cli.main(['resize-input', '--model', out, '--size', '256x144']) == 0
+    assert os.path.isfile(str(tmp_path / 'm' / 'fast_256x144.onnx'))
+    assert load_card(str(tmp_path / 'm' / 'fast_256x144.onnx')).raw['reexport'][
+        'trained_input_size'] == [320, 180]
 
 
 @pytest.mark.parametrize('args, message', [
