@@ -20,9 +20,11 @@ the camera's pixels exactly (removing the padding) rather than stretched.
 
 Speed (a 1280x720 camera into a 480x272 input, on one core): OpenCV's ``INTER_AREA`` takes a
 slow general path for a non-integer factor such as 8/3 (about 3 ms), so :func:`resize_area_fast`
-shrinks by the largest whole factor first (OpenCV's fast box-filter path) and bilinearly by
-the rest, under 2x (0.4 ms; within 0.5 grey levels of ``INTER_AREA`` on average). The
-normalization is a precomputed uint8 -> float32 table per channel (``cv2.LUT``, exact).
+shrinks by a whole factor first (OpenCV's fast box-filter path) and bilinearly by the rest,
+under 2x (0.4 ms; within 0.5 grey levels of ``INTER_AREA`` on average). The whole factor is
+the largest that divides both sides of the image and leaves under 2x: 2 for 1280x720 into
+480x270 and into 384x216 (3 does not divide 1280). The normalization is a precomputed
+uint8 -> float32 table per channel (``cv2.LUT``, exact).
 """
 
 from dataclasses import dataclass
@@ -31,21 +33,40 @@ import cv2
 import numpy as np
 
 
+def box_factor(src_w, src_h, dst_w, dst_h):
+    """
+    Return the whole factor :func:`resize_area_fast` box-filters by first, or None.
+
+    The largest ``k >= 2`` that divides both sides of the source and leaves a factor under 2x
+    on both axes for the bilinear rest; None when no such ``k`` exists or when ``k`` alone
+    gives the destination (then ``INTER_AREA``'s own integer path is as fast).
+    """
+    for k in range(min(src_w // dst_w, src_h // dst_h), 1, -1):
+        if src_w % k or src_h % k:
+            continue
+        mid_w, mid_h = src_w // k, src_h // k
+        if (mid_w, mid_h) == (dst_w, dst_h):
+            return None
+        if mid_w < 2 * dst_w and mid_h < 2 * dst_h:
+            return k
+        return None     # smaller factors leave more than 2x
+    return None
+
+
 def resize_area_fast(image, size, dst=None, scratch=None):
     """
     Shrink ``image`` to ``size`` (w, h) like ``cv2.INTER_AREA``, but fast for any factor.
 
-    When both sides shrink by at least 2x and the image divides by a whole factor ``k``
-    (1280x720 -> 480x270: k = 2), the image is first box-filtered by ``k`` (OpenCV's fast
-    integer path) and then resized bilinearly by the remaining factor, which is under 2x.
-    Otherwise (an exact whole factor, a small factor, enlarging) this is ``INTER_AREA`` itself.
-    ``dst`` receives the result when given; ``scratch`` may hold the intermediate image.
+    When a whole factor ``k`` divides the image and leaves under 2x (:func:`box_factor`;
+    1280x720 -> 480x270 or 384x216: k = 2), the image is first box-filtered by ``k``
+    (OpenCV's fast integer path) and then resized bilinearly by the remaining factor.
+    Otherwise (an exact whole factor, a small factor, enlarging, no such ``k``) this is
+    ``INTER_AREA`` itself. ``dst`` receives the result when given; ``scratch`` may hold the
+    intermediate image.
     """
     src_w, src_h = image.shape[1], image.shape[0]
-    dst_w, dst_h = size
-    k = min(src_w // dst_w, src_h // dst_h)
-    if k >= 2 and src_w % k == 0 and src_h % k == 0 and \
-            (src_w // k, src_h // k) != (dst_w, dst_h):
+    k = box_factor(src_w, src_h, size[0], size[1])
+    if k is not None:
         mid_size = (src_w // k, src_h // k)
         if scratch is None or scratch.shape[:2] != mid_size[::-1]:
             scratch = None
@@ -186,8 +207,8 @@ class Preprocessor:
             self._tensor = np.empty(shape, np.float32)
         self._half = np.empty(shape, np.float16) if card.dtype == 'float16' else None
         lb = self.letterbox
-        k = min(lb.src_w // lb.content_w, lb.src_h // lb.content_h)
-        self._scratch = np.empty((lb.src_h // k, lb.src_w // k, 3), np.uint8) if k >= 2 \
+        k = box_factor(lb.src_w, lb.src_h, lb.content_w, lb.content_h)
+        self._scratch = np.empty((lb.src_h // k, lb.src_w // k, 3), np.uint8) if k \
             else None
         nchw = card.layout == 'NCHW'
         # Per network channel: the uint8 -> float32 table, the source plane, the tensor plane.
