@@ -35,7 +35,7 @@ SETS = {
     'held-out, camera 0.10-0.20 m': ('default', {'camera_height': (0.10, 0.20)}),
     'held-out, camera 0.35-0.50 m': ('default', {'camera_height': (0.35, 0.50)}),
     'style-shifted, camera 0.35-0.50 m': ('shifted', {'camera_height': (0.35, 0.50)}),
-    'held-out, camera 0.5-1.2 m (outside training)': ('default', {'camera_height': (0.5, 1.2)}),
+    'held-out, camera 0.5-1.2 m': ('default', {'camera_height': (0.5, 1.2)}),
 }
 
 
