@@ -201,7 +201,7 @@ class DriverConfig:
     robot_radius: float = 0.17
     safety_margin: float = 0.05
     stop_distance: float = 0.1
-    slow_distance: float = 1.0
+    slow_distance: float = 0.5
     resume_distance: float = 0.4
     lookahead: float = 2.0
     blind_distance: float = 0.45
