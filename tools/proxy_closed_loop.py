@@ -18,7 +18,8 @@ A cheap proxy of the closed loop: the driver logic alone in the sim's rooms, see
     python tools/proxy_closed_loop.py --rooms 10 --minutes 10 [--params '{"frontier_weight": 0}']
 
 No ROS, no renderer, no model: each seeded room of ``bench-closed-loop`` (the same scene and
-start pose) is rasterized at 0.05 m (``Scene.blocked_top_down``), and the toy camera of
+start pose) is rasterized at 0.05 m (``Scene.blocked_top_down``, and every cell that an
+obstacle's footprint comes within half a cell of, so that thin legs stay), and the toy camera of
 ``test/support/floor_world.py`` (floor seen +-39 degrees from 0.31 m to 3 m ahead, line of
 sight, obstacle feet occupied) gives a grid every 0.1 s with exact odometry. A collision is a
 step whose footprint touches blocked floor (there is no bumper). It is optimistic next to the
@@ -59,7 +60,13 @@ def room(seed):
     xs = x0 + (np.arange(int((x1 - x0 + 0.1) / RES)) + 0.5) * RES
     ys = y0 + (np.arange(int((y1 - y0 + 0.1) / RES)) + 0.5) * RES
     gx, gy = np.meshgrid(xs, ys)
-    world = FloorWorld(blocked=scene.blocked_top_down(gx, gy), half_fov=HALF_FOV, near=NEAR)
+    blocked = scene.blocked_top_down(gx, gy)
+    # A cell is blocked when an obstacle comes within half a cell of its centre: sampled at
+    # cell centres alone, a 2 cm leg falls between them in most cells and the toy world
+    # would have no leg at all.
+    for o in scene.footprints():
+        blocked |= o.distance_xy(gx, gy) <= 0.5 * RES
+    world = FloorWorld(blocked=blocked, half_fov=HALF_FOV, near=NEAR)
     return world, (start[0] - x0, start[1] - y0, start[2])
 
 
