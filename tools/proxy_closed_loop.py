@@ -22,7 +22,9 @@ start pose) is rasterized at 0.05 m (``Scene.blocked_top_down``, and every cell 
 obstacle's footprint comes within half a cell of, so that thin legs stay), and the toy camera of
 ``test/support/floor_world.py`` (floor seen +-39 degrees from 0.31 m to 3 m ahead, line of
 sight, obstacle feet occupied) gives a grid every 0.1 s with exact odometry. A collision is a
-step whose footprint touches blocked floor (there is no bumper). It is optimistic next to the
+step whose footprint touches blocked floor (there is no bumper). ``--png-dir DIR`` draws each
+room from above with the robot's path and its touches (red crosses), as ``bench-closed-loop
+--png-dir`` does: ``DIR/proxy_room_<seed>.png``. It is optimistic next to the
 closed loop's truth perception (no image, no projection, no latency): use it to compare
 drivers, not to predict the closed loop. Prints a Markdown table.
 """
@@ -50,13 +52,19 @@ HALF_FOV = math.radians(39.0)
 NEAR = 0.31
 
 
-def room(seed):
-    """Return the toy world of room ``seed`` and the start pose in it."""
+def scene_and_origin(seed):
+    """Return room ``seed``'s scene, its start pose and the toy world's origin (x0, y0)."""
     rng = np.random.default_rng(seed)
     scene = make_scene(rng, RandomizationConfig())
     start = pick_start_pose(scene, rng, 0.17)
-    x0, y0, x1, y1 = scene.bounds()
-    x0, y0 = x0 - 0.1, y0 - 0.1
+    x0, y0 = scene.bounds()[:2]
+    return scene, start, (x0 - 0.1, y0 - 0.1)
+
+
+def room(seed):
+    """Return the toy world of room ``seed`` and the start pose in it."""
+    scene, start, (x0, y0) = scene_and_origin(seed)
+    x1, y1 = scene.bounds()[2:]
     xs = x0 + (np.arange(int((x1 - x0 + 0.1) / RES)) + 0.5) * RES
     ys = y0 + (np.arange(int((y1 - y0 + 0.1) / RES)) + 0.5) * RES
     gx, gy = np.meshgrid(xs, ys)
@@ -70,6 +78,18 @@ def room(seed):
     return world, (start[0] - x0, start[1] - y0, start[2])
 
 
+def draw(seed, path, world, radius, filename):
+    """Write room ``seed`` from above with ``path`` (toy-world x, y, yaw) and its touches."""
+    from freespace_seg.tools.closed_loop import draw_path_png
+    scene, _, (x0, y0) = scene_and_origin(seed)
+    t = np.arange(len(path), dtype=np.float64)
+    xy = path[:, :2] + (x0, y0)
+    touches = [(i, x + x0, y + y0) for i, (x, y) in enumerate(path[:, :2])
+               if not world.clearance(x, y, radius)]
+    draw_path_png(scene, filename, path=np.column_stack([t, xy, path[:, 2]]),
+                  collision_points=touches[::10])
+
+
 def main(argv=None):
     """Run the proxy; exit status 1 when a room had a collision."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -77,7 +97,10 @@ def main(argv=None):
     ap.add_argument('--first-seed', type=int, default=0)
     ap.add_argument('--minutes', type=float, default=2.0)
     ap.add_argument('--params', default='{}', help='DriverConfig fields as JSON')
+    ap.add_argument('--png-dir', help='write a top-down picture of each room and path here')
     args = ap.parse_args(argv)
+    if args.png_dir:
+        os.makedirs(args.png_dir, exist_ok=True)
     config = DriverConfig(**json.loads(args.params))
     rows, cov, dist, coll = [], [], [], 0
     for seed in range(args.first_seed, args.first_seed + args.rooms):
@@ -91,6 +114,9 @@ def main(argv=None):
         cov.append(c)
         dist.append(d)
         coll += r['collisions']
+        if args.png_dir:
+            draw(seed, path, world, config.robot_radius,
+                 os.path.join(args.png_dir, f'proxy_room_{seed}.png'))
         print(f'room {seed}: {r["collisions"]} collision steps, {d:.1f} m, coverage '
               f'{100.0 * c:.1f} % ({time.monotonic() - t0:.0f} s)', file=sys.stderr, flush=True)
     rows.append([f'**{args.rooms} rooms**', f'**{coll}**', number(sum(dist), 1),

@@ -17,6 +17,8 @@
 import importlib.util
 import os
 
+import cv2
+
 from freespace_seg.sim import make_scene, RandomizationConfig
 import numpy as np
 
@@ -49,3 +51,15 @@ def test_every_obstacle_of_the_room_blocks_a_cell_thin_legs_included():
         thin += not np.any(o.contains_xy(cx, cy))
     assert thin > 0, 'room 11 should hold a footprint thinner than a cell'
     assert world.clearance(pose[0], pose[1], 0.17)
+
+
+def test_png_dir_draws_each_room_with_its_path(tmp_path):
+    proxy = _tool()
+    out = tmp_path / 'rooms'
+    assert proxy.main(['--rooms', '1', '--first-seed', '11', '--minutes', '0.2',
+                       '--png-dir', str(out)]) == 0
+    img = cv2.imread(str(out / 'proxy_room_11.png'))
+    assert img is not None and img.shape[0] > img.shape[1] > 100      # the room: 3 x 6 m
+    # The path is drawn in blue (BGR: 230, 90, 40) from the start pose on.
+    blue = (img[..., 0] > 200) & (img[..., 2] < 80)
+    assert blue.sum() > 50
