@@ -63,7 +63,12 @@ def scene_and_origin(seed):
 
 def room(seed):
     """Return the toy world of room ``seed`` and the start pose in it."""
-    scene, start, (x0, y0) = scene_and_origin(seed)
+    return toy_world(*scene_and_origin(seed))
+
+
+def toy_world(scene, start, origin):
+    """Return the toy world of ``scene`` (corner at ``origin``) and ``start`` in it."""
+    x0, y0 = origin
     x1, y1 = scene.bounds()[2:]
     xs = x0 + (np.arange(int((x1 - x0 + 0.1) / RES)) + 0.5) * RES
     ys = y0 + (np.arange(int((y1 - y0 + 0.1) / RES)) + 0.5) * RES
@@ -78,14 +83,15 @@ def room(seed):
     return world, (start[0] - x0, start[1] - y0, start[2])
 
 
-def draw(seed, path, world, radius, filename):
-    """Write room ``seed`` from above with ``path`` (toy-world x, y, yaw) and its touches."""
+def draw(scene, origin, path, world, radius, filename):
+    """Write ``scene`` from above with ``path`` (toy-world x, y, yaw) and its touches."""
     from freespace_seg.tools.closed_loop import draw_path_png
-    scene, _, (x0, y0) = scene_and_origin(seed)
+    x0, y0 = origin
     t = np.arange(len(path), dtype=np.float64)
     xy = path[:, :2] + (x0, y0)
     touches = [(i, x + x0, y + y0) for i, (x, y) in enumerate(path[:, :2])
                if not world.clearance(x, y, radius)]
+    # A touch lasts several steps: a cross for every tenth step in contact is enough.
     draw_path_png(scene, filename, path=np.column_stack([t, xy, path[:, 2]]),
                   collision_points=touches[::10])
 
@@ -104,7 +110,8 @@ def main(argv=None):
     config = DriverConfig(**json.loads(args.params))
     rows, cov, dist, coll = [], [], [], 0
     for seed in range(args.first_seed, args.first_seed + args.rooms):
-        world, pose = room(seed)
+        scene, start, origin = scene_and_origin(seed)
+        world, pose = toy_world(scene, start, origin)
         t0 = time.monotonic()
         r = run(world, pose, 60.0 * args.minutes, config)
         path = r['path']
@@ -115,7 +122,7 @@ def main(argv=None):
         dist.append(d)
         coll += r['collisions']
         if args.png_dir:
-            draw(seed, path, world, config.robot_radius,
+            draw(scene, origin, path, world, config.robot_radius,
                  os.path.join(args.png_dir, f'proxy_room_{seed}.png'))
         print(f'room {seed}: {r["collisions"]} collision steps, {d:.1f} m, coverage '
               f'{100.0 * c:.1f} % ({time.monotonic() - t0:.0f} s)', file=sys.stderr, flush=True)

@@ -19,7 +19,6 @@ import os
 
 import cv2
 
-from freespace_seg.sim import make_scene, RandomizationConfig
 import numpy as np
 
 TOOL = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'tools', 'proxy_closed_loop.py')
@@ -36,18 +35,16 @@ def test_every_obstacle_of_the_room_blocks_a_cell_thin_legs_included():
     """Room 11 holds a chair with 2-3 cm legs: each footprint must block a cell of the world."""
     proxy = _tool()
     world, pose = proxy.room(11)
-    scene = make_scene(np.random.default_rng(11), RandomizationConfig())
-    x0, y0 = scene.bounds()[:2]
-    x0, y0 = x0 - 0.1, y0 - 0.1
+    scene, _, (x0, y0) = proxy.scene_and_origin(11)
     rows, cols = np.nonzero(world.blocked)
     xs, ys = x0 + (cols + 0.5) * proxy.RES, y0 + (rows + 0.5) * proxy.RES
+    centres = np.mgrid[0:world.ny, 0:world.nx]
+    cx = x0 + (centres[1] + 0.5) * proxy.RES
+    cy = y0 + (centres[0] + 0.5) * proxy.RES
     thin = 0
     for o in scene.footprints():
         assert np.min(o.distance_xy(xs, ys)) <= 0.5 * proxy.RES, o
         # A footprint that holds no cell centre: sampled at centres alone it would vanish.
-        centres = np.mgrid[0:world.ny, 0:world.nx]
-        cx = x0 + (centres[1] + 0.5) * proxy.RES
-        cy = y0 + (centres[0] + 0.5) * proxy.RES
         thin += not np.any(o.contains_xy(cx, cy))
     assert thin > 0, 'room 11 should hold a footprint thinner than a cell'
     assert world.clearance(pose[0], pose[1], 0.17)
