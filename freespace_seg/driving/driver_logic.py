@@ -91,7 +91,10 @@ The algorithm, once per grid and once per control step:
    goal) or given up: no 0.2 m closer within ``frontier_timeout``, a dead end, or a full
    turn; then it is skipped for 60 s. The map's blocked cells also take their floor out of
    the blind zone of step 1, so that a table leg seen earlier blocks beside the robot after
-   the obstacle memory forgot it.
+   the obstacle memory forgot it. When no goal is reachable at that clearance, the cells the
+   robot's centre passed through are passable too (a *tight* target), and where its path
+   within 1 m holds such a cell the robot follows the path by pure pursuit instead of
+   scoring arcs (:meth:`DriverLogic._path_plan`, reason ``path``).
 6. **Speed.** ``v`` falls linearly from ``max_linear`` at ``L >= slow_distance`` to
    ``min_linear`` (at most ``max_linear``) at ``L = stop_distance`` (so it never creeps
    towards the stop point for ever), and ``v <= sqrt(2 * max_linear_decel * (L -
@@ -166,6 +169,13 @@ _KEY_OFFSET = 1 << 20
 _KEY_SCALE = 1 << 21
 #: frontier target: arcs are looked up in its distance field every this many metres
 _FRONTIER_STEP = 0.1
+#: a tight path (see DriverLogic._path_plan): how far it is looked at, the pursuit point,
+#: the bearing that turns in place, the clearance beyond robot_radius and the top speed
+_PATH_REACH = 1.0
+_PATH_LOOKAHEAD = 0.3
+_PATH_TURN = 0.4
+_PATH_MARGIN = 0.01
+_PATH_SPEED = 0.15
 #: a turn in place towards the target starts when no drivable arc gets this much closer (m)
 #: and the waypoint lies more than _FRONTIER_TURN_BEARING (rad) off the heading ...
 _FRONTIER_TURN_PROGRESS = 0.1
@@ -290,8 +300,8 @@ class Plan:
     ``mode`` is ``drive``, ``rotate`` or ``backup`` (a recovery: back along the path driven);
     ``free_distance`` is the free length of the chosen arc (``L``), ``ahead_distance`` that of
     the straight one, ``curvature`` the chosen arc's; ``reason`` says why a backup runs
-    (``dead end`` or ``hazard``), or ``frontier`` for a turn in place towards the frontier
-    target, empty otherwise.
+    (``dead end`` or ``hazard``), ``frontier`` for a turn in place towards the frontier
+    target, ``path`` while the robot follows a tight path to it, empty otherwise.
     """
 
     linear: float
@@ -703,19 +713,20 @@ class DriverLogic:
         return self._map
 
     # -- decisions ------------------------------------------------------------------------------
-    def free_lengths(self, curvatures, start=(0.0, 0.0, 0.0)):
+    def free_lengths(self, curvatures, start=(0.0, 0.0, 0.0), inflated=None):
         """
         Free length and smallest spare clearance of arcs from ``start`` in the current grid.
 
         Returns two arrays: ``L`` (m) per curvature and the smallest clearance beyond the
-        inflated radius along each arc's free part (m, >= 0).
+        inflated radius (``inflated``, by default ``robot_radius + safety_margin``) along each
+        arc's free part (m, >= 0).
         """
         cfg = self.config
         m = self._map
         step = 0.5 * m.layout.resolution
         x0, y0, yaw0 = start
         here = float(m.at(x0, y0))
-        inflated = cfg.inflated_radius
+        inflated = cfg.inflated_radius if inflated is None else float(inflated)
         if here < inflated:
             # Already inside the margin: let the robot move as long as it does not get closer.
             threshold = max(cfg.robot_radius, here - 1e-9)
@@ -830,6 +841,11 @@ class DriverLogic:
                 # Towards the frontier target: drivable arcs only, by the metres they gain.
                 gain = np.minimum(progress, cfg.lookahead) / cfg.lookahead
                 score = np.where(drivable, score + cfg.frontier_weight * gain, score)
+        if progress is not None:
+            p = self._path_plan(start)
+            if p is not None:
+                self.last_plan = p
+                return p
         best = int(np.argmax(score))
         if cfg.explore_weight > 0.0 and drivable[best] and unvisited is not None:
             # Towards floor not swept yet, among the arcs with at least the best one's room.
@@ -978,6 +994,62 @@ class DriverLogic:
         if not math.isfinite(here):
             here = float(np.max(least[finite]))
         return np.where(finite, np.maximum(here - least, 0.0), 0.0)
+
+    def _path_plan(self, start):
+        """
+        Follow the frontier target's path where it is tight (only the centre's trail passed).
+
+        Pure pursuit to the path point _PATH_LOOKAHEAD ahead: a turn in place while it lies
+        more than _PATH_TURN off the heading, else the arc through it, with
+        ``robot_radius`` + _PATH_MARGIN as the clearance and at most _PATH_SPEED. None (the
+        arcs decide) when the path within _PATH_REACH has no tight cell or its arc is blocked.
+        """
+        f, odom = self._floor, self._odom_now
+        if f is None or not f.tight or odom is None or self._grid_pose is None or \
+                self._escape_left > 0.0:
+            return None
+        pts, tight = f.path(odom[0], odom[1], _PATH_REACH)
+        if not tight.any():
+            return None
+        cfg = self.config
+        gx, gy, gyaw = self._grid_pose
+        c, s_ = math.cos(gyaw), math.sin(gyaw)
+        dx, dy = pts[:, 0] - gx, pts[:, 1] - gy
+        x0, y0, yaw0 = start
+        bx, by = c * dx + s_ * dy - x0, -s_ * dx + c * dy - y0
+        ca, sa = math.cos(yaw0), math.sin(yaw0)
+        lx, ly = ca * bx + sa * by, -sa * bx + ca * by
+        far = np.flatnonzero(np.hypot(lx, ly) >= _PATH_LOOKAHEAD)
+        i = int(far[0]) if far.size else len(lx) - 1
+        px, py = float(lx[i]), float(ly[i])
+        d2 = px * px + py * py
+        if d2 < 1e-6:
+            return None
+        bearing = math.atan2(py, px)
+        self._frontier_turn = 0.0
+        if abs(bearing) > _PATH_TURN:
+            self._prev_k = 0.0
+            self._rotating = False
+            direction = 1.0 if bearing >= 0.0 else -1.0
+            self._rotate_dir = direction
+            return Plan(0.0, direction * cfg.rotate_speed, 'rotate', 0.0, 0.0, 0.0, 'path')
+        k = 2.0 * py / d2
+        lengths, _ = self.free_lengths([k], start, cfg.robot_radius + _PATH_MARGIN)
+        free_len = float(lengths[0])
+        if free_len < cfg.stop_distance + _MIN_ROOM:
+            return None
+        room = free_len - cfg.stop_distance
+        ramp = min(max(room / (cfg.slow_distance - cfg.stop_distance), 0.0), 1.0)
+        v_min = min(cfg.min_linear, cfg.max_linear)
+        v = min(v_min + (cfg.max_linear - v_min) * ramp, _PATH_SPEED)
+        v = min(v, math.sqrt(2.0 * cfg.max_linear_decel * max(room, 0.0)))
+        w = v * k
+        if abs(w) > cfg.max_angular:
+            scale = cfg.max_angular / abs(w)
+            v, w = v * scale, w * scale
+        self._prev_k = k
+        self._rotating = False
+        return Plan(v, w, 'drive', k, free_len, free_len, 'path')
 
     def _waypoint_bearing(self, start):
         """Return the bearing (rad, left > 0) of the frontier waypoint from ``start``, or None."""
@@ -1165,7 +1237,7 @@ class DriverLogic:
         if self._backup is not None:
             self._backup['time'] -= dt
         if self._map is not None and p.mode == 'rotate' and self._escape_left <= 0.0 and \
-                p.reason != 'frontier':
+                p.reason not in ('frontier', 'path'):
             # Turning in place without a path: a dead end after recovery_after seconds.
             self._blocked_time += dt
             if 0.0 < cfg.recovery_after <= self._blocked_time:

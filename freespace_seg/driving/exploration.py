@@ -36,7 +36,11 @@ at least the planning clearance (the inflated radius); distances are geodesic (a
 relaxation with steps of 1 and sqrt(2) cells, numpy and OpenCV only). It then keeps the
 geodesic distance of every reachable cell to that goal (:meth:`FloorMap.distance_at`), which
 the driver uses to score its arcs, and a waypoint about :data:`WAYPOINT_REACH` m along the
-path. Goals near a cell given up on (:meth:`FloorMap.give_up`) are skipped for a while.
+path. When no goal is reachable so, the plan runs again with the cells the robot's
+centre passed through passable too (:data:`TIGHT_PATHS`): the robot fitted there, so a gap it
+came in by is a way out; such a target is *tight* (:attr:`FloorMap.tight`), and
+:meth:`FloorMap.path` says which cells of its path are passable only that way. Goals near
+a cell given up on (:meth:`FloorMap.give_up`) are skipped for a while.
 """
 
 import math
@@ -67,6 +71,8 @@ _GIVE_UP_MAX = 64
 _QUARTER = 0.25
 #: the distance field to the target is exact this far (m) beyond the robot's own distance
 FIELD_REACH = 2.5
+#: with no goal reachable at the clearance, plan again over the cells the centre passed
+TIGHT_PATHS = True
 #: the wavefront stops after this many relaxation rounds (a path of ~1.5x as many cells)
 _MAX_ROUNDS = 600
 
@@ -131,6 +137,12 @@ class FloorMap:
         self.vote = np.zeros((size, size), dtype=np.int8)
         self.seen = np.zeros((size, size), dtype=bool)
         self.swept = np.zeros((size, size), dtype=bool)
+        #: the cells the robot's centre passed through (it fitted there)
+        self.centre = np.zeros((size, size), dtype=bool)
+        #: the target's paths may use centre cells closer to blocked ones than the clearance
+        self.tight = False
+        #: with a tight target: the box's cells passable only as centre cells (else None)
+        self.tight_cells = None
         self.target = None
         self.waypoint = None
         #: geodesic distance (m) from the robot to the target when it was planned
@@ -166,7 +178,7 @@ class FloorMap:
             return
         new = (ix - half, iy - half)
         dc, dr = new[0] - self.offset[0], new[1] - self.offset[1]
-        for name in ('vote', 'seen', 'swept'):
+        for name in ('vote', 'seen', 'swept', 'centre'):
             old = getattr(self, name)
             moved = np.zeros_like(old)
             src_r = slice(max(dr, 0), self.size + min(dr, 0))
@@ -225,7 +237,7 @@ class FloorMap:
         return int(free.size + blocked.size)
 
     def sweep(self, x, y):
-        """Mark the cells whose centres lie under the footprint at odometry (x, y) swept."""
+        """Mark the footprint's cells at odometry (x, y) swept, and its centre's cell passed."""
         if self.offset is None:
             self.follow(x, y)
         r = self.robot_radius
@@ -239,6 +251,9 @@ class FloorMap:
         self.swept[row, col] = True
         self.seen[row, col] = True
         self.vote[row, col] = _VOTE_CAP
+        row, col = (int(v) for v in self._cell(x, y))
+        if 0 <= row < self.size and 0 <= col < self.size:
+            self.centre[row, col] = True
 
     # -- what the map says ----------------------------------------------------------------
     @property
@@ -289,12 +304,13 @@ class FloorMap:
         return (slice(max(rows[0] - m, 0), min(rows[-1] + m + 1, self.size)),
                 slice(max(cols[0] - m, 0), min(cols[-1] + m + 1, self.size)))
 
-    def goals(self, box=None):
+    def goals(self, box=None, tight=False):
         """
         Return the goal cells (bool, in ``box`` or the window) and the passable cells.
 
         A goal is seen free, not swept, passable, and at least :data:`MIN_GAIN` of the
         cells within :data:`GAIN_RADIUS` of it are new floor (unswept, not seen blocked).
+        With ``tight`` the cells the robot's centre passed through are passable too.
         """
         box = box or (slice(None), slice(None))
         seen, vote, swept = self.seen[box], self.vote[box], self.swept[box]
@@ -306,6 +322,10 @@ class FloorMap:
         else:
             away = np.full(src.shape, np.inf, dtype=np.float32)
         passable = free & (away >= self.clearance - 1e-6)
+        # the cells only the robot's centre has shown passable (of the last call, in box)
+        self._tight_cells = (self.centre[box] & ~passable) if tight else None
+        if tight:
+            passable = passable | self.centre[box]
         new = (~swept & ~blocked).astype(np.float32)
         gain = cv2.filter2D(new, -1, self._disc, borderType=cv2.BORDER_CONSTANT)
         goal = passable & ~swept & (seen & (vote > 0)) & \
@@ -339,8 +359,10 @@ class FloorMap:
         if box is None:
             self.target = None
             return None
-        goal, passable = self.goals(box)
         r0, c0 = box[0].start, box[1].start
+        keep_target = self.target if keep else None
+        tight = self.tight and keep_target is not None
+        goal, passable = self.goals(box, tight)
         h, w = goal.shape
         rr, cc = np.mgrid[0:h, 0:w]
         cx, cy = self.cell_center(rr + r0, cc + c0)
@@ -352,32 +374,32 @@ class FloorMap:
         # whether or not they are passable: the robot may stand close to something.
         seeds = np.where((near <= _SEED_RADIUS) & free, near / CELL, np.inf).astype(np.float32)
         target = None
-        if keep and self.target is not None:
-            trow, tcol = (int(v) for v in self._cell(*self.target))
+        if keep_target is not None:
+            trow, tcol = (int(v) for v in self._cell(*keep_target))
             if 0 <= trow - r0 < h and 0 <= tcol - c0 < w and goal[trow - r0, tcol - c0]:
                 target = (trow - r0, tcol - c0)
         if target is None:
-            if not choose or not goal.any():
+            if not choose:
                 self.target = None
                 return None
             extra = np.zeros(goal.shape, dtype=np.float32)
             if heading is not None and turn_cost > 0.0:
                 off = np.arctan2(cy - y, cx - x) - heading
                 extra += turn_cost / CELL * np.abs((off + np.pi) % (2.0 * np.pi) - np.pi)
-            extra[~goal] = np.inf
-
-            def found(dist, rounds):
-                # No goal farther than `rounds` cells can cost less than the best one found.
-                cost = np.where(dist >= MIN_TARGET_DISTANCE / CELL, dist + extra, np.inf)
-                return float(cost.min()) <= rounds
-
-            from_robot = geodesic(passable, seeds, stop=found)
-            d = np.where(from_robot >= MIN_TARGET_DISTANCE / CELL, from_robot + extra, np.inf)
-            best = int(np.argmin(d))
-            if not np.isfinite(d.flat[best]):
+            made = tight
+            for tight in (False, True) if TIGHT_PATHS else (False,):
+                if tight != made:
+                    made = tight
+                    goal, passable = self.goals(box, tight)
+                    for gx, gy, _ in self._give_up:
+                        goal &= np.hypot(cx - gx, cy - gy) > _GIVE_UP_RADIUS
+                target = self._nearest_goal(goal, passable, seeds, extra)
+                if target is not None:
+                    break
+            if target is None:
                 self.target = None
                 return None
-            target = divmod(best, w)
+        self.tight = tight
         to_goal = np.full(goal.shape, np.inf, dtype=np.float32)
         to_goal[target] = 0.0
         reached = []
@@ -397,6 +419,7 @@ class FloorMap:
             self.target = None
             return None
         self.target = self.cell_center(target[0] + r0, target[1] + c0)
+        self.tight_cells = self._tight_cells
         self.robot_distance = at_robot
         self._field = (field, (r0, c0))
         # The waypoint: the cell within WAYPOINT_REACH nearest to the target (along the path).
@@ -408,6 +431,25 @@ class FloorMap:
         else:
             self.waypoint = self.target
         return self.target
+
+    @staticmethod
+    def _nearest_goal(goal, passable, seeds, extra):
+        """Return the (row, col) of the goal of least path length plus ``extra``, or None."""
+        if not goal.any():
+            return None
+        extra = np.where(goal, extra, np.inf).astype(np.float32)
+
+        def found(dist, rounds):
+            # No goal farther than `rounds` cells can cost less than the best one found.
+            cost = np.where(dist >= MIN_TARGET_DISTANCE / CELL, dist + extra, np.inf)
+            return float(cost.min()) <= rounds
+
+        from_robot = geodesic(passable, seeds, stop=found)
+        d = np.where(from_robot >= MIN_TARGET_DISTANCE / CELL, from_robot + extra, np.inf)
+        best = int(np.argmin(d))
+        if not np.isfinite(d.flat[best]):
+            return None
+        return divmod(best, goal.shape[1])
 
     def distance_at(self, x, y):
         """Return the geodesic distance (m) to the target at odometry points; inf off the path."""
@@ -421,6 +463,50 @@ class FloorMap:
         ok = (row >= 0) & (row < field.shape[0]) & (col >= 0) & (col < field.shape[1])
         out[ok] = field[row[ok], col[ok]]
         return out
+
+    def path(self, x, y, reach):
+        """
+        Return the path from odometry (x, y) towards the target, about ``reach`` m of it.
+
+        Steepest descent over the distance field from the robot's cell (or the nearest
+        reached cell within :data:`_SEED_RADIUS`). Returns (N, 2) odometry cell centres and
+        whether each is a tight cell (passable only as a centre cell); empty without a target.
+        """
+        none = (np.zeros((0, 2)), np.zeros(0, dtype=bool))
+        if not self.has_target:
+            return none
+        field, (r0, c0) = self._field
+        h, w = field.shape
+        row, col = (int(v) - o for v, o in zip(self._cell(x, y), (r0, c0)))
+        r = int(math.ceil(_SEED_RADIUS / CELL))
+        rows = slice(max(row - r, 0), min(row + r + 1, h))
+        cols = slice(max(col - r, 0), min(col + r + 1, w))
+        if rows.start >= rows.stop or cols.start >= cols.stop:
+            return none
+        rr, cc = np.mgrid[rows, cols]
+        px, py = self.cell_center(rr + r0, cc + c0)
+        cost = field[rows, cols] + np.hypot(px - x, py - y)
+        cost[np.hypot(px - x, py - y) > _SEED_RADIUS + 1e-9] = np.inf
+        k = int(np.argmin(cost))
+        if not np.isfinite(cost.flat[k]):
+            return none
+        row, col = int(rr.flat[k]), int(cc.flat[k])
+        cells = [(row, col)]
+        for _ in range(int(math.ceil(reach / CELL)) + 1):
+            best, here = None, field[row, col]
+            for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)):
+                nr, nc = row + dr, col + dc
+                if 0 <= nr < h and 0 <= nc < w and field[nr, nc] < here - 1e-6:
+                    here, best = field[nr, nc], (nr, nc)
+            if best is None:
+                break
+            row, col = best
+            cells.append(best)
+        rows_, cols_ = np.array(cells).T
+        pts = np.stack(self.cell_center(rows_ + r0, cols_ + c0), axis=1).astype(np.float64)
+        tight = self.tight_cells[rows_, cols_] if self.tight and self.tight_cells is not None \
+            and self.tight_cells.shape == field.shape else np.zeros(len(cells), dtype=bool)
+        return pts, tight
 
     @property
     def has_target(self):

@@ -18,6 +18,7 @@ from dataclasses import replace
 import math
 
 from freespace_seg.driving.driver_logic import _visit_keys, DriverConfig, DriverLogic
+from freespace_seg.driving import exploration
 from freespace_seg.driving.exploration import FloorMap, geodesic
 from freespace_seg.ground.grid import FREE, OCCUPIED, UNKNOWN
 import numpy as np
@@ -148,6 +149,34 @@ def test_target_is_the_nearest_reachable_new_floor_by_path_not_by_line():
     assert f.plan(1.0, 1.0, keep=False) is None
 
 
+def test_a_door_the_centre_passed_through_is_a_tight_path_when_nothing_else_is_reachable():
+    f = FloorMap(size=80, clearance=0.37, robot_radius=0.17)      # the driver's clearance
+    # A wall across the room at y = 2 with a door of 0.5 m (x 5.0..5.5): narrower than the
+    # planning clearance allows. The lower half swept: the new floor is above the wall.
+    cx, cy = _room_map(f, walls=[(0.0, 5.0, 1.9, 2.1), (5.5, 6.0, 1.9, 2.1)])
+    lower = cy < 1.9
+    f.swept[lower] = True
+    f.vote[lower] = 4
+    assert f.plan(1.0, 1.0, keep=False) is None and not f.tight
+    # The robot's centre went up through the door and back: now that line is a path.
+    for y in np.arange(1.0, 2.6, 0.05):
+        f.sweep(5.25, y)
+    target = f.plan(4.5, 1.0, keep=False, heading=0.0, turn_cost=0.5)
+    assert target is not None and target[1] > 2.0 and f.tight
+    pts, tight = f.path(4.5, 1.0, 3.0)
+    assert len(pts) >= 5 and np.all(np.diff([f.distance_at(*p) for p in pts]) < 0)
+    # The tight cells are the door's (the centre's line where the wall is near).
+    assert tight.any() and np.all(np.abs(pts[tight, 1] - 2.0) < 0.45)
+    assert np.all(np.abs(pts[tight, 0] - 5.25) < 0.1)
+    # It stays tight while it is kept; a goal reachable at the clearance wins again.
+    assert f.plan(4.5, 1.0, keep=True) == target and f.tight
+    f.vote[(cy > 1.9) & (cy < 2.1) & (cx > 1.0) & (cx < 2.0)] = 2      # a wide door
+    f.seen[(cy > 1.9) & (cy < 2.1) & (cx > 1.0) & (cx < 2.0)] = True
+    f.give_up(*target, until=10.0)
+    assert f.plan(1.5, 1.0, keep=False, heading=math.pi / 2, turn_cost=0.5) is not None
+    assert not f.tight
+
+
 def test_given_up_targets_are_skipped_until_their_time():
     f = _floor()
     _room_map(f)
@@ -187,6 +216,48 @@ def test_old_driver_loops_in_the_corridor_the_new_one_reaches_the_side_room():
         # drives through the door into the room.
         assert np.max(r_new['path'][:, 1]) > 1.8, ramp
         assert d.frontier_give_ups == 0
+
+
+def _pocket():
+    """Return a room 5 m x 4 m, a pocket 1.3 m x 1 m in its corner, its door 0.45 m wide."""
+    world = FloorWorld(5.0, 4.0)
+    world.wall(0.0, 1.4, 1.0, 1.1)                  # the pocket: x 0..1.3, y 0..1.0
+    world.wall(1.3, 1.4, 0.0, 0.3)
+    world.wall(1.3, 1.4, 0.75, 1.1)                 # its door: y 0.3..0.75 in the wall x 1.3
+    return world
+
+
+def test_a_robot_leaves_a_pocket_through_the_tight_door_it_came_in_by(monkeypatch):
+    # The robot came into the pocket through its door (0.45 m: the arcs need 0.48 m): its
+    # centre's line runs from the room through the door. All it can see inside is swept;
+    # the room beyond is new floor.
+
+    def start():
+        world = _pocket()
+        d = DriverLogic(NEW)
+        r = run(world, (0.6, 0.5, math.pi), 0.2, logic=d)
+        f = d.floor_map
+        _seen_free(f, 0.0, 5.0, 0.0, 4.0)
+        rows, cols = np.mgrid[0:f.size, 0:f.size]
+        cx, cy = f.cell_center(rows, cols)
+        wall = world.is_blocked(cx, cy)
+        f.vote[wall] = -4                            # its walls seen blocked
+        _swept(d, 0.2, 1.1, 0.2, 0.8)
+        for x in np.arange(2.4, 0.55, -0.05):
+            f.sweep(x, 0.525)
+        return world, d, tuple(r['path'][-1])
+
+    world, d, pose = start()
+    r = run(world, pose, 60.0, logic=d)
+    assert r['collisions'] == 0
+    out = np.flatnonzero(r['path'][:, 0] > 1.6)
+    assert out.size, 'never left the pocket'
+    assert 'drive (path)' in r['modes'] or 'rotate (path)' in r['modes']
+    # Without tight paths it stays inside for the whole minute.
+    monkeypatch.setattr(exploration, 'TIGHT_PATHS', False)
+    world, d, pose = start()
+    r = run(world, pose, 60.0, logic=d)
+    assert r['collisions'] == 0 and np.max(r['path'][:, 0]) < 1.3
 
 
 def _swept(d, x0, x1, y0, y1):
