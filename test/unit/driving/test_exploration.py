@@ -17,8 +17,8 @@
 from dataclasses import replace
 import math
 
-from freespace_seg.driving.driver_logic import _visit_keys, DriverConfig, DriverLogic
 from freespace_seg.driving import exploration
+from freespace_seg.driving.driver_logic import _visit_keys, DriverConfig, DriverLogic
 from freespace_seg.driving.exploration import FloorMap, geodesic
 from freespace_seg.ground.grid import FREE, OCCUPIED, UNKNOWN
 import numpy as np
