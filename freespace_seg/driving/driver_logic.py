@@ -882,20 +882,34 @@ class DriverLogic:
             # Just resumed on another arc than the best-scoring one: take the longest.
             best = int(np.argmax(lengths))
             k, free_len = float(ks[best]), float(lengths[best])
-        room = free_len - cfg.stop_distance
-        ramp = min(max(room / (cfg.slow_distance - cfg.stop_distance), 0.0), 1.0)
-        v_min = min(cfg.min_linear, cfg.max_linear)
-        v = v_min + (cfg.max_linear - v_min) * ramp
-        v = min(v, math.sqrt(2.0 * cfg.max_linear_decel * max(room, 0.0)))
-        w = v * k
-        if abs(w) > cfg.max_angular:
-            scale = cfg.max_angular / abs(w)
-            v, w = v * scale, w * scale
+        v, w = self._speeds(free_len, k)
         self._prev_k = k
         if k != 0.0:
             self._rotate_dir = math.copysign(1.0, k)
         self.last_plan = Plan(v, w, 'drive', k, free_len, ahead)
         return self.last_plan
+
+    def _speeds(self, free_len, k, cap=None):
+        """
+        Return ``(v, w)`` on the arc of curvature ``k`` with ``free_len`` m of room (step 6).
+
+        ``v`` ramps from ``min_linear`` at ``stop_distance`` to ``max_linear`` (or ``cap``)
+        at ``slow_distance``, never faster than a stop within the room allows; both scale
+        down together when ``|w|`` would exceed ``max_angular``.
+        """
+        cfg = self.config
+        room = free_len - cfg.stop_distance
+        ramp = min(max(room / (cfg.slow_distance - cfg.stop_distance), 0.0), 1.0)
+        v_min = min(cfg.min_linear, cfg.max_linear)
+        v = v_min + (cfg.max_linear - v_min) * ramp
+        if cap is not None:
+            v = min(v, cap)
+        v = min(v, math.sqrt(2.0 * cfg.max_linear_decel * max(room, 0.0)))
+        w = v * k
+        if abs(w) > cfg.max_angular:
+            scale = cfg.max_angular / abs(w)
+            v, w = v * scale, w * scale
+        return v, w
 
     def _turn_to_open_side(self, start):
         """
@@ -1038,15 +1052,7 @@ class DriverLogic:
         free_len = float(lengths[0])
         if free_len < cfg.stop_distance + _MIN_ROOM:
             return None
-        room = free_len - cfg.stop_distance
-        ramp = min(max(room / (cfg.slow_distance - cfg.stop_distance), 0.0), 1.0)
-        v_min = min(cfg.min_linear, cfg.max_linear)
-        v = min(v_min + (cfg.max_linear - v_min) * ramp, _PATH_SPEED)
-        v = min(v, math.sqrt(2.0 * cfg.max_linear_decel * max(room, 0.0)))
-        w = v * k
-        if abs(w) > cfg.max_angular:
-            scale = cfg.max_angular / abs(w)
-            v, w = v * scale, w * scale
+        v, w = self._speeds(free_len, k, _PATH_SPEED)
         self._prev_k = k
         self._rotating = False
         return Plan(v, w, 'drive', k, free_len, free_len, 'path')
