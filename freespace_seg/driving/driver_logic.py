@@ -91,10 +91,11 @@ The algorithm, once per grid and once per control step:
    goal) or given up: no 0.2 m closer within ``frontier_timeout``, a dead end, or a full
    turn; then it is skipped for 60 s. The map's blocked cells also take their floor out of
    the blind zone of step 1, so that a table leg seen earlier blocks beside the robot after
-   the obstacle memory forgot it. When no goal is reachable at that clearance, the cells the
-   robot's centre passed through are passable too (a *tight* target), and where its path
-   within 1 m holds such a cell the robot follows the path by pure pursuit instead of
-   scoring arcs (:meth:`DriverLogic._path_plan`, reason ``path``).
+   the obstacle memory forgot it. With ``tight_path_speed`` > 0 (off by default), when no
+   goal is reachable at that clearance, the cells the robot's centre passed through are
+   passable too (a *tight* target), and where its path within 1 m holds such a cell the
+   robot follows the path by pure pursuit instead of scoring arcs
+   (:meth:`DriverLogic._path_plan`, reason ``path``).
 6. **Speed.** ``v`` falls linearly from ``max_linear`` at ``L >= slow_distance`` to
    ``min_linear`` (at most ``max_linear``) at ``L = stop_distance`` (so it never creeps
    towards the stop point for ever), and ``v <= sqrt(2 * max_linear_decel * (L -
@@ -170,12 +171,11 @@ _KEY_SCALE = 1 << 21
 #: frontier target: arcs are looked up in its distance field every this many metres
 _FRONTIER_STEP = 0.1
 #: a tight path (see DriverLogic._path_plan): how far it is looked at, the pursuit point,
-#: the bearing that turns in place, the clearance beyond robot_radius and the top speed
+#: the bearing that turns in place and the clearance beyond robot_radius
 _PATH_REACH = 1.0
 _PATH_LOOKAHEAD = 0.3
 _PATH_TURN = 0.4
 _PATH_MARGIN = 0.01
-_PATH_SPEED = 0.15
 #: a turn in place towards the target starts when no drivable arc gets this much closer (m)
 #: and the waypoint lies more than _FRONTIER_TURN_BEARING (rad) off the heading ...
 _FRONTIER_TURN_PROGRESS = 0.1
@@ -238,6 +238,7 @@ class DriverConfig:
     frontier_replan: float = 1.0
     frontier_timeout: float = 20.0
     frontier_map_size: float = 20.0
+    tight_path_speed: float = 0.0
 
     def __post_init__(self):
         for f in fields(self):
@@ -278,6 +279,9 @@ class DriverConfig:
         if self.frontier_map_size < 4.0 * self.lookahead:
             raise ValueError(f'frontier_map_size ({self.frontier_map_size}) must be at least '
                              f'4 x lookahead ({4.0 * self.lookahead})')
+        if self.tight_path_speed > self.max_linear:
+            raise ValueError(f'tight_path_speed ({self.tight_path_speed}) must not exceed '
+                             f'max_linear ({self.max_linear})')
         if self.rotate_speed > self.max_angular:
             raise ValueError(f'rotate_speed ({self.rotate_speed}) must not exceed '
                              f'max_angular ({self.max_angular})')
@@ -964,7 +968,7 @@ class DriverLogic:
                 return                # new floor ahead: the preference of step 5b leads
         self._frontier_force = False
         f.plan(odom[0], odom[1], now, keep=False, heading=odom[2],
-               turn_cost=cfg.max_linear / cfg.rotate_speed)
+               turn_cost=cfg.max_linear / cfg.rotate_speed, tight=cfg.tight_path_speed > 0)
         self._target_best = (f.robot_distance if f.has_target else math.inf, now)
 
     def _give_up_target(self):
@@ -1014,13 +1018,14 @@ class DriverLogic:
         Follow the frontier target's path where it is tight (only the centre's trail passed).
 
         Pure pursuit to the path point _PATH_LOOKAHEAD ahead: a turn in place while it lies
-        more than _PATH_TURN off the heading, else the arc through it, with
-        ``robot_radius`` + _PATH_MARGIN as the clearance and at most _PATH_SPEED. None (the
-        arcs decide) when the path within _PATH_REACH has no tight cell or its arc is blocked.
+        more than _PATH_TURN off the heading, else the arc through it, with ``robot_radius`` +
+        _PATH_MARGIN as the clearance and at most ``tight_path_speed``. None (the arcs decide)
+        when that is 0, when the path within _PATH_REACH has no tight cell, or when its arc is
+        blocked.
         """
         f, odom = self._floor, self._odom_now
-        if f is None or not f.tight or odom is None or self._grid_pose is None or \
-                self._escape_left > 0.0:
+        if self.config.tight_path_speed <= 0.0 or f is None or not f.tight or odom is None or \
+                self._grid_pose is None or self._escape_left > 0.0:
             return None
         pts, tight = f.path(odom[0], odom[1], _PATH_REACH)
         if not tight.any():
@@ -1052,7 +1057,7 @@ class DriverLogic:
         free_len = float(lengths[0])
         if free_len < cfg.stop_distance + _MIN_ROOM:
             return None
-        v, w = self._speeds(free_len, k, _PATH_SPEED)
+        v, w = self._speeds(free_len, k, cfg.tight_path_speed)
         self._prev_k = k
         self._rotating = False
         return Plan(v, w, 'drive', k, free_len, free_len, 'path')

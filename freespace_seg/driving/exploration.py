@@ -37,7 +37,7 @@ relaxation with steps of 1 and sqrt(2) cells, numpy and OpenCV only). It then ke
 geodesic distance of every reachable cell to that goal (:meth:`FloorMap.distance_at`), which
 the driver uses to score its arcs, and a waypoint about :data:`WAYPOINT_REACH` m along the
 path. When no goal is reachable so, the plan runs again with the cells the robot's
-centre passed through passable too (:data:`TIGHT_PATHS`): the robot fitted there, so a gap it
+centre passed through passable too (``plan(..., tight=True)``): the robot fitted there, so a gap it
 came in by is a way out; such a target is *tight* (:attr:`FloorMap.tight`), and
 :meth:`FloorMap.path` says which cells of its path are passable only that way. Goals near
 a cell given up on (:meth:`FloorMap.give_up`) are skipped for a while.
@@ -71,8 +71,6 @@ _GIVE_UP_MAX = 64
 _QUARTER = 0.25
 #: the distance field to the target is exact this far (m) beyond the robot's own distance
 FIELD_REACH = 2.5
-#: with no goal reachable at the clearance, plan again over the cells the centre passed
-TIGHT_PATHS = True
 #: the wavefront stops after this many relaxation rounds (a path of ~1.5x as many cells)
 _MAX_ROUNDS = 600
 
@@ -340,7 +338,8 @@ class FloorMap:
         self.waypoint = None
         self._field = None
 
-    def plan(self, x, y, now=0.0, keep=True, choose=True, heading=None, turn_cost=0.0):
+    def plan(self, x, y, now=0.0, keep=True, choose=True, heading=None, turn_cost=0.0,
+             tight=False):
         """
         Choose the target for the robot at odometry (x, y); return it (x, y) or None.
 
@@ -349,7 +348,9 @@ class FloorMap:
         wins. With the robot's ``heading`` (rad), ``turn_cost`` metres per radian between it
         and the bearing of a goal are added to that goal's distance: the time a turn in place
         takes, as distance driven. Also computes the distance field to the target and the
-        waypoint. Cells given up on are skipped until their time (``now``) has passed.
+        waypoint. Cells given up on are skipped until their time (``now``) has passed. With
+        ``tight``, when no goal is reachable at the clearance, the cells the robot's centre
+        passed through are passable too (a tight target, :attr:`tight`).
         """
         self._give_up = [g for g in self._give_up if g[2] > now]
         self.follow(x, y)
@@ -361,6 +362,7 @@ class FloorMap:
             return None
         r0, c0 = box[0].start, box[1].start
         keep_target = self.target if keep else None
+        allow_tight = tight
         tight = self.tight and keep_target is not None
         goal, passable = self.goals(box, tight)
         h, w = goal.shape
@@ -387,7 +389,7 @@ class FloorMap:
                 off = np.arctan2(cy - y, cx - x) - heading
                 extra += turn_cost / CELL * np.abs((off + np.pi) % (2.0 * np.pi) - np.pi)
             made = tight
-            for tight in (False, True) if TIGHT_PATHS else (False,):
+            for tight in (False, True) if allow_tight else (False,):
                 if tight != made:
                     made = tight
                     goal, passable = self.goals(box, tight)

@@ -17,7 +17,6 @@
 from dataclasses import replace
 import math
 
-from freespace_seg.driving import exploration
 from freespace_seg.driving.driver_logic import _visit_keys, DriverConfig, DriverLogic
 from freespace_seg.driving.exploration import FloorMap, geodesic
 from freespace_seg.ground.grid import FREE, OCCUPIED, UNKNOWN
@@ -27,6 +26,7 @@ from support.floor_world import FloorWorld, run, SPEC
 
 OLD = DriverConfig(frontier_weight=0.0)        # the driver before the frontier layer
 NEW = DriverConfig()
+TIGHT = DriverConfig(tight_path_speed=0.15)     # tight paths on (off by default)
 
 
 def test_geodesic_distances_go_around_walls():
@@ -157,11 +157,12 @@ def test_a_door_the_centre_passed_through_is_a_tight_path_when_nothing_else_is_r
     lower = cy < 1.9
     f.swept[lower] = True
     f.vote[lower] = 4
-    assert f.plan(1.0, 1.0, keep=False) is None and not f.tight
+    assert f.plan(1.0, 1.0, keep=False, tight=True) is None and not f.tight
     # The robot's centre went up through the door and back: now that line is a path.
     for y in np.arange(1.0, 2.6, 0.05):
         f.sweep(5.25, y)
-    target = f.plan(4.5, 1.0, keep=False, heading=0.0, turn_cost=0.5)
+    assert f.plan(4.5, 1.0, keep=False) is None                  # only with tight paths
+    target = f.plan(4.5, 1.0, keep=False, heading=0.0, turn_cost=0.5, tight=True)
     assert target is not None and target[1] > 2.0 and f.tight
     pts, tight = f.path(4.5, 1.0, 3.0)
     assert len(pts) >= 5 and np.all(np.diff([f.distance_at(*p) for p in pts]) < 0)
@@ -173,7 +174,8 @@ def test_a_door_the_centre_passed_through_is_a_tight_path_when_nothing_else_is_r
     f.vote[(cy > 1.9) & (cy < 2.1) & (cx > 1.0) & (cx < 2.0)] = 2      # a wide door
     f.seen[(cy > 1.9) & (cy < 2.1) & (cx > 1.0) & (cx < 2.0)] = True
     f.give_up(*target, until=10.0)
-    assert f.plan(1.5, 1.0, keep=False, heading=math.pi / 2, turn_cost=0.5) is not None
+    assert f.plan(1.5, 1.0, keep=False, heading=math.pi / 2, turn_cost=0.5,
+                  tight=True) is not None
     assert not f.tight
 
 
@@ -227,14 +229,14 @@ def _pocket():
     return world
 
 
-def test_a_robot_leaves_a_pocket_through_the_tight_door_it_came_in_by(monkeypatch):
+def test_a_robot_leaves_a_pocket_through_the_tight_door_it_came_in_by():
     # The robot came into the pocket through its door (0.45 m: the arcs need 0.48 m): its
     # centre's line runs from the room through the door. All it can see inside is swept;
     # the room beyond is new floor.
 
-    def start():
+    def start(cfg):
         world = _pocket()
-        d = DriverLogic(NEW)
+        d = DriverLogic(cfg)
         r = run(world, (0.6, 0.5, math.pi), 0.2, logic=d)
         f = d.floor_map
         _seen_free(f, 0.0, 5.0, 0.0, 4.0)
@@ -247,15 +249,14 @@ def test_a_robot_leaves_a_pocket_through_the_tight_door_it_came_in_by(monkeypatc
             f.sweep(x, 0.525)
         return world, d, tuple(r['path'][-1])
 
-    world, d, pose = start()
+    world, d, pose = start(TIGHT)
     r = run(world, pose, 60.0, logic=d)
     assert r['collisions'] == 0
     out = np.flatnonzero(r['path'][:, 0] > 1.6)
     assert out.size, 'never left the pocket'
     assert 'drive (path)' in r['modes'] or 'rotate (path)' in r['modes']
-    # Without tight paths it stays inside for the whole minute.
-    monkeypatch.setattr(exploration, 'TIGHT_PATHS', False)
-    world, d, pose = start()
+    # Without tight paths (the default) it stays inside for the whole minute.
+    world, d, pose = start(NEW)
     r = run(world, pose, 60.0, logic=d)
     assert r['collisions'] == 0 and np.max(r['path'][:, 0]) < 1.3
 
@@ -356,6 +357,8 @@ def test_frontier_config_is_validated_and_zero_weight_turns_it_off():
         DriverConfig(frontier_replan=0.0)
     with pytest.raises(ValueError):
         DriverConfig(frontier_weight=-1.0)
+    with pytest.raises(ValueError):
+        DriverConfig(tight_path_speed=0.4)            # > max_linear
     d = DriverLogic(OLD)
     run(FloorWorld(3.0, 3.0), (1.0, 1.5, 0.0), 1.0, logic=d)
     assert d.floor_map is None and d.frontier_target is None
