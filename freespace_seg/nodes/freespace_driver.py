@@ -232,7 +232,7 @@ DRIVER_PARAMS = (
               'is forgotten; a change starts a new map). At least 4 x lookahead.', 'double',
               min_value=8.0, max_value=100.0),
     ParamSpec('tight_path_speed', _DEFAULTS.tight_path_speed, 'When no frontier target is '
-              'reachable with room to spare, plan over the cells the robot\'s centre passed '
+              "reachable with room to spare, plan over the cells the robot's centre passed "
               'through (a gap it came in by) and follow such a path by pure pursuit, with '
               'robot_radius + 0.01 m of clearance, at most this fast (m/s). At most '
               'max_linear. 0: off.', 'double', min_value=0.0, max_value=0.46),
