@@ -17,7 +17,8 @@ Where the grid's false free cells come from: per frame of a ``grid-rules`` set, 
 
     python tools/false_free_frames.py --set 6 [--frames 100] [--seed 3000] [--model M] \
         [--top 10] [--figure OUT.png --rows 2]
-    python tools/false_free_frames.py --data data/scenes2b [--split test] [--model M]
+    python tools/false_free_frames.py --data data/scenes2b [--split test] [--model M] \
+        [--top 10] [--figure OUT.jpg --rows 2]
 
 Renders the frames of ``grid-rules`` set ``--set`` (1-based, as ``grid-rules --sets``), runs
 the model and the node's default grid rule, and counts each frame's false free cells (free
@@ -29,7 +30,7 @@ image, then the mask over it (red: blocked pixels called free; blue: floor calle
 
 ``--data DIR`` scores the frames of a ``generate2`` (or ``generate``) folder instead, each
 projected with its own camera as ``grid-rules --data`` does (there is no top-down truth, so
-no count on blocked ground). Both print the false free share by distance from the robot, and
+no count on blocked ground), and ``--figure`` takes its worst frames. Both print the false free share by distance from the robot, and
 what keeping free cells only within a shorter range would leave.
 """
 
@@ -63,6 +64,13 @@ def overlay(image, free, truth):
     for wrong, colour in ((free & ~truth, (255, 0, 0)), (~free & truth, (0, 0, 255))):
         out[wrong] = (0.4 * out[wrong] + 0.6 * np.array(colour)).astype(np.uint8)
     return out
+
+
+def write_figure(path, rows):
+    """Write the figure's rows (RGB, image beside overlay) one under another."""
+    cv2.imwrite(path, cv2.cvtColor(np.vstack(rows), cv2.COLOR_RGB2BGR),
+                [cv2.IMWRITE_JPEG_QUALITY, 85])
+    print(f'wrote {path}')
 
 
 RANGES = (0.0, 1.0, 1.5, 2.0, 2.5, 3.0)
@@ -101,9 +109,9 @@ def data_frames(folder, split):
 
 
 def main_data(args, pipe, rule, spec):
-    """The --data variant of :func:`main`: counts and distances, no figure."""
+    """The --data variant of :func:`main`: counts, distances and the figure."""
     x, y = spec.cell_centers()
-    wrong_d, free_d, per_frame = [], [], []
+    wrong_d, free_d, per_frame, kept = [], [], [], {}
     for name, image, true_free, intrinsics, mount in data_frames(args.data, args.split):
         proj = GroundProjector(intrinsics, mount, spec, mask_shape=true_free.shape[:2])
         if proj.table_size == 0:
@@ -115,16 +123,22 @@ def main_data(args, pipe, rule, spec):
         wrong = false_free_cells(pred, visible)
         wrong_d += list(np.hypot(x[wrong], y[wrong]))
         free_d += list(np.hypot(x[pred == FREE], y[pred == FREE]))
-        per_frame.append((int(wrong.sum()), name))
+        per_frame.append((int(wrong.sum()), name, float(mount.z)))
+        if args.figure:
+            kept[name] = np.hstack([image, overlay(image, free > 0, true_free > 0)])
+            keep = sorted(per_frame, reverse=True)[:args.rows]
+            kept = {name: kept[name] for _, name, _ in keep if name in kept}
     total = len(wrong_d)
     print(f'{args.data}/{args.split}: {len(per_frame)} frames projected, model '
           f'{os.path.basename(pipe.card.model_file)}: {total} false free cells of '
           f'{len(free_d)} free ({100 * total / max(1, len(free_d)):.1f} %)')
     worst = sorted(per_frame, reverse=True)[:args.top]
     print(f'the {args.top} worst frames hold '
-          f'{100 * sum(n for n, _ in worst) / max(1, total):.1f} % of them: '
-          + ', '.join(f'{name} ({n})' for n, name in worst))
+          f'{100 * sum(n for n, _, _ in worst) / max(1, total):.1f} % of them: '
+          + ', '.join(f'{name} ({n}, camera {z:.2f} m)' for n, name, z in worst))
     range_table(wrong_d, free_d)
+    if args.figure:
+        write_figure(args.figure, [kept[name] for _, name, _ in worst[:args.rows]])
     pipe.close()
     return 0
 
@@ -193,10 +207,7 @@ def main(argv=None):
     print(f'the {args.top} worst frames hold {100 * top / max(1, total):.1f} % of them')
     range_table(distances, free_d)
     if args.figure:
-        rows = [kept[i] for _, i, _ in worst[:args.rows]]
-        cv2.imwrite(args.figure, cv2.cvtColor(np.vstack(rows), cv2.COLOR_RGB2BGR),
-                    [cv2.IMWRITE_JPEG_QUALITY, 85])
-        print(f'wrote {args.figure}')
+        write_figure(args.figure, [kept[i] for _, i, _ in worst[:args.rows]])
     pipe.close()
     return 0
 
