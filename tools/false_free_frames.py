@@ -30,8 +30,9 @@ image, then the mask over it (red: blocked pixels called free; blue: floor calle
 
 ``--data DIR`` scores the frames of a ``generate2`` (or ``generate``) folder instead, each
 projected with its own camera as ``grid-rules --data`` does (there is no top-down truth, so
-no count on blocked ground), and ``--figure`` takes its worst frames. Both print the false free share by distance from the robot, and
-what keeping free cells only within a shorter range would leave.
+no count on blocked ground), and ``--figure`` takes its worst frames. Both print the false
+free share by distance from the robot, and what keeping free cells only within a shorter
+range would leave.
 """
 
 import argparse
@@ -109,7 +110,7 @@ def data_frames(folder, split):
 
 
 def main_data(args, pipe, rule, spec):
-    """The --data variant of :func:`main`: counts, distances and the figure."""
+    """Score a --data folder (:func:`main` for rendered sets): counts, distances, figure."""
     x, y = spec.cell_centers()
     wrong_d, free_d, per_frame, kept = [], [], [], {}
     for name, image, true_free, intrinsics, mount in data_frames(args.data, args.split):
