@@ -238,6 +238,17 @@ class GroundProjector:
         """Return the number of (column, cell) entries that :meth:`ground` reads per frame."""
         return int(self._rep_row.size)
 
+    @property
+    def nearest_floor(self):
+        """
+        Return the distance (m) from the base origin to the nearest floor point in view.
+
+        The floor point of a pixel centre, over every pixel of the mask, grid or not; inf
+        when no pixel sees the floor. Nothing that stands nearer, off the edge of the
+        image, is ever in view: a forward camera sees the floor from this far on.
+        """
+        return self._nearest_floor
+
     def update(self, intrinsics=None, mount=None, grid_spec=None, mask_shape=None):
         """
         Change any of the inputs; rebuild the table only if one really changed.
@@ -377,6 +388,8 @@ class GroundProjector:
         grid = self._grid
 
         gx, gy, hits = self._ground_hits(intr)
+        self._nearest_floor = float(np.hypot(gx[hits], gy[hits]).min()) if hits.any() \
+            else math.inf
         lut = self._cells_of(gx, gy, hits).astype(np.int32)
         self._lut = lut
 
@@ -548,6 +561,11 @@ class GroundProjector:
             kernel = np.ones((run, 1), np.uint8)
             cut = cv2.morphologyEx(cut, cv2.MORPH_OPEN, kernel)
         skip = self._row0 - top
+        if skip >= cut.shape[0]:
+            # No pixel sees the floor (a camera pitched up): an empty band. OpenCV returns
+            # None for empty arrays, so it is made here.
+            empty = np.zeros((0, mask.shape[1]), dtype=np.uint8)
+            return empty, empty
         return cv2.bitwise_not(cut[skip:]), blocked[skip:]
 
     def _run_bottoms(self, blocked, lowest):

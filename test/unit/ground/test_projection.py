@@ -20,7 +20,7 @@ from freespace_seg.ground.camera_info import (intrinsics_from_camera_info,
                                               intrinsics_from_camera_info_msg)
 from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.geometry import CameraIntrinsics, CameraMount, pixel_rays_in_base
-from freespace_seg.ground.grid import GridSpec
+from freespace_seg.ground.grid import GridRule, GridSpec
 from freespace_seg.ground.metrics import false_free, grid_iou
 from freespace_seg.ground.projection import GroundProjector
 import numpy as np
@@ -186,6 +186,26 @@ def test_camera_looking_up_sees_no_floor():
     grid = proj.ground(np.ones((48, 64), np.uint8)).grid
     assert np.all(grid == -1)
     assert proj.ground(np.zeros((48, 64), np.uint8)).points.shape == (0, 3)
+    # The default rule too, with and without a confidence image (its empty band once
+    # crashed the node: OpenCV returns None for an empty array).
+    for confidence in (np.full((48, 64), 250, np.uint8), None):
+        for mask in (np.ones((48, 64), np.uint8), np.zeros((48, 64), np.uint8)):
+            ground = proj.ground(mask, confidence, GridRule())
+            assert np.all(ground.grid == -1) and ground.points.shape == (0, 3)
+    assert proj.nearest_floor == math.inf
+
+
+@pytest.mark.parametrize('z, pitch', [(0.25, 0.3), (0.57, 0.2), (1.0, 0.5), (0.35, 0.0)])
+def test_nearest_floor_is_where_the_bottom_row_meets_the_floor(z, pitch):
+    # A pinhole camera without roll: image rows map to floor lines of constant x, and the
+    # bottom row's centre (v = H - 0.5) is the nearest floor point, straight ahead.
+    mount = CameraMount(x=0.1, z=z, pitch=pitch)
+    proj = GroundProjector(PLAIN, mount)
+    below = pitch + math.atan((PLAIN.height - 0.5 - PLAIN.cy) / PLAIN.fy)
+    expected = 0.1 + z / math.tan(below)
+    x, y = proj.pixel_to_ground(np.arange(PLAIN.width) + 0.5, np.full(PLAIN.width, 479.5))
+    assert np.nanmin(np.hypot(x, y)) == pytest.approx(expected, abs=1e-3)
+    assert proj.nearest_floor == pytest.approx(expected, abs=2e-3)
 
 
 @pytest.mark.parametrize('max_range', [1.0, 2.2, 3.0])
