@@ -43,6 +43,7 @@ import time
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from freespace_seg.common.profiling import name_native_thread, profile_from_environment
+from freespace_seg.driving.driver_logic import DriverConfig
 from freespace_seg.ground.agreement import GridAgreement, odom_pose, PoseHistory
 from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_PARAMS,
                                         GroundParams, TOPICS)
@@ -66,6 +67,8 @@ from rclpy.qos import qos_profile_sensor_data
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, LaserScan, PointCloud2
 
+#: freespace_driver's default blind_distance (m): unseen floor nearer than this is passable
+DRIVER_BLIND_DISTANCE = DriverConfig().blind_distance
 #: the parameter specs by name, to check changes before applying them
 SEGMENTATION_SPECS = {spec.name: spec for spec in SEGMENTATION_PARAMS}
 #: seconds between repeats of the same error in the log
@@ -165,6 +168,11 @@ class SegmentationNode(LifecycleNode):
         #: the warning when the camera mount is outside the model's training ranges, or None
         self.mount_note = None
         self._tf_mount_key = None
+        #: the warning when the camera sees no floor within freespace_driver's default
+        #: blind_distance (:meth:`check_view`), or None
+        self.view_note = None
+        #: the nearest floor in view (m, to 1 cm) that check_view last judged, None before
+        self.checked_view = None
 
         # Counters and recent latencies for diagnostics (written by the workers).
         self._stats_lock = threading.Lock()
@@ -317,6 +325,30 @@ class SegmentationNode(LifecycleNode):
             self._tf_mount_key = key
             self._check_mount(self.pipeline.card, {'camera_height': height,
                                                    'camera_pitch': pitch})
+
+    def check_view(self, projector):
+        """
+        Warn when the nearest floor in view lies beyond freespace_driver's blind zone.
+
+        Once per distinct distance (1 cm); :attr:`view_note` has the warning, or None. An
+        obstacle nearer than that floor is never in view, and the driver passes unseen floor
+        only within its ``blind_distance`` (0.45 m by default), so it stands still before
+        such a band or drives into it blind.
+        """
+        near = projector.nearest_floor
+        key = round(near, 2) if math.isfinite(near) else near
+        if key == self.checked_view:
+            return
+        self.checked_view = key
+        note = None
+        if near > DRIVER_BLIND_DISTANCE:
+            seen = f'from {near:.2f} m on' if math.isfinite(near) else 'nowhere'
+            note = (f'the camera sees the floor {seen} ({self.params["base_frame"]} origin): '
+                    'nothing nearer is ever in view, and freespace_driver passes unseen '
+                    f'floor only within its blind_distance ({DRIVER_BLIND_DISTANCE} m by '
+                    'default); pitch the camera further down or mount it lower')
+            self.get_logger().warning(note)
+        self.view_note = note
 
     @ends_in('active', 'inactive')
     def on_activate(self, state):
@@ -723,6 +755,8 @@ class SegmentationNode(LifecycleNode):
             self._info_error = f'unusable CameraInfo: {out.ground_error}'
         elif out.has_ground or out.horizon is not None:
             self._info_error = ''
+        if out.has_ground:
+            self.check_view(worker.frames.projector)
         published = True
         if gate is not None:
             def publish_all():
@@ -814,6 +848,7 @@ class SegmentationNode(LifecycleNode):
             'camera_info': self._info_error or (
                 'ok' if self._infos else f'none yet on {self.info_topic}'),
             'camera_pose': self._pose_source.status,
+            'nearest_floor_in_view_m': self._nearest_floor_text(),
             'grid_agreement': self.agreement_status,
         }
         if engines and getattr(engines[0], 'round_trips', None) is not None:
@@ -825,6 +860,14 @@ class SegmentationNode(LifecycleNode):
             values['server_url'] = pipeline.engine.url
         st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         return st
+
+    def _nearest_floor_text(self):
+        """Return the nearest floor in view (m) of the latest projected frame, for diagnostics."""
+        projector = self.projector
+        if projector is None:
+            return 'n/a (no grid output yet)'
+        near = projector.nearest_floor
+        return f'{near:.2f}' if math.isfinite(near) else 'none (no pixel sees the floor)'
 
     def _publish_diagnostics(self):
         arr = DiagnosticArray()

@@ -205,6 +205,57 @@ def test_mount_parameters_change_the_projection_at_run_time(ground_rig):
     assert bytes(g2.data) != bytes(grids[0].data)
 
 
+def test_diagnostics_and_a_warning_say_how_near_the_camera_sees_the_floor(ground_rig):
+    rig = ground_rig
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    scans = rig.collect(LaserScan, 'free_space/scan')
+    clouds = rig.collect(PointCloud2, 'free_space/obstacles')
+    _setup_pubs(rig)
+    node = rig.node
+    frame, intr = _frame()
+    assert rig.wait_for(lambda: node.wants('free_space/grid') and node.wants('free_space/scan')
+                        and node.wants('free_space/obstacles'))
+    values = {kv.key: kv.value for kv in node.diagnostics_status().values}
+    assert values['nearest_floor_in_view_m'].startswith('n/a')
+    _publish(rig, frame, intr, 1)
+    assert rig.wait_for(lambda: grids, timeout=15)
+    # 0.25 m up, pitched 0.3 rad down: the floor from about 0.32 m on, inside the driver's
+    # default blind_distance (0.45 m): no warning.
+    near = GroundProjector(intr, default_mount(), GridSpec()).nearest_floor
+    assert 0.28 < near < 0.36
+    assert rig.wait_for(lambda: node.checked_view is not None)
+    values = {kv.key: kv.value for kv in node.diagnostics_status().values}
+    assert values['nearest_floor_in_view_m'] == f'{near:.2f}'
+    assert node.view_note is None
+    # On a 1 m mast at the same pitch the floor starts 1.27 m out: the node says so.
+    assert node.set_parameters([Parameter('camera_height', value=1.0)])[0].successful
+    _publish(rig, frame, intr, 2)
+    assert rig.wait_for(lambda: any(g.header.stamp.sec == 2 for g in grids), timeout=15)
+    far = node.projector.nearest_floor
+    assert 1.2 < far < 1.35
+    assert rig.wait_for(lambda: node.view_note is not None)
+    assert f'from {far:.2f} m on' in node.view_note and 'blind_distance (0.45 m' in node.view_note
+    values = {kv.key: kv.value for kv in node.diagnostics_status().values}
+    assert values['nearest_floor_in_view_m'] == f'{far:.2f}'
+    # Pitched up so that no pixel sees the floor: every ground output still comes, empty.
+    assert node.set_parameters([Parameter('camera_pitch', value=-0.45)])[0].successful
+    _publish(rig, frame, intr, 3)
+    assert rig.wait_for(lambda: all(any(m.header.stamp.sec == 3 for m in got)
+                                    for got in (grids, scans, clouds)), timeout=15)
+    assert node.projector.nearest_floor == float('inf')
+    # The note follows the frame's outputs, which go out as soon as each is made.
+    assert rig.wait_for(lambda: node.view_note is not None and 'floor nowhere' in node.view_note)
+    [grid] = [g for g in grids if g.header.stamp.sec == 3]
+    assert set(grid.data) == {-1}
+    assert node.bad_frames == 0 and node.last_error == ''
+    # Back on the low mount: the note clears.
+    assert node.set_parameters([Parameter('camera_height', value=0.25),
+                                Parameter('camera_pitch', value=0.3)])[0].successful
+    _publish(rig, frame, intr, 4)
+    assert rig.wait_for(lambda: any(g.header.stamp.sec == 4 for g in grids), timeout=15)
+    assert rig.wait_for(lambda: node.view_note is None)
+
+
 def _grid_array(msg, spec):
     return np.frombuffer(array.array('b', msg.data), np.int8).reshape(spec.ny, spec.nx)
 
