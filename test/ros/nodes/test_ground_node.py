@@ -108,15 +108,19 @@ def _setup_pubs(rig):
     assert rig.wait_for_subscribers(rig.info_pub)
 
 
+def _wanted_outputs(rig, *outputs):
+    """Collect each (type, topic) of ``outputs``, set up the inputs; wait until all are wanted."""
+    got = [rig.collect(kind, topic) for kind, topic in outputs]
+    _setup_pubs(rig)
+    assert rig.wait_for(lambda: all(rig.node.wants(topic) for _, topic in outputs))
+    return got
+
+
 def test_grid_outputs_match_a_direct_projection_of_the_truth(ground_rig):
     rig = ground_rig
-    grids = rig.collect(OccupancyGrid, 'free_space/grid')
-    clouds = rig.collect(PointCloud2, 'free_space/obstacles')
-    pictures = rig.collect(Image, 'free_space/grid_image')
-    _setup_pubs(rig)
-    node = rig.node
-    assert rig.wait_for(lambda: node.wants('free_space/grid')
-                        and node.wants('free_space/obstacles'))
+    grids, clouds, pictures = _wanted_outputs(
+        rig, (OccupancyGrid, 'free_space/grid'), (PointCloud2, 'free_space/obstacles'),
+        (Image, 'free_space/grid_image'))
     frame, intr = _frame()
     _publish(rig, frame, intr, 77)
     assert rig.wait_for(lambda: grids and clouds and pictures, timeout=15)
@@ -207,14 +211,11 @@ def test_mount_parameters_change_the_projection_at_run_time(ground_rig):
 
 def test_diagnostics_and_a_warning_say_how_near_the_camera_sees_the_floor(ground_rig):
     rig = ground_rig
-    grids = rig.collect(OccupancyGrid, 'free_space/grid')
-    scans = rig.collect(LaserScan, 'free_space/scan')
-    clouds = rig.collect(PointCloud2, 'free_space/obstacles')
-    _setup_pubs(rig)
+    grids, scans, clouds = _wanted_outputs(
+        rig, (OccupancyGrid, 'free_space/grid'), (LaserScan, 'free_space/scan'),
+        (PointCloud2, 'free_space/obstacles'))
     node = rig.node
     frame, intr = _frame()
-    assert rig.wait_for(lambda: node.wants('free_space/grid') and node.wants('free_space/scan')
-                        and node.wants('free_space/obstacles'))
     values = {kv.key: kv.value for kv in node.diagnostics_status().values}
     assert values['nearest_floor_in_view_m'].startswith('n/a')
     _publish(rig, frame, intr, 1)
