@@ -330,10 +330,10 @@ class SegmentationNode(LifecycleNode):
         """
         Warn when the nearest floor in view lies beyond freespace_driver's blind zone.
 
-        Once per distinct distance (1 cm); :attr:`view_note` has the warning, or None. An
-        obstacle nearer than that floor is never in view, and the driver passes unseen floor
-        only within its ``blind_distance`` (0.45 m by default), so it stands still before
-        such a band or drives into it blind.
+        Once per distinct distance (1 cm), at most every 5 s; :attr:`view_note` has the
+        warning, or None. An obstacle nearer than that floor is never in view, and the driver
+        passes unseen floor only within its ``blind_distance`` (0.45 m by default), so it
+        stands still before such a band or drives into it blind.
         """
         near = projector.nearest_floor
         key = round(near, 2) if math.isfinite(near) else near
@@ -347,7 +347,8 @@ class SegmentationNode(LifecycleNode):
                     'nothing nearer is ever in view, and freespace_driver passes unseen '
                     f'floor only within its blind_distance ({DRIVER_BLIND_DISTANCE} m by '
                     'default); pitch the camera further down or mount it lower')
-            self.get_logger().warning(note)
+            # A mount from TF may wander by centimetres: at most one warning per 5 s.
+            self.get_logger().warning(note, throttle_duration_sec=ERROR_THROTTLE_S)
         self.view_note = note
 
     @ends_in('active', 'inactive')
