@@ -362,14 +362,18 @@ class FloorMap:
             return None
         r0, c0 = box[0].start, box[1].start
         keep_target = self.target if keep else None
-        allow_tight = tight
-        tight = self.tight and keep_target is not None
-        goal, passable = self.goals(box, tight)
+        use_tight = self.tight and keep_target is not None
+        goal, passable = self.goals(box, use_tight)
         h, w = goal.shape
         rr, cc = np.mgrid[0:h, 0:w]
         cx, cy = self.cell_center(rr + r0, cc + c0)
-        for gx, gy, _ in self._give_up:
-            goal &= np.hypot(cx - gx, cy - gy) > _GIVE_UP_RADIUS
+
+        def without_given_up(goal):
+            for gx, gy, _ in self._give_up:
+                goal &= np.hypot(cx - gx, cy - gy) > _GIVE_UP_RADIUS
+            return goal
+
+        goal = without_given_up(goal)
         free = (self.seen[box] & (self.vote[box] > 0)) | self.swept[box]
         near = np.hypot(cx - x, cy - y)
         # The wavefront starts at the free cells near the robot, at their distance from it,
@@ -388,20 +392,19 @@ class FloorMap:
             if heading is not None and turn_cost > 0.0:
                 off = np.arctan2(cy - y, cx - x) - heading
                 extra += turn_cost / CELL * np.abs((off + np.pi) % (2.0 * np.pi) - np.pi)
-            made = tight
-            for tight in (False, True) if allow_tight else (False,):
-                if tight != made:
-                    made = tight
-                    goal, passable = self.goals(box, tight)
-                    for gx, gy, _ in self._give_up:
-                        goal &= np.hypot(cx - gx, cy - gy) > _GIVE_UP_RADIUS
+            made = use_tight
+            for use_tight in (False, True) if tight else (False,):
+                if use_tight != made:
+                    made = use_tight
+                    goal, passable = self.goals(box, use_tight)
+                    goal = without_given_up(goal)
                 target = self._nearest_goal(goal, passable, seeds, extra)
                 if target is not None:
                     break
             if target is None:
                 self.target = None
                 return None
-        self.tight = tight
+        self.tight = use_tight
         to_goal = np.full(goal.shape, np.inf, dtype=np.float32)
         to_goal[target] = 0.0
         reached = []
