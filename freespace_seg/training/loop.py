@@ -151,7 +151,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 checkpoint_meta=None, hard_frames=0.0, resume=None, time_limit=None,
                 stop_after=None, device='cpu', encoder_lr_scale=1.0, schedule='one-cycle',
                 warmup_steps=100, encoder_lr_decay=1.0, encoder_frozen_steps=0, ranks=None,
-                on_step=None, prefetch=None, select_x=None, select_y=None):
+                on_step=None, prefetch=None, select_x=None, select_y=None, edge_weight=0.0):
     """
     Train ``model`` in place on uint8 tensors; return a history dict.
 
@@ -172,6 +172,8 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     mIoU.
     ``hard_frames``: the fraction of each batch drawn by loss (see :class:`FrameSampler`);
     0 (default) walks plain shuffled passes. ``history['hard_drawn']`` counts those frames.
+    ``edge_weight``: the pixels within 2 pixels of another class weigh ``1 + edge_weight``
+    in the cross-entropy (:func:`~.losses.segmentation_loss`); 0 (default): all alike.
 
     Interrupting and resuming: ``last.pt`` in ``work_dir`` (written at every validation)
     holds, under ``'resume'``, everything the loop needs to go on (optimizer, schedule,
@@ -381,7 +383,7 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
                 log(f'step {step}: the encoder trains too')
         idx, x, y = batches.get(step, step + 1 if step < steps else None)
         logits = net(x)
-        loss = segmentation_loss(logits, y, dice_weight)
+        loss = segmentation_loss(logits, y, dice_weight, edge_weight)
         if sampler.hard_fraction:
             sampler.update(idx, per_frame_loss(logits, y).cpu())
         opt.zero_grad(set_to_none=True)

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Losses: cross-entropy plus Dice, and the per-frame loss the sampler weighs by."""
+"""Losses: cross-entropy (edges optionally weighted) plus Dice, and the per-frame loss."""
 
 from freespace_seg.perception import metrics
 import torch
@@ -37,9 +37,40 @@ def dice_loss(logits, target, ignore_index=metrics.IGNORE_INDEX, eps=1.0):
     return 1.0 - ((2.0 * inter + eps) / (denom + eps)).mean()
 
 
-def segmentation_loss(logits, target, dice_weight=1.0):
-    """Cross-entropy (ignoring pads) + ``dice_weight`` * Dice."""
-    ce = F.cross_entropy(logits, target, ignore_index=metrics.IGNORE_INDEX)
+def edge_pixels(target, radius, ignore_index=metrics.IGNORE_INDEX):
+    """
+    Bool (N, H, W): labelled pixels within ``radius`` pixels (a square) of another class.
+
+    Pads (``ignore_index``) are neither a class nor an edge: a frame's letterbox border does
+    not make the floor beside it an edge.
+    """
+    valid = target != ignore_index
+    k = 2 * int(radius) + 1
+    t = target.float().unsqueeze(1)
+    # The largest and smallest class within the window, pads left out of both.
+    hi = F.max_pool2d(torch.where(valid.unsqueeze(1), t, torch.full_like(t, -1.0)), k, 1,
+                      int(radius))
+    lo = -F.max_pool2d(torch.where(valid.unsqueeze(1), -t, torch.full_like(t, -1e9)), k, 1,
+                       int(radius))
+    return ((hi != lo) & valid.unsqueeze(1)).squeeze(1)
+
+
+def segmentation_loss(logits, target, dice_weight=1.0, edge_weight=0.0, edge_radius=2):
+    """
+    Cross-entropy (ignoring pads) + ``dice_weight`` * Dice.
+
+    ``edge_weight`` > 0: the pixels within ``edge_radius`` pixels of another class (an
+    obstacle's foot, a wall's base) count ``1 + edge_weight`` times in the cross-entropy,
+    which stays a weighted mean over the labelled pixels.
+    """
+    if edge_weight:
+        ce_map = F.cross_entropy(logits, target, ignore_index=metrics.IGNORE_INDEX,
+                                 reduction='none')
+        valid = (target != metrics.IGNORE_INDEX).float()
+        weight = valid * (1.0 + edge_weight * edge_pixels(target, edge_radius).float())
+        ce = (ce_map * weight).sum() / weight.sum().clamp_min(1.0)
+    else:
+        ce = F.cross_entropy(logits, target, ignore_index=metrics.IGNORE_INDEX)
     if dice_weight:
         return ce + dice_weight * dice_loss(logits, target)
     return ce

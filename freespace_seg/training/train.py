@@ -143,13 +143,20 @@ def _steps(text):
 #: options added after the shipped models were trained: the reproducing command names them
 #: only when they differ from these defaults (which are what those models trained with)
 QUIET_DEFAULTS = {'decoder_widths': None, 'schedule': 'one-cycle', 'warmup_steps': 100,
-                  'encoder_lr_decay': 1.0, 'encoder_frozen_steps': 0}
+                  'encoder_lr_decay': 1.0, 'encoder_frozen_steps': 0, 'edge_weight': 0.0}
 
 
 def _jobs(text):
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f'expected at least 1 worker process, got {text}')
+    return value
+
+
+def _non_negative(text):
+    value = float(text)
+    if not value >= 0.0 or value == float('inf'):
+        raise argparse.ArgumentTypeError(f'expected a finite number >= 0, got {text}')
     return value
 
 
@@ -219,6 +226,10 @@ def add_arguments(parser):
     opt(tr, '--weight-decay', type=float, default=1e-4, help='AdamW (default: %(default)s)')
     opt(tr, '--dice-weight', type=float, default=1.0,
         help='weight of the Dice loss added to cross-entropy (default: %(default)s)')
+    opt(tr, '--edge-weight', type=_non_negative, default=0.0, metavar='W',
+        help='the pixels within 2 pixels of another class (obstacle feet, wall bases) count '
+             '1 + W times in the cross-entropy: sharper edges; 0: all pixels alike (default: '
+             '%(default)s)')
     opt(tr, '--hard-frames', type=_fraction, default=0.0, metavar='F',
         help='hard-frame mining: draw this fraction of each batch in proportion to each '
              "frame's last loss, so badly predicted frames come back more often; 0: plain "
@@ -732,7 +743,10 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
             f'first {min(args.low_res_steps, steps)} steps at half resolution, batch '
             f'{args.low_res_batch_size or 2 * args.batch_size}; then full resolution'),
         'init': init,
-        'loss': f'cross-entropy + {args.dice_weight:g} * Dice',
+        'loss': (f'cross-entropy + {args.dice_weight:g} * Dice' if not
+                 getattr(args, 'edge_weight', 0.0) else
+                 f'cross-entropy (pixels within 2 pixels of another class weighted '
+                 f'{1.0 + args.edge_weight:g}) + {args.dice_weight:g} * Dice'),
         'hard_frames': (None if not args.hard_frames else
                         f'{args.hard_frames:g} of each batch drawn by last loss; '
                         f'{history["hard_drawn"]} frames so drawn'),

@@ -257,6 +257,61 @@ def test_per_frame_loss_ignores_pads_and_ranks_frames():
     assert float(loss[0]) == pytest.approx(math.log1p(math.exp(-4.0)), rel=1e-5)
 
 
+def test_edge_pixels_lie_beside_the_other_class_and_never_beside_pads():
+    target = torch.ones(1, 8, 8, dtype=torch.long)
+    target[0, 5:, 3:5] = 0                       # an obstacle's foot on the floor
+    target[0, :, 7] = metrics.IGNORE_INDEX       # a letterbox pad on the right
+    edge = losses_mod.edge_pixels(target, 1)[0]
+    rows, cols = torch.nonzero(edge, as_tuple=True)
+    # Every edge pixel is within one pixel (a square) of the other class ...
+    for r, c in zip(rows.tolist(), cols.tolist()):
+        window = target[0, max(0, r - 1):r + 2, max(0, c - 1):c + 2]
+        assert ((window != target[0, r, c]) & (window != metrics.IGNORE_INDEX)).any()
+    # ... every pixel with such a neighbour is one, and the pads and the floor beside them
+    # (column 6, far from the obstacle) are not.
+    assert edge[4:8, 2:6].all() and int(edge.sum()) == 4 * 4  # the foot and the floor around
+    assert not edge[:, 6:].any()
+
+
+def test_edge_weight_weighs_the_errors_at_edges_more():
+    target = torch.ones(1, 8, 8, dtype=torch.long)
+    target[0, 5:, 3:5] = 0
+    logits = torch.zeros(1, 2, 8, 8)
+    logits[:, 1] = 3.0                            # "free" everywhere: wrong on the obstacle
+    plain = losses_mod.segmentation_loss(logits, target, 0.0)
+    assert float(losses_mod.segmentation_loss(logits, target, 0.0, 0.0)) == float(plain)
+    weighted = losses_mod.segmentation_loss(logits, target, 0.0, edge_weight=4.0,
+                                            edge_radius=1)
+    # The wrong pixels (the obstacle) are all edge pixels, so they gain weight.
+    assert float(weighted) > 1.5 * float(plain)
+    # Right everywhere: both losses are small, and the weighting is a weighted mean.
+    good = torch.stack([(target == 0).float(), (target == 1).float()], dim=1) * 20.0
+    assert float(losses_mod.segmentation_loss(good, target, 0.0, edge_weight=4.0)) < 1e-6
+
+
+def test_training_with_edge_weight_learns():
+    torch.manual_seed(0)
+    tx, ty = toy_tensors(8)
+    net = unet.build_model(widths=(8, 8, 16, 16, 32))
+    hist = loop.train_model(net, tx, ty, steps=30, batch_size=4, lr=5e-3, seed=0,
+                            augment_data=False, log_every=0, progress_bar=False,
+                            log=lambda m: None, edge_weight=3.0)
+    assert np.mean(hist['loss'][-5:]) < 0.7 * np.mean(hist['loss'][:5])
+
+
+def test_edge_weight_option_is_checked_and_reproduced():
+    parser, sub = cli.build_parser()
+    train.add_arguments(sub.choices['train'])
+    args = parser.parse_args(['train', '--render', '4', '--edge-weight', '2'])
+    assert args.edge_weight == 2.0
+    words = shlex.split(train.reproduce_command(args))
+    assert words[words.index('--edge-weight') + 1] == '2.0'
+    assert '--edge-weight' not in train.reproduce_command(parser.parse_args(['train']))
+    for bad in ('-1', 'inf', 'nan'):
+        with pytest.raises(SystemExit):
+            parser.parse_args(['train', '--edge-weight', bad])
+
+
 def test_training_with_hard_frames_draws_them_and_learns():
     torch.manual_seed(0)
     tx, ty = toy_tensors(8)
