@@ -34,6 +34,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TINY_PALETTE = [[200, 0, 0], [0, 200, 0]]
 
 
+def load_tool(name):
+    """Import ``tools/<name>.py`` (a script, not a package module) and return the module."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, 'tools', name + '.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def randomize_batchnorm(model, mean=0.5, var=(0.5, 2.0), affine=True):
     """
     Give every BatchNorm of a torch model statistics far from the identity; return ``model``.

@@ -14,21 +14,14 @@
 
 """The driver-alone proxy of the closed loop (`tools/proxy_closed_loop.py`): its rooms."""
 
-import importlib.util
-import os
-
 import cv2
 
 import numpy as np
-
-TOOL = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'tools', 'proxy_closed_loop.py')
+from support import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location('proxy_closed_loop', TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('proxy_closed_loop')
 
 
 def test_every_obstacle_of_the_room_blocks_a_cell_thin_legs_included():

@@ -14,21 +14,15 @@
 
 """`tools/room_start_views.py`: a closed-loop room seen from its start pose, model and truth."""
 
-import importlib.util
-import os
 import re
 
 import cv2
 import pytest
-
-TOOL = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'tools', 'room_start_views.py')
+from support import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location('room_start_views', TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('room_start_views')
 
 
 def test_one_row_per_heading_and_the_counts_of_both_grids(tmp_path, capsys):

@@ -289,13 +289,18 @@ def test_edge_weight_weighs_the_errors_at_edges_more():
     assert float(losses_mod.segmentation_loss(good, target, 0.0, edge_weight=4.0)) < 1e-6
 
 
-def test_training_with_edge_weight_learns():
+def _train_toy(**options):
+    """30 steps of a tiny UNet on toy frames with these train_model options: the history."""
     torch.manual_seed(0)
     tx, ty = toy_tensors(8)
     net = unet.build_model(widths=(8, 8, 16, 16, 32))
-    hist = loop.train_model(net, tx, ty, steps=30, batch_size=4, lr=5e-3, seed=0,
+    return loop.train_model(net, tx, ty, steps=30, batch_size=4, lr=5e-3, seed=0,
                             augment_data=False, log_every=0, progress_bar=False,
-                            log=lambda m: None, edge_weight=3.0)
+                            log=lambda m: None, **options)
+
+
+def test_training_with_edge_weight_learns():
+    hist = _train_toy(edge_weight=3.0)
     assert np.mean(hist['loss'][-5:]) < 0.7 * np.mean(hist['loss'][:5])
 
 
@@ -313,12 +318,7 @@ def test_edge_weight_option_is_checked_and_reproduced():
 
 
 def test_training_with_hard_frames_draws_them_and_learns():
-    torch.manual_seed(0)
-    tx, ty = toy_tensors(8)
-    net = unet.build_model(widths=(8, 8, 16, 16, 32))
-    hist = loop.train_model(net, tx, ty, steps=30, batch_size=4, lr=5e-3, seed=0,
-                            augment_data=False, log_every=0, progress_bar=False,
-                            log=lambda m: None, hard_frames=0.5)
+    hist = _train_toy(hard_frames=0.5)
     assert hist['hard_drawn'] == 30 * 2
     assert np.mean(hist['loss'][-5:]) < 0.7 * np.mean(hist['loss'][:5])
 
