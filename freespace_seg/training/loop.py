@@ -172,8 +172,9 @@ def train_model(model, train_x, train_y, val_x=None, val_y=None, steps=100, batc
     mIoU.
     ``hard_frames``: the fraction of each batch drawn by loss (see :class:`FrameSampler`);
     0 (default) walks plain shuffled passes. ``history['hard_drawn']`` counts those frames.
-    ``edge_weight``: the pixels within 2 pixels of another class weigh ``1 + edge_weight``
-    in the cross-entropy (:func:`~.losses.segmentation_loss`); 0 (default): all alike.
+    ``edge_weight``: the pixels within :data:`~.losses.EDGE_RADIUS` pixels of another class
+    weigh ``1 + edge_weight`` in the cross-entropy (:func:`~.losses.segmentation_loss`); 0
+    (default): all alike.
 
     Interrupting and resuming: ``last.pt`` in ``work_dir`` (written at every validation)
     holds, under ``'resume'``, everything the loop needs to go on (optimizer, schedule,

@@ -18,6 +18,8 @@ from freespace_seg.perception import metrics
 import torch
 import torch.nn.functional as F
 
+#: ``segmentation_loss``'s edge pixels lie within this many pixels of another class
+EDGE_RADIUS = 2
 
 # ---------------------------------------------------------------------------------------------
 # Loss, validation, training loop
@@ -55,7 +57,8 @@ def edge_pixels(target, radius, ignore_index=metrics.IGNORE_INDEX):
     return ((hi != lo) & valid.unsqueeze(1)).squeeze(1)
 
 
-def segmentation_loss(logits, target, dice_weight=1.0, edge_weight=0.0, edge_radius=2):
+def segmentation_loss(logits, target, dice_weight=1.0, edge_weight=0.0,
+                      edge_radius=EDGE_RADIUS):
     """
     Cross-entropy (ignoring pads) + ``dice_weight`` * Dice.
 

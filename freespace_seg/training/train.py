@@ -76,6 +76,7 @@ from freespace_seg.training.errors import TrainError, TrainingError
 from freespace_seg.training.evaluate import evaluate_frames, latency_key
 from freespace_seg.training.export import export_and_verify
 from freespace_seg.training.loop import onnx_init_state, seed_everything, train_model
+from freespace_seg.training.losses import EDGE_RADIUS
 from freespace_seg.training.model import (ARCHS, build_model, count_parameters, DEFAULT_WIDTHS,
                                           load_weights, widen_weights)
 from freespace_seg.training.report import card_scores
@@ -227,9 +228,9 @@ def add_arguments(parser):
     opt(tr, '--dice-weight', type=float, default=1.0,
         help='weight of the Dice loss added to cross-entropy (default: %(default)s)')
     opt(tr, '--edge-weight', type=_non_negative, default=0.0, metavar='W',
-        help='the pixels within 2 pixels of another class (obstacle feet, wall bases) count '
-             '1 + W times in the cross-entropy: sharper edges; 0: all pixels alike (default: '
-             '%(default)s)')
+        help=f'the pixels within {EDGE_RADIUS} pixels of another class (obstacle feet, wall '
+             'bases) count 1 + W times in the cross-entropy: sharper edges; 0: all pixels '
+             'alike (default: %(default)s)')
     opt(tr, '--hard-frames', type=_fraction, default=0.0, metavar='F',
         help='hard-frame mining: draw this fraction of each batch in proportion to each '
              "frame's last loss, so badly predicted frames come back more often; 0: plain "
@@ -745,7 +746,7 @@ def _export(args, model, history, val_x, val_y, val_frames, data_record, out, st
         'init': init,
         'loss': (f'cross-entropy + {args.dice_weight:g} * Dice' if not
                  getattr(args, 'edge_weight', 0.0) else
-                 f'cross-entropy (pixels within 2 pixels of another class weighted '
+                 f'cross-entropy (pixels within {EDGE_RADIUS} pixels of another class weighted '
                  f'{1.0 + args.edge_weight:g}) + {args.dice_weight:g} * Dice'),
         'hard_frames': (None if not args.hard_frames else
                         f'{args.hard_frames:g} of each batch drawn by last loss; '
