@@ -91,11 +91,13 @@ The algorithm, once per grid and once per control step:
    goal) or given up: no 0.2 m closer within ``frontier_timeout``, a dead end, or a full
    turn; then it is skipped for 60 s. The map's blocked cells also take their floor out of
    the blind zone of step 1, so that a table leg seen earlier blocks beside the robot after
-   the obstacle memory forgot it. With ``tight_path_speed`` > 0 (off by default), when no
-   goal is reachable at that clearance, the cells the robot's centre passed through are
-   passable too (a *tight* target), and where its path within 1 m holds such a cell the
-   robot follows the path by pure pursuit instead of scoring arcs
-   (:meth:`DriverLogic._path_plan`, reason ``path``).
+   the obstacle memory forgot it. With ``frontier_narrow_room`` under 0.15 m, when no goal
+   is reachable at that clearance, the plan runs again with that room instead (a *narrow*
+   target). With ``tight_path_speed`` > 0 (off by default), when no goal is reachable at
+   either, the cells the robot's centre passed through are passable too (a *tight*
+   target), and where the path of a narrow or tight target within 1 m holds a cell only
+   that plan made passable, the robot follows the path by pure pursuit instead of scoring
+   arcs (:meth:`DriverLogic._path_plan`, reason ``path``).
 6. **Speed.** ``v`` falls linearly from ``max_linear`` at ``L >= slow_distance`` to
    ``min_linear`` (at most ``max_linear``) at ``L = stop_distance`` (so it never creeps
    towards the stop point for ever), and ``v <= sqrt(2 * max_linear_decel * (L -
@@ -239,6 +241,7 @@ class DriverConfig:
     frontier_timeout: float = 20.0
     frontier_map_size: float = 20.0
     tight_path_speed: float = 0.0
+    frontier_narrow_room: float = _FRONTIER_ROOM
 
     def __post_init__(self):
         for f in fields(self):
@@ -279,6 +282,9 @@ class DriverConfig:
         if self.frontier_map_size < 4.0 * self.lookahead:
             raise ValueError(f'frontier_map_size ({self.frontier_map_size}) must be at least '
                              f'4 x lookahead ({4.0 * self.lookahead})')
+        if self.frontier_narrow_room > _FRONTIER_ROOM:
+            raise ValueError(f'frontier_narrow_room ({self.frontier_narrow_room}) must not '
+                             f'exceed {_FRONTIER_ROOM} (the room of the first plan)')
         if self.tight_path_speed > self.max_linear:
             raise ValueError(f'tight_path_speed ({self.tight_path_speed}) must not exceed '
                              f'max_linear ({self.max_linear})')
@@ -563,8 +569,10 @@ class DriverLogic:
         self.config = config
         if self._floor is not None and (
                 config.frontier_weight <= 0.0 or
-                (config.frontier_map_size, config.robot_radius, config.safety_margin) !=
-                (old.frontier_map_size, old.robot_radius, old.safety_margin)):
+                (config.frontier_map_size, config.robot_radius, config.safety_margin,
+                 config.frontier_narrow_room) !=
+                (old.frontier_map_size, old.robot_radius, old.safety_margin,
+                 old.frontier_narrow_room)):
             self._floor = None
             self._frontier_turn = 0.0
         if self._map is not None:
@@ -670,7 +678,8 @@ class DriverLogic:
         if self._floor is None:
             cfg = self.config
             self._floor = FloorMap(int(round(cfg.frontier_map_size / _FLOOR_CELL)),
-                                   cfg.inflated_radius + _FRONTIER_ROOM, cfg.robot_radius)
+                                   cfg.inflated_radius + _FRONTIER_ROOM, cfg.robot_radius,
+                                   cfg.inflated_radius + cfg.frontier_narrow_room)
         return self._floor
 
     @property
@@ -1015,7 +1024,7 @@ class DriverLogic:
 
     def _path_plan(self, start):
         """
-        Follow the frontier target's path where it is tight (only the centre's trail passed).
+        Follow the frontier target's path where it is tight (narrow, or the centre's trail).
 
         Pure pursuit to the path point _PATH_LOOKAHEAD ahead: a turn in place while it lies
         more than _PATH_TURN off the heading, else the arc through it, with ``robot_radius`` +
@@ -1024,7 +1033,8 @@ class DriverLogic:
         blocked.
         """
         f, odom = self._floor, self._odom_now
-        if self.config.tight_path_speed <= 0.0 or f is None or not f.tight or odom is None or \
+        if self.config.tight_path_speed <= 0.0 or f is None or not (f.tight or f.narrow) or \
+                odom is None or \
                 self._grid_pose is None or self._escape_left > 0.0:
             return None
         pts, tight = f.path(odom[0], odom[1], _PATH_REACH)

@@ -36,11 +36,12 @@ at least the planning clearance (the inflated radius); distances are geodesic (a
 relaxation with steps of 1 and sqrt(2) cells, numpy and OpenCV only). It then keeps the
 geodesic distance of every reachable cell to that goal (:meth:`FloorMap.distance_at`), which
 the driver uses to score its arcs, and a waypoint about :data:`WAYPOINT_REACH` m along the
-path. When no goal is reachable so, the plan runs again with the cells the robot's
-centre passed through passable too (``plan(..., tight=True)``): the robot fitted there, so a gap it
-came in by is a way out; such a target is *tight* (:attr:`FloorMap.tight`), and
-:meth:`FloorMap.path` says which cells of its path are passable only that way. Goals near
-a cell given up on (:meth:`FloorMap.give_up`) are skipped for a while.
+path. When no goal is reachable so, the plan runs again at ``narrow_clearance`` when
+set (a *narrow* target, :attr:`FloorMap.narrow`), then, with ``plan(..., tight=True)``, with
+the cells the robot's centre passed through passable too: the robot fitted there, so a gap it
+came in by is a way out; such a target is *tight* (:attr:`FloorMap.tight`).
+:meth:`FloorMap.path` says which cells of a narrow or tight path are passable only that
+way. Goals near a cell given up on (:meth:`FloorMap.give_up`) are skipped for a while.
 """
 
 import math
@@ -123,12 +124,20 @@ class FloorMap:
     every seen-blocked cell.
     """
 
-    def __init__(self, size=200, clearance=0.22, robot_radius=0.17):
+    def __init__(self, size=200, clearance=0.22, robot_radius=0.17, narrow_clearance=0.0):
         size = int(size)
         if size < 8:
             raise ValueError(f'size must be at least 8 cells, got {size}')
+        if not 0.0 <= narrow_clearance <= clearance:
+            raise ValueError(f'narrow_clearance must be in [0, clearance ({clearance})], '
+                             f'got {narrow_clearance}')
         self.size = size
         self.clearance = float(clearance)
+        #: the second planning clearance (m), tried when no goal is reachable at
+        #: ``clearance``; 0: none
+        self.narrow_clearance = float(narrow_clearance)
+        #: the clearance (m) the target was planned with
+        self.target_clearance = self.clearance
         self.robot_radius = float(robot_radius)
         #: odometry cell (ix, iy) of the window's cell (0, 0), set by the first update
         self.offset = None
@@ -302,14 +311,16 @@ class FloorMap:
         return (slice(max(rows[0] - m, 0), min(rows[-1] + m + 1, self.size)),
                 slice(max(cols[0] - m, 0), min(cols[-1] + m + 1, self.size)))
 
-    def goals(self, box=None, tight=False):
+    def goals(self, box=None, tight=False, clearance=None):
         """
         Return the goal cells (bool, in ``box`` or the window) and the passable cells.
 
-        A goal is seen free, not swept, passable, and at least :data:`MIN_GAIN` of the
-        cells within :data:`GAIN_RADIUS` of it are new floor (unswept, not seen blocked).
-        With ``tight`` the cells the robot's centre passed through are passable too.
+        A goal is seen free, not swept, passable (at least ``clearance`` m, by default the
+        map's, from every seen-blocked cell), and at least :data:`MIN_GAIN` of the cells
+        within :data:`GAIN_RADIUS` of it are new floor (unswept, not seen blocked). With
+        ``tight`` the cells the robot's centre passed through are passable too.
         """
+        clearance = self.clearance if clearance is None else float(clearance)
         box = box or (slice(None), slice(None))
         seen, vote, swept = self.seen[box], self.vote[box], self.swept[box]
         blocked = seen & (vote <= 0) & ~swept
@@ -319,11 +330,14 @@ class FloorMap:
             away = cv2.distanceTransform(src, cv2.DIST_L2, cv2.DIST_MASK_PRECISE) * CELL
         else:
             away = np.full(src.shape, np.inf, dtype=np.float32)
-        passable = free & (away >= self.clearance - 1e-6)
-        # the cells only the robot's centre has shown passable (of the last call, in box)
-        self._tight_cells = (self.centre[box] & ~passable) if tight else None
+        passable = free & (away >= clearance - 1e-6)
+        # the cells passable only at the narrow clearance or as the robot's centre's trail
+        # (of the last call, in box); None when every passable cell keeps the clearance
+        only = passable & (away < self.clearance - 1e-6)
         if tight:
+            only |= self.centre[box] & ~passable
             passable = passable | self.centre[box]
+        self._tight_cells = only if tight or clearance < self.clearance else None
         new = (~swept & ~blocked).astype(np.float32)
         gain = cv2.filter2D(new, -1, self._disc, borderType=cv2.BORDER_CONSTANT)
         goal = passable & ~swept & (seen & (vote > 0)) & \
@@ -363,7 +377,8 @@ class FloorMap:
         r0, c0 = box[0].start, box[1].start
         keep_target = self.target if keep else None
         use_tight = self.tight and keep_target is not None
-        goal, passable = self.goals(box, use_tight)
+        use_clear = self.target_clearance if keep_target is not None else self.clearance
+        goal, passable = self.goals(box, use_tight, use_clear)
         h, w = goal.shape
         rr, cc = np.mgrid[0:h, 0:w]
         cx, cy = self.cell_center(rr + r0, cc + c0)
@@ -392,11 +407,11 @@ class FloorMap:
             if heading is not None and turn_cost > 0.0:
                 off = np.arctan2(cy - y, cx - x) - heading
                 extra += turn_cost / CELL * np.abs((off + np.pi) % (2.0 * np.pi) - np.pi)
-            made = use_tight
-            for use_tight in (False, True) if tight else (False,):
-                if use_tight != made:
-                    made = use_tight
-                    goal, passable = self.goals(box, use_tight)
+            made = (use_clear, use_tight)
+            for use_clear, use_tight in self._tiers(tight):
+                if (use_clear, use_tight) != made:
+                    made = (use_clear, use_tight)
+                    goal, passable = self.goals(box, use_tight, use_clear)
                     goal = without_given_up(goal)
                 target = self._nearest_goal(goal, passable, seeds, extra)
                 if target is not None:
@@ -405,6 +420,7 @@ class FloorMap:
                 self.target = None
                 return None
         self.tight = use_tight
+        self.target_clearance = use_clear
         to_goal = np.full(goal.shape, np.inf, dtype=np.float32)
         to_goal[target] = 0.0
         reached = []
@@ -436,6 +452,20 @@ class FloorMap:
         else:
             self.waypoint = self.target
         return self.target
+
+    def _tiers(self, tight):
+        """
+        Return the (clearance, tight) pairs a new target is looked for with, in turn.
+
+        The map's clearance; then :attr:`narrow_clearance` when set; then, with ``tight``,
+        the centre cells passable too at the smaller of the two.
+        """
+        tiers = [(self.clearance, False)]
+        if 0.0 < self.narrow_clearance < self.clearance:
+            tiers.append((self.narrow_clearance, False))
+        if tight:
+            tiers.append((tiers[-1][0], True))
+        return tiers
 
     @staticmethod
     def _nearest_goal(goal, passable, seeds, extra):
@@ -509,9 +539,14 @@ class FloorMap:
             cells.append(best)
         rows_, cols_ = np.array(cells).T
         pts = np.stack(self.cell_center(rows_ + r0, cols_ + c0), axis=1).astype(np.float64)
-        tight = self.tight_cells[rows_, cols_] if self.tight and self.tight_cells is not None \
+        tight = self.tight_cells[rows_, cols_] if self.tight_cells is not None \
             and self.tight_cells.shape == field.shape else np.zeros(len(cells), dtype=bool)
         return pts, tight
+
+    @property
+    def narrow(self):
+        """Return True while the target was planned at the narrow clearance."""
+        return self.target is not None and self.target_clearance < self.clearance
 
     @property
     def has_target(self):

@@ -233,9 +233,16 @@ DRIVER_PARAMS = (
               min_value=8.0, max_value=100.0),
     ParamSpec('tight_path_speed', _DEFAULTS.tight_path_speed, 'When no frontier target is '
               "reachable with room to spare, plan over the cells the robot's centre passed "
-              'through (a gap it came in by) and follow such a path by pure pursuit, with '
-              'robot_radius + 0.01 m of clearance, at most this fast (m/s). At most '
-              'max_linear. 0: off.', 'double', min_value=0.0, max_value=0.46),
+              'through (a gap it came in by) and follow such a path, or one planned with '
+              'frontier_narrow_room, by pure pursuit where it is tight, with robot_radius + '
+              '0.01 m of clearance, at most this fast (m/s). At most max_linear. 0: off.',
+              'double', min_value=0.0, max_value=0.46),
+    ParamSpec('frontier_narrow_room', _DEFAULTS.frontier_narrow_room, 'When no frontier '
+              'target is reachable over cells robot_radius + safety_margin + 0.15 m from '
+              'every cell seen blocked (centre to centre, 0.1 m cells), plan again with this '
+              'room (m) instead of 0.15 m: through gaps the arcs often miss. With '
+              'tight_path_speed > 0 the robot follows such a path where it is narrow. 0.15: '
+              'no second plan.', 'double', min_value=0.0, max_value=0.15),
 )
 
 _CONFIG_FIELDS = {f.name for f in fields(DriverConfig)}

@@ -179,6 +179,37 @@ def test_a_door_the_centre_passed_through_is_a_tight_path_when_nothing_else_is_r
     assert not f.tight
 
 
+def test_a_door_narrower_than_the_clearance_is_planned_through_at_the_narrow_clearance():
+    # A wall across the room at y = 2 with a door of 0.55 m (x 5.0..5.55): blocked cell
+    # centres 0.7 m apart, so no cell of the door keeps the driver's 0.37 m, but 0.25 m.
+    def door_map(narrow):
+        f = FloorMap(size=80, clearance=0.37, robot_radius=0.17, narrow_clearance=narrow)
+        cx, cy = _room_map(f, walls=[(0.0, 5.0, 1.9, 2.1), (5.55, 6.0, 1.9, 2.1)])
+        lower = cy < 1.9
+        f.swept[lower] = True
+        f.vote[lower] = 4
+        return f
+
+    assert door_map(0.0).plan(1.0, 1.0, keep=False, tight=True) is None
+    f = door_map(0.25)
+    target = f.plan(1.0, 1.0, keep=False, heading=0.0, turn_cost=0.5)
+    assert target is not None and target[1] > 2.0
+    assert f.target_clearance == pytest.approx(0.25) and not f.tight
+    assert 4.0 < f.robot_distance < 6.0                # round by the door
+    assert f.distance_at(5.25, 2.0) < f.distance_at(4.0, 1.0) < f.distance_at(2.0, 1.0)
+    # Kept at the clearance it was planned with; a goal at the wide clearance wins again.
+    assert f.plan(1.0, 1.0, keep=True) == target
+    rows, cols = np.mgrid[0:f.size, 0:f.size]
+    cx, cy = f.cell_center(rows, cols)
+    door = (cy > 1.9) & (cy < 2.1) & (cx > 1.0) & (cx < 2.0)
+    f.vote[door] = 2                                   # a wide door near the robot
+    f.give_up(*target, until=10.0)
+    assert f.plan(1.5, 1.0, keep=False, heading=math.pi / 2, turn_cost=0.5) is not None
+    assert f.target_clearance == pytest.approx(0.37)
+    with pytest.raises(ValueError):
+        FloorMap(size=80, clearance=0.37, narrow_clearance=0.4)
+
+
 def test_given_up_targets_are_skipped_until_their_time():
     f = _floor()
     _room_map(f)
@@ -220,12 +251,12 @@ def test_old_driver_loops_in_the_corridor_the_new_one_reaches_the_side_room():
         assert d.frontier_give_ups == 0
 
 
-def _pocket():
-    """Return a room 5 m x 4 m, a pocket 1.3 m x 1 m in its corner, its door 0.45 m wide."""
+def _pocket(door=0.45):
+    """Return a room 5 m x 4 m, a pocket 1.3 m x 1 m in its corner, its door ``door`` m wide."""
     world = FloorWorld(5.0, 4.0)
     world.wall(0.0, 1.4, 1.0, 1.1)                  # the pocket: x 0..1.3, y 0..1.0
     world.wall(1.3, 1.4, 0.0, 0.3)
-    world.wall(1.3, 1.4, 0.75, 1.1)                 # its door: y 0.3..0.75 in the wall x 1.3
+    world.wall(1.3, 1.4, 0.3 + door, 1.1)           # its door: y 0.3..0.3 + door, x 1.3
     return world
 
 
@@ -259,6 +290,45 @@ def test_a_robot_leaves_a_pocket_through_the_tight_door_it_came_in_by():
     world, d, pose = start(NEW)
     r = run(world, pose, 60.0, logic=d)
     assert r['collisions'] == 0 and np.max(r['path'][:, 0]) < 1.3
+
+
+def test_a_robot_leaves_a_pocket_through_a_door_it_saw_but_never_passed():
+    # The pocket of the test above with a door of 0.5 m (y 0.3..0.8), the robot placed
+    # inside: no trail of its centre leads out. The door keeps no cell 0.37 m from the walls
+    # (the planning clearance), but 0.25 m (frontier_narrow_room 0.03).
+    narrow = replace(TIGHT, frontier_narrow_room=0.03)
+
+    def start(cfg):
+        world = _pocket(door=0.5)
+        d = DriverLogic(cfg)
+        r = run(world, (0.6, 0.5, math.pi), 0.2, logic=d)
+        f = d.floor_map
+        _seen_free(f, 0.0, 5.0, 0.0, 4.0)
+        rows, cols = np.mgrid[0:f.size, 0:f.size]
+        cx, cy = f.cell_center(rows, cols)
+        wall = np.zeros(cx.shape, dtype=bool)
+        for ox in (-0.04, 0.04):                     # any part of a cell on a wall
+            for oy in (-0.04, 0.04):
+                wall |= world.is_blocked(cx + ox, cy + oy)
+        f.vote[wall] = -4                            # its walls seen blocked
+        _swept(d, 0.2, 1.1, 0.2, 0.8)
+        return world, d, tuple(r['path'][-1])
+
+    world, d, pose = start(narrow)
+    assert d.floor_map.plan(*pose[:2], keep=False, tight=True) is not None
+    assert d.floor_map.narrow                   # only at the narrow clearance
+    r = run(world, pose, 60.0, logic=d)
+    assert r['collisions'] == 0
+    assert np.max(r['path'][:, 0]) > 1.6, 'never left the pocket'
+    # The door is followed as a path: its cells keep less than the clearance.
+    assert 'drive (path)' in r['modes']
+    # Without the narrow clearance no target lies beyond the door (the robot's centre never
+    # passed it), so no path is followed: the arcs decide (this toy world's axis-aligned
+    # 0.5 m door they may take; the closed loop's rooms have gaps they miss).
+    world, d, pose = start(TIGHT)
+    assert d.floor_map.plan(*pose[:2], keep=False, tight=True) is None
+    r = run(world, pose, 60.0, logic=d)
+    assert r['collisions'] == 0 and 'drive (path)' not in r['modes']
 
 
 def _swept(d, x0, x1, y0, y1):
@@ -359,6 +429,8 @@ def test_frontier_config_is_validated_and_zero_weight_turns_it_off():
         DriverConfig(frontier_weight=-1.0)
     with pytest.raises(ValueError):
         DriverConfig(tight_path_speed=0.4)            # > max_linear
+    with pytest.raises(ValueError):
+        DriverConfig(frontier_narrow_room=0.2)        # > the first clearance's 0.15 m
     d = DriverLogic(OLD)
     run(FloorWorld(3.0, 3.0), (1.0, 1.5, 0.0), 1.0, logic=d)
     assert d.floor_map is None and d.frontier_target is None
