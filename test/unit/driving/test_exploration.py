@@ -260,25 +260,39 @@ def _pocket(door=0.45):
     return world
 
 
+def _in_pocket(cfg, door, reach):
+    """
+    Return the world, a driver and its pose inside ``_pocket(door)``, its floor map filled.
+
+    The whole room is seen free, the pocket swept, and every cell with a point within
+    ``reach`` m (in x and y) of its centre on a wall seen blocked.
+    """
+    world = _pocket(door=door)
+    d = DriverLogic(cfg)
+    r = run(world, (0.6, 0.5, math.pi), 0.2, logic=d)
+    f = d.floor_map
+    _seen_free(f, 0.0, 5.0, 0.0, 4.0)
+    rows, cols = np.mgrid[0:f.size, 0:f.size]
+    cx, cy = f.cell_center(rows, cols)
+    wall = np.zeros(cx.shape, dtype=bool)
+    for ox in {-reach, reach}:
+        for oy in {-reach, reach}:
+            wall |= world.is_blocked(cx + ox, cy + oy)
+    f.vote[wall] = -4
+    _swept(d, 0.2, 1.1, 0.2, 0.8)
+    return world, d, tuple(r['path'][-1])
+
+
 def test_a_robot_leaves_a_pocket_through_the_tight_door_it_came_in_by():
     # The robot came into the pocket through its door (0.45 m: the arcs need 0.48 m): its
     # centre's line runs from the room through the door. All it can see inside is swept;
     # the room beyond is new floor.
 
     def start(cfg):
-        world = _pocket()
-        d = DriverLogic(cfg)
-        r = run(world, (0.6, 0.5, math.pi), 0.2, logic=d)
-        f = d.floor_map
-        _seen_free(f, 0.0, 5.0, 0.0, 4.0)
-        rows, cols = np.mgrid[0:f.size, 0:f.size]
-        cx, cy = f.cell_center(rows, cols)
-        wall = world.is_blocked(cx, cy)
-        f.vote[wall] = -4                            # its walls seen blocked
-        _swept(d, 0.2, 1.1, 0.2, 0.8)
+        world, d, pose = _in_pocket(cfg, door=0.45, reach=0.0)
         for x in np.arange(2.4, 0.55, -0.05):
-            f.sweep(x, 0.525)
-        return world, d, tuple(r['path'][-1])
+            d.floor_map.sweep(x, 0.525)
+        return world, d, pose
 
     world, d, pose = start(TIGHT)
     r = run(world, pose, 60.0, logic=d)
@@ -299,20 +313,7 @@ def test_a_robot_leaves_a_pocket_through_a_door_it_saw_but_never_passed():
     narrow = replace(TIGHT, frontier_narrow_room=0.03)
 
     def start(cfg):
-        world = _pocket(door=0.5)
-        d = DriverLogic(cfg)
-        r = run(world, (0.6, 0.5, math.pi), 0.2, logic=d)
-        f = d.floor_map
-        _seen_free(f, 0.0, 5.0, 0.0, 4.0)
-        rows, cols = np.mgrid[0:f.size, 0:f.size]
-        cx, cy = f.cell_center(rows, cols)
-        wall = np.zeros(cx.shape, dtype=bool)
-        for ox in (-0.04, 0.04):                     # any part of a cell on a wall
-            for oy in (-0.04, 0.04):
-                wall |= world.is_blocked(cx + ox, cy + oy)
-        f.vote[wall] = -4                            # its walls seen blocked
-        _swept(d, 0.2, 1.1, 0.2, 0.8)
-        return world, d, tuple(r['path'][-1])
+        return _in_pocket(cfg, door=0.5, reach=0.04)  # any part of a cell on a wall
 
     world, d, pose = start(narrow)
     assert d.floor_map.plan(*pose[:2], keep=False, tight=True) is not None
