@@ -262,7 +262,7 @@ def _wait(predicate, timeout):
 def run_room(seed, duration=30.0, perception='model', model_path=None, num_threads=1,
              sim_params=None, driver_params=None, seg_params=None, timeout=None,
              realtime_factor_warning=0.5, log=None, lockstep=True, latency=0.1,
-             frame_timeout=60.0, log_every=10.0):
+             frame_timeout=60.0, log_every=10.0, watch=None):
     """
     Run one room for ``duration`` s of simulated time; return a :class:`ClosedLoopResult`.
 
@@ -274,7 +274,9 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
     after ``frame_timeout`` wall seconds counts as missed. ``lockstep=False`` runs in real
     time. The run stops after ``timeout`` wall seconds at the latest (default: 3 x duration +
     60 in real time, none in lockstep). ``log`` is a callable for progress lines, one every
-    ``log_every`` simulated seconds (default: silent).
+    ``log_every`` simulated seconds (default: silent). ``watch(sim, driver)``, when given,
+    is called with the sim_robot and freespace_driver nodes after every simulator step in
+    lockstep (every 50 ms of wall time in real time), to read their state.
     """
     if perception not in PERCEPTIONS:
         raise ValueError(f'perception must be one of {PERCEPTIONS}, got {perception!r}')
@@ -343,11 +345,14 @@ def run_room(seed, duration=30.0, perception='model', model_path=None, num_threa
         states = collections.Counter()
         if lockstep:
             missed = _run_lockstep(sim, driver, relay, duration, latency, timeout,
-                                   frame_timeout, notes, seed, log, t0, log_every, states)
+                                   frame_timeout, notes, seed, log, t0, log_every, states,
+                                   watch)
         else:
             next_log = log_every
             while sim.sim_time < duration and time.monotonic() - t0 < timeout:
                 time.sleep(0.05)
+                if watch is not None:
+                    watch(sim, driver)
                 if log is not None and sim.sim_time >= next_log:
                     next_log += log_every
                     log(f'room {seed}: t={sim.sim_time:.0f} s, {sim.distance:.1f} m, '
@@ -384,7 +389,7 @@ _HOP_TIMEOUT = 10.0
 
 
 def _run_lockstep(sim, driver, relay, duration, latency, timeout, frame_timeout, notes, seed,
-                  log, t0, log_every, states):
+                  log, t0, log_every, states, watch=None):
     """
     Step ``sim`` until ``duration``; return the number of frames whose grid never came.
 
@@ -433,6 +438,8 @@ def _run_lockstep(sim, driver, relay, duration, latency, timeout, frame_timeout,
         if not _wait(lambda: (sim.last_cmd_stamp_ns or -1) >= t_next, _HOP_TIMEOUT):
             late_hops += 1
         states[driver.state] += sim.dt_ns * 1e-9
+        if watch is not None:
+            watch(sim, driver)
         if log is not None and sim.sim_time >= next_log:
             next_log += log_every
             speed = sim.sim_time / max(time.monotonic() - t0, 1e-6)
