@@ -49,15 +49,6 @@ def target_kind(floor_map):
     return 'narrow' if floor_map.narrow else 'normal'
 
 
-def odom_pose(sim):
-    """Return sim_robot's pose (x, y, yaw) in its odometry frame (which starts at its start)."""
-    x0, y0, yaw0 = sim.start_pose
-    c, s = math.cos(-yaw0), math.sin(-yaw0)
-    dx, dy = sim.x - x0, sim.y - y0
-    yaw = (sim.yaw - yaw0 + math.pi) % (2.0 * math.pi) - math.pi
-    return c * dx - s * dy, s * dx + c * dy, yaw
-
-
 class Trace:
     """Collects the driver's frontier state after every simulator step (``run_room``'s watch)."""
 
@@ -88,7 +79,8 @@ class Trace:
             dist = f.robot_distance if kind is not None and f.has_target else math.inf
             where = '-' if target is None else f'({target[0]:+.2f}, {target[1]:+.2f})'
             path = '-' if not math.isfinite(dist) else f'{dist:.2f}'
-            x, y, yaw = odom_pose(sim)
+            x, y, yaw = sim.odom_pose
+            yaw = (yaw + math.pi) % (2.0 * math.pi) - math.pi
             self.out(f'| {t:.2f} | {x:+.2f} | {y:+.2f} | {math.degrees(yaw):+.0f} | '
                      f'{driver.state} | {where} | {kind or "-"} | {path} | {self.give_ups} |')
 

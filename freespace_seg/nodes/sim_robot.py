@@ -198,6 +198,14 @@ class SimRobot(Node):
     collisions = property(lambda self: self.body.collisions, doc='contacts begun')
     contact_steps = property(lambda self: self.body.contact_steps, doc='steps in contact')
     in_contact = property(lambda self: self.body.in_contact, doc='touching something now')
+
+    @property
+    def odom_pose(self):
+        """Return the pose (x, y, yaw) in the odometry frame, which starts at the start pose."""
+        x0, y0, yaw0 = self.start_pose
+        dx, dy = self.x - x0, self.y - y0
+        c, s = math.cos(-yaw0), math.sin(-yaw0)
+        return c * dx - s * dy, s * dx + c * dy, self.yaw - yaw0
     bumper = property(lambda self: self.body.bumper, doc='pushing against something')
     collision_points = property(lambda self: self.body.collision_points,
                                 doc='(t, x, y) of every collision')
@@ -282,13 +290,8 @@ class SimRobot(Node):
         odom.header.stamp = stamp
         odom.header.frame_id = p['odom_frame']
         odom.child_frame_id = p['base_frame']
-        x0, y0, yaw0 = self.start_pose
         # odom starts at the start pose, as a real robot's odometry does.
-        dx, dy = self.x - x0, self.y - y0
-        c, s = math.cos(-yaw0), math.sin(-yaw0)
-        odom.pose.pose.position.x = c * dx - s * dy
-        odom.pose.pose.position.y = s * dx + c * dy
-        yaw = self.yaw - yaw0
+        odom.pose.pose.position.x, odom.pose.pose.position.y, yaw = self.odom_pose
         odom.pose.pose.orientation.z = math.sin(yaw / 2.0)
         odom.pose.pose.orientation.w = math.cos(yaw / 2.0)
         odom.twist.twist.linear.x = self.v
