@@ -964,6 +964,7 @@ class DriverLogic:
                 d = f.robot_distance
                 if d < self._target_best[0] - _FRONTIER_MIN_GAIN:
                     self._target_best = (d, now)
+                    return
                 elif now - self._target_best[1] > cfg.frontier_timeout:
                     self._give_up_target()
                 else:

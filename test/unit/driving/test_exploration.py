@@ -465,3 +465,29 @@ def test_a_leg_seen_earlier_blocks_beside_the_robot_after_the_memory_forgot_it(c
         assert d.plan(motion=(0.0, 0.0, 0.0)).mode == 'rotate'
     else:
         assert straight == pytest.approx(cfg.lookahead)      # the blind zone hid it
+
+
+def test_a_target_the_robot_gets_closer_to_stays_its_target():
+    """Progress keeps the target: newer, nearer floor does not take it over on the way."""
+    d = DriverLogic(DriverConfig(frontier_timeout=30.0))
+    unknown = np.full(SPEC.shape, UNKNOWN, dtype=np.int8)
+    d.set_grid(unknown, SPEC, pose=(4.0, 1.5, math.pi), stamp=0.0)
+    _seen_free(d.floor_map, 0.5, 5.5, 0.5, 2.5)
+    _swept(d, 1.0, 5.5, 0.5, 2.5)
+    t, x = 0.0, 4.0
+    targets = []
+    for i in range(int(6.0 / 0.05)):
+        if i == 40:                       # new floor ahead-left, nearer than the target
+            _seen_free(d.floor_map, 1.8, 2.6, 2.4, 3.2)
+        if i % 20 == 0 and i:             # 0.3 m closer to the target every second
+            x -= 0.3
+        t += 0.05
+        d.set_grid(unknown, SPEC, pose=(x, 1.5, math.pi), stamp=t)
+        d.step(0.05, motion=(0.0, 0.0, 0.0))
+        targets.append(d.frontier_target)
+    assert targets[10] is not None and targets[10][0] < 1.2     # the floor at x < 1
+    assert set(targets[10:]) == {targets[10]}
+    assert d.frontier_give_ups == 0
+    # The new floor is the nearer goal: a fresh choice from where the robot is now takes it.
+    d.floor_map.plan(x, 1.5, t, keep=False, heading=math.pi, turn_cost=0.3)
+    assert d.floor_map.target[1] > 2.4
