@@ -91,13 +91,13 @@ The algorithm, once per grid and once per control step:
    goal) or given up: no 0.2 m closer within ``frontier_timeout``, a dead end, or a full
    turn; then it is skipped for 60 s. The map's blocked cells also take their floor out of
    the blind zone of step 1, so that a table leg seen earlier blocks beside the robot after
-   the obstacle memory forgot it. With ``frontier_narrow_room`` under 0.15 m, when no goal
-   is reachable at that clearance, the plan runs again with that room instead (a *narrow*
-   target). With ``tight_path_speed`` > 0 (off by default), when no goal is reachable at
-   either, the cells the robot's centre passed through are passable too (a *tight*
-   target), and where the path of a narrow or tight target within 1 m holds a cell only
-   that plan made passable, the robot follows the path by pure pursuit instead of scoring
-   arcs (:meth:`DriverLogic._path_plan`, reason ``path``).
+   the obstacle memory forgot it. With ``frontier_narrow_room`` under 0.15 m (0.03 by
+   default), when no goal is reachable at that clearance, the plan runs again with that room
+   instead (a *narrow* target). With ``tight_path_speed`` > 0 (0.15 m/s by default), when no
+   goal is reachable at either, the cells the robot's centre passed through are passable
+   too (a *tight* target), and where the path of a narrow or tight target within 1 m holds
+   a cell only that plan made passable, the robot follows the path by pure pursuit instead
+   of scoring arcs (:meth:`DriverLogic._path_plan`, reason ``path``).
 6. **Speed.** ``v`` falls linearly from ``max_linear`` at ``L >= slow_distance`` to
    ``min_linear`` (at most ``max_linear``) at ``L = stop_distance`` (so it never creeps
    towards the stop point for ever), and ``v <= sqrt(2 * max_linear_decel * (L -
@@ -240,8 +240,8 @@ class DriverConfig:
     frontier_replan: float = 1.0
     frontier_timeout: float = 20.0
     frontier_map_size: float = 20.0
-    tight_path_speed: float = 0.0
-    frontier_narrow_room: float = _FRONTIER_ROOM
+    tight_path_speed: float = 0.15
+    frontier_narrow_room: float = 0.03
 
     def __post_init__(self):
         for f in fields(self):
@@ -285,9 +285,6 @@ class DriverConfig:
         if self.frontier_narrow_room > _FRONTIER_ROOM:
             raise ValueError(f'frontier_narrow_room ({self.frontier_narrow_room}) must not '
                              f'exceed {_FRONTIER_ROOM} (the room of the first plan)')
-        if self.tight_path_speed > self.max_linear:
-            raise ValueError(f'tight_path_speed ({self.tight_path_speed}) must not exceed '
-                             f'max_linear ({self.max_linear})')
         if self.rotate_speed > self.max_angular:
             raise ValueError(f'rotate_speed ({self.rotate_speed}) must not exceed '
                              f'max_angular ({self.max_angular})')

@@ -235,7 +235,7 @@ DRIVER_PARAMS = (
               "reachable with room to spare, plan over the cells the robot's centre passed "
               'through (a gap it came in by) and follow such a path, or one planned with '
               'frontier_narrow_room, by pure pursuit where it is tight, with robot_radius + '
-              '0.01 m of clearance, at most this fast (m/s). At most max_linear. 0: off.',
+              '0.01 m of clearance, at most this fast (m/s; max_linear caps it). 0: off.',
               'double', min_value=0.0, max_value=0.46),
     ParamSpec('frontier_narrow_room', _DEFAULTS.frontier_narrow_room, 'When no frontier '
               'target is reachable over cells robot_radius + safety_margin + 0.15 m from '

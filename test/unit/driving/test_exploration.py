@@ -26,7 +26,9 @@ from support.floor_world import FloorWorld, run, SPEC
 
 OLD = DriverConfig(frontier_weight=0.0)        # the driver before the frontier layer
 NEW = DriverConfig()
-TIGHT = DriverConfig(tight_path_speed=0.15)     # tight paths on (off by default)
+#: the frontier layer without narrow or tight paths (the defaults until 2026-12-07)
+PLAIN = DriverConfig(tight_path_speed=0.0, frontier_narrow_room=0.15)
+TIGHT = replace(PLAIN, tight_path_speed=0.15)   # tight paths on, no narrow plan
 
 
 def test_geodesic_distances_go_around_walls():
@@ -300,8 +302,8 @@ def test_a_robot_leaves_a_pocket_through_the_tight_door_it_came_in_by():
     out = np.flatnonzero(r['path'][:, 0] > 1.6)
     assert out.size, 'never left the pocket'
     assert 'drive (path)' in r['modes'] or 'rotate (path)' in r['modes']
-    # Without tight paths (the default) it stays inside for the whole minute.
-    world, d, pose = start(NEW)
+    # Without tight paths it stays inside for the whole minute.
+    world, d, pose = start(PLAIN)
     r = run(world, pose, 60.0, logic=d)
     assert r['collisions'] == 0 and np.max(r['path'][:, 0]) < 1.3
 
@@ -309,8 +311,8 @@ def test_a_robot_leaves_a_pocket_through_the_tight_door_it_came_in_by():
 def test_a_robot_leaves_a_pocket_through_a_door_it_saw_but_never_passed():
     # The pocket of the test above with a door of 0.5 m (y 0.3..0.8), the robot placed
     # inside: no trail of its centre leads out. The door keeps no cell 0.37 m from the walls
-    # (the planning clearance), but 0.25 m (frontier_narrow_room 0.03).
-    narrow = replace(TIGHT, frontier_narrow_room=0.03)
+    # (the planning clearance), but 0.25 m (frontier_narrow_room 0.03, the default).
+    narrow = NEW
 
     def start(cfg):
         return _in_pocket(cfg, door=0.5, reach=0.04)  # any part of a cell on a wall
@@ -429,7 +431,7 @@ def test_frontier_config_is_validated_and_zero_weight_turns_it_off():
     with pytest.raises(ValueError):
         DriverConfig(frontier_weight=-1.0)
     with pytest.raises(ValueError):
-        DriverConfig(tight_path_speed=0.4)            # > max_linear
+        DriverConfig(tight_path_speed=-0.1)
     with pytest.raises(ValueError):
         DriverConfig(frontier_narrow_room=0.2)        # > the first clearance's 0.15 m
     d = DriverLogic(OLD)
