@@ -198,6 +198,10 @@ class SimRobot(Node):
     collisions = property(lambda self: self.body.collisions, doc='contacts begun')
     contact_steps = property(lambda self: self.body.contact_steps, doc='steps in contact')
     in_contact = property(lambda self: self.body.in_contact, doc='touching something now')
+    bumper = property(lambda self: self.body.bumper, doc='pushing against something')
+    collision_points = property(lambda self: self.body.collision_points,
+                                doc='(t, x, y) of every collision')
+    coverage = property(lambda self: self.body.coverage, doc='the swept floor')
 
     @property
     def odom_pose(self):
@@ -206,10 +210,6 @@ class SimRobot(Node):
         dx, dy = self.x - x0, self.y - y0
         c, s = math.cos(-yaw0), math.sin(-yaw0)
         return c * dx - s * dy, s * dx + c * dy, self.yaw - yaw0
-    bumper = property(lambda self: self.body.bumper, doc='pushing against something')
-    collision_points = property(lambda self: self.body.collision_points,
-                                doc='(t, x, y) of every collision')
-    coverage = property(lambda self: self.body.coverage, doc='the swept floor')
 
     # -- inputs -------------------------------------------------------------------------------
     def _apply_parameters(self, changes):
