@@ -87,6 +87,9 @@ import torch
 #: the options, in the order the card's reproducing command line spells them out
 OPTIONS = OptionRecorder('train')
 
+#: ``generator`` in the meta.json of a ``generate2`` folder (a --more-data folder may be one)
+SECOND_GENERATOR = 'freespace_seg.scenes2'
+
 
 # Exit status of ``train`` when ``--time-limit`` stopped it before its last step.
 EXIT_INTERRUPTED = 3
@@ -630,9 +633,13 @@ def _folder_sources(data_record):
         data_record.get('seed'), False, what=f'{n_train:,} training and '
         f'{data_record["num_val"]:,} validation frames of {folder}{_cameras(own)}')
     for m in more:
-        lines += datasets.synthetic_data_sources(
-            m['seed'], False, what=f'{m["num_train"]:,} more training frames of '
-            f'{m["dataset"]} (--more-data){_cameras(m)}')
+        what = (f'{m["num_train"]:,} more training frames of {m["dataset"]} '
+                f'(--more-data){_cameras(m)}')
+        if m.get('generator') == SECOND_GENERATOR:
+            lines.append(f'the second scene generator ({SECOND_GENERATOR}, written apart from '
+                         f'sim; procedural materials, no photos): {what}, seed {m["seed"]}')
+        else:
+            lines += datasets.synthetic_data_sources(m['seed'], False, what=what)
     return lines
 
 
@@ -652,8 +659,14 @@ def _more_data(folders, data):
             raise TrainError(f'--more-data {path}: no frames in its train split (generate '
                              '--splits puts frames there)')
         meta = datasets.read_meta(path)
+        ranges = datasets.camera_ranges(meta)
+        if meta.get('generator') == SECOND_GENERATOR:
+            ranges = {k: [float(v) for v in meta['options'][k]]
+                      for k in ('camera_height', 'camera_pitch')
+                      if isinstance((meta.get('options') or {}).get(k), list)}
         out.append({'dataset': os.path.normpath(path), 'num_train': int(n),
-                    'seed': meta.get('seed'), **datasets.camera_ranges(meta)})
+                    'seed': meta.get('seed'),
+                    'generator': meta.get('generator', 'freespace_seg.sim'), **ranges})
     return out
 
 

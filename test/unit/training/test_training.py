@@ -580,18 +580,25 @@ def test_train_more_data_adds_training_frames_and_is_recorded(tmp_path):
     assert cli.main(['generate', '--out', high, '--num', '4', '--width', '64', '--height',
                      '36', '--seed', '6', '--splits', '1,0,0', '--camera-height',
                      '0.5,1.5']) == 0
+    second = str(tmp_path / 'second')   # a folder of the second scene generator
+    assert cli.main(['generate2', '--out', second, '--num', '3', '--width', '64', '--height',
+                     '36', '--seed', '7', '--splits', '1,0,0']) == 0
     out = str(tmp_path / 'm.onnx')
     common = ['train', '--data', low, '--steps', '2', '--batch-size', '2', '--input-size',
               '64x48', '--widths', '8,8,16,16,32', '--val-every', '2', '--log-every', '2',
               '--latency-runs', '2']
     assert cli.main(common + ['--out', out, '--work-dir', str(tmp_path / 'run'),
-                              '--more-data', high]) == 0
+                              '--more-data', high, '--more-data', second]) == 0
     card = load_card(out).raw
     data = card['training']['data']
-    assert data['num_train'] == 3 + 4 and data['num_val'] == 3
-    assert data['more_data'] == [{'dataset': os.path.normpath(high), 'num_train': 4,
-                                  'seed': 6, 'camera_height': [0.5, 1.5],
-                                  'camera_pitch': data['more_data'][0]['camera_pitch']}]
+    assert data['num_train'] == 3 + 4 + 3 and data['num_val'] == 3
+    assert data['more_data'] == [
+        {'dataset': os.path.normpath(high), 'num_train': 4, 'seed': 6,
+         'generator': 'freespace_seg.sim', 'camera_height': [0.5, 1.5],
+         'camera_pitch': data['more_data'][0]['camera_pitch']},
+        {'dataset': os.path.normpath(second), 'num_train': 3, 'seed': 7,
+         'generator': 'freespace_seg.scenes2', 'camera_height': [0.1, 1.5],
+         'camera_pitch': [0.0, 0.7]}]
     assert data['camera_height'] == [0.1, 1.5]   # the union: what the mount check reads
     assert f'--more-data {high}' in card['training']['command']
     sources = card['data_sources']
@@ -601,6 +608,10 @@ def test_train_more_data_adds_training_frames_and_is_recorded(tmp_path):
     assert 'cameras 0.5-1.5 m' not in sources[0]
     assert sources[1].endswith('seed 6') and f'4 more training frames of {high}' in sources[1]
     assert 'cameras 0.5-1.5 m' in sources[1]
+    # A second-generator folder is named as such, not as the renderer with its photos.
+    assert sources[2].startswith('the second scene generator (freespace_seg.scenes2') \
+        and f'3 more training frames of {second}' in sources[2] and sources[2].endswith('seed 7')
+    assert not any('photo textures' in s for s in sources[:3]), sources
     for extra, message in (([], 'give --data'), ([low], 'the --data folder itself'),
                            ([str(tmp_path / 'missing')], 'no such folder')):
         args = common + ['--out', str(tmp_path / 'x.onnx')] + [
