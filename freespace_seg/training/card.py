@@ -46,6 +46,13 @@ def describe_network(arch, context=False):
             'per level; logits at 1/2 resolution upsampled to the input)')
 
 
+def _second_generator(training):
+    """Whether a --more-data folder of ``training`` came from the second scene generator."""
+    data = (training or {}).get('data') or {}
+    return any(m.get('generator') == 'freespace_seg.scenes2'
+               for m in data.get('more_data') or ())
+
+
 def build_card(name, onnx_name, width, height, training, evaluation, latency, data_seed,
                photo_textures=True, arch='unet', floor_photos=True, object_floor_photos=True):
     """Return the model card dict (schema of :mod:`freespace_seg.perception.model_card`)."""
@@ -68,7 +75,10 @@ def build_card(name, onnx_name, width, height, training, evaluation, latency, da
             'pixel of an RGB camera image as free floor or blocked, for a small indoor robot. '
             'Trained with torch on procedurally rendered, domain-randomized synthetic '
             'images (freespace_seg.sim, with CC0 / public-domain photos as textures on '
-            'walls and obstacles); never trained on real camera images of floors. evaluation '
+            'walls and obstacles)' + (
+                ' and by the second scene generator (freespace_seg.scenes2, written apart '
+                'from sim)' if _second_generator(training) else '')
+            + '; never trained on real camera images of floors. evaluation '
             'lists every set it was scored on.'),
         'model_file': onnx_name,
         'input': {

@@ -612,6 +612,7 @@ def test_train_more_data_adds_training_frames_and_is_recorded(tmp_path):
     assert sources[2].startswith('the second scene generator (freespace_seg.scenes2') \
         and f'3 more training frames of {second}' in sources[2] and sources[2].endswith('seed 7')
     assert not any('photo textures' in s for s in sources[:3]), sources
+    assert 'and by the second scene generator' in card['description']
     for extra, message in (([], 'give --data'), ([low], 'the --data folder itself'),
                            ([str(tmp_path / 'missing')], 'no such folder')):
         args = common + ['--out', str(tmp_path / 'x.onnx')] + [
