@@ -29,6 +29,7 @@ splits or on the number of worker processes, and the splits are disjoint draws.
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import sys
@@ -66,6 +67,10 @@ def add_arguments(parser):
                              'look for evaluation, or "one_floor", that look with one crimson '
                              'rubber floor in every room (default: %(default)s)')
     add_camera_arguments(parser.add_argument)
+    parser.add_argument(
+        '--close-views', type=close_share, metavar='F', default=0.0,
+        help='share of the frames with the robot close to a wall or an obstacle, facing it '
+             '(the close_views factor; default: 0, off)')
     for name in RandomizationConfig.switches():
         parser.add_argument('--no-' + name.replace('_', '-'), dest='no_' + name,
                             action='store_true', help=f'switch off {name.replace("_", " ")}')
@@ -102,6 +107,17 @@ def add_camera_arguments(add):
              f'{CAMERA_PITCH_LIMITS[1]:g})')
 
 
+def close_share(text):
+    """Parse ``--close-views``: a share in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f'--close-views takes a share in [0, 1], got {text!r}')
+    return value
+
+
 def camera_overrides(args):
     """Return the ``camera_height`` and ``camera_pitch`` ranges given on the command line."""
     return {name: tuple(getattr(args, name)) for name in ('camera_height', 'camera_pitch')
@@ -111,6 +127,7 @@ def camera_overrides(args):
 def config_from_args(args):
     """Return the RandomizationConfig of ``--style``, ``--no-*`` and the camera ranges."""
     config = RandomizationConfig(style=getattr(args, 'style', None) or 'default',
+                                 close_views=float(getattr(args, 'close_views', 0.0) or 0.0),
                                  **camera_overrides(args))
     if getattr(args, 'no_randomization', False):
         return RandomizationConfig.none(style=config.style)

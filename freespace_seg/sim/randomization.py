@@ -169,6 +169,13 @@ class RandomizationConfig:
     ``camera_roll`` and ``camera_yaw`` (half ranges, radians), ``hfov_jitter_deg`` (half range)
     and ``robot_clearance`` (metres from the robot centre to anything blocked).
 
+    ``close_views`` (a share in [0, 1], default 0: off, so that every seed draws the frames it
+    always drew): that share of the frames puts the robot close to a wall or an obstacle,
+    facing it: a place where the nearest blocked thing is ``robot_clearance`` to
+    ``robot_clearance`` + 0.15 m from the robot centre, the heading towards it (within
+    ±0.3 rad). The camera then sees little or no floor: the view of a robot that has driven up
+    to a wall, which the default headings (open floor, or something 1-3 m ahead) leave out.
+
     ``style`` picks the appearance families: ``'default'`` (what training uses) or
     ``'shifted'``, a held-out look for evaluation that training never sees: terrazzo,
     herringbone parquet and saturated studded rubber floors, brick and stone walls, and one
@@ -218,6 +225,7 @@ class RandomizationConfig:
     camera_yaw: float = 0.05
     hfov_jitter_deg: float = 10.0
     robot_clearance: float = 0.25
+    close_views: float = 0.0
     style: str = 'default'
 
     def __post_init__(self):
@@ -228,6 +236,10 @@ class RandomizationConfig:
         for name, (low, high) in (('camera_height', CAMERA_HEIGHT_LIMITS),
                                   ('camera_pitch', CAMERA_PITCH_LIMITS)):
             check_range(getattr(self, name), low, high, name)
+        share = self.close_views
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or \
+                not 0.0 <= share <= 1.0:
+            raise ValueError(f'close_views must be a share in [0, 1], got {share!r}')
 
     @classmethod
     def switches(cls):

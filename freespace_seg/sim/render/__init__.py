@@ -186,15 +186,49 @@ def random_sample(rng, intrinsics=None, randomization=None):
     """
     config = randomization if randomization is not None else RandomizationConfig()
     base_intrinsics = intrinsics if intrinsics is not None else default_intrinsics()
+    # Drawn only when the factor is on: with it off every seed gives the frames it always gave.
+    close = config.close_views > 0.0 and rng.random() < config.close_views
     for _ in range(20):
         scene = make_scene(rng, config)
         cam_intrinsics, mount = jitter_camera(rng, base_intrinsics, default_mount(), config)
         for _ in range(10):
             try:
-                x, y, _yaw = scene.sample_free_pose(rng, clearance=config.robot_clearance)
+                if close:
+                    x, y, yaw = _close_pose(rng, scene, config.robot_clearance)
+                else:
+                    x, y, _yaw = scene.sample_free_pose(rng, clearance=config.robot_clearance)
+                    yaw = _pick_heading(rng, scene, x, y)
             except RuntimeError:
                 break
-            pose = (x, y, _pick_heading(rng, scene, x, y))
+            pose = (x, y, yaw)
             if _camera_is_clear(scene, mount, pose):
                 return render(scene, cam_intrinsics, mount, pose, rng, config)
     raise RuntimeError('could not place a robot in 20 random scenes')
+
+
+#: how much farther than ``robot_clearance`` the nearest blocked thing of a close view may be
+CLOSE_VIEW_BAND = 0.15
+
+
+def _close_pose(rng, scene, clearance, attempts=64):
+    """
+    Return a robot pose close to a wall or an obstacle, facing it (``close_views``).
+
+    The nearest blocked thing is ``clearance`` to ``clearance`` + :data:`CLOSE_VIEW_BAND` m
+    from the robot centre; the heading points at it, within 0.3 rad. Raises RuntimeError
+    when no such place is found.
+    """
+    yaws = np.linspace(-math.pi, math.pi, 72, endpoint=False)
+    steps = np.linspace(0.05, 1.0, 39)
+    for _ in range(attempts):
+        x, y, _ = scene.sample_free_pose(rng, clearance=clearance)
+        if scene.clearance(np.array([x]), np.array([y]))[0] > clearance + CLOSE_VIEW_BAND:
+            continue
+        blocked = scene.blocked_top_down(x + np.cos(yaws)[:, None] * steps,
+                                         y + np.sin(yaws)[:, None] * steps)
+        reach = np.where(blocked.any(axis=1), steps[np.argmax(blocked, axis=1)], np.inf)
+        if not np.isfinite(reach).any():
+            continue
+        yaw = float(yaws[int(np.argmin(reach))] + rng.uniform(-0.3, 0.3))
+        return x, y, float(math.atan2(math.sin(yaw), math.cos(yaw)))
+    raise RuntimeError(f'no place within {clearance + CLOSE_VIEW_BAND:g} m of a wall or obstacle')

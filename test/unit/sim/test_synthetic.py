@@ -1349,3 +1349,35 @@ def test_texture_bank_is_installed():
         assert sorted(os.listdir(os.path.join(path, 'textures'))) == \
             sorted(os.listdir(TEXTURE_DIR))
         assert os.path.isfile(os.path.join(path, 'photos.py'))
+
+
+def test_close_views_put_the_robot_near_a_wall_or_obstacle_facing_it(tmp_path):
+    from freespace_seg.sim.render import CLOSE_VIEW_BAND
+
+    config = RandomizationConfig(close_views=1.0)
+    close_free, free = [], []
+    for seed in range(6):
+        frame = random_sample(_rng(seed), SMALL, config)
+        x, y, yaw = frame.robot_pose
+        clearance = frame.scene.clearance(x, y)
+        assert config.robot_clearance < clearance <= config.robot_clearance + CLOSE_VIEW_BAND
+        # Something blocked within a metre ahead (the heading is within 0.3 rad of it).
+        steps = np.linspace(0.05, 1.0, 39)
+        cone = np.linspace(-0.35, 0.35, 15)[:, None] + yaw
+        assert frame.scene.blocked_top_down(x + np.cos(cone) * steps,
+                                            y + np.sin(cone) * steps).any()
+        close_free.append(frame.free.mean())
+        free.append(random_sample(_rng(seed), SMALL).free.mean())
+    assert np.mean(close_free) < 0.5 * np.mean(free), (close_free, free)
+    # Off (the default), a seed draws the frame it always drew: no draw for the factor.
+    a = random_sample(_rng(3), SMALL, RandomizationConfig(close_views=0.0))
+    b = random_sample(_rng(3), SMALL)
+    assert a.robot_pose == b.robot_pose and np.array_equal(a.image, b.image)
+    with pytest.raises(ValueError, match='close_views'):
+        RandomizationConfig(close_views=1.5)
+    out = str(tmp_path / 'close')
+    assert cli_main(['generate', '--out', out, '--num', '2', '--width', '64', '--height', '36',
+                     '--close-views', '1', '--splits', '1,0,0']) == 0
+    assert json.load(open(os.path.join(out, 'meta.json')))['randomization']['close_views'] == 1
+    with pytest.raises(SystemExit):
+        cli_main(['generate', '--out', out, '--close-views', '2'])
