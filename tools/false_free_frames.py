@@ -19,6 +19,8 @@ Where the grid's false free cells come from: per frame of a ``grid-rules`` set, 
         [--top 10] [--figure OUT.png --rows 2]
     python tools/false_free_frames.py --data data/scenes2b [--split test] [--model M] \
         [--top 10] [--figure OUT.jpg --rows 2]
+    python tools/false_free_frames.py --set 2 --drives 20 [--drive-seconds 10] \
+        [--frame-every 0.1] [--model M] [--top 6] [--figure OUT.jpg --rows 3]
 
 Renders the frames of ``grid-rules`` set ``--set`` (1-based, as ``grid-rules --sets``), runs
 the model and the node's default grid rule, and counts each frame's false free cells (free
@@ -27,6 +29,13 @@ does). Prints the frames with the most of them, how much of the total they hold,
 of all false free cells lie on blocked ground (an obstacle or outside the room) rather than on
 hidden floor, with their distances. ``--figure`` writes the ``--rows`` worst frames: the
 image, then the mask over it (red: blocked pixels called free; blue: floor called blocked).
+
+``--drives N`` takes the frames of ``grid-rules --drives N`` instead (set ``--set``: N rooms
+driven by a bump-and-turn robot for ``--drive-seconds``, a frame every ``--frame-every``
+seconds, the camera fixed per room): it prints the drives with the most false free cells, how
+many of them lie in frames whose true mask shows almost no floor (fewer than 50 free cells in
+the visible grid: a camera facing a wall or an obstacle from close by), and ``--figure`` takes
+the worst frame of each of the ``--rows`` worst drives.
 
 ``--data DIR`` scores the frames of a ``generate2`` (or ``generate``) folder instead, each
 projected with its own camera as ``grid-rules --data`` does (there is no top-down truth, so
@@ -144,6 +153,69 @@ def main_data(args, pipe, rule, spec):
     return 0
 
 
+#: a frame whose visible grid has fewer free cells than this sees almost no floor
+FEW_FLOOR_CELLS = 50
+
+
+def main_drives(args, name, pipe, rule, spec):
+    """Score the frames of ``--drives`` rendered drives of set ``name`` (:func:`main`)."""
+    from freespace_seg.tools.grid_drives import drive_frames
+
+    style, camera = SETS[name]
+    per_drive, few_floor, frames, best = [], [0, 0], 0, {}
+    wrong_all = free_all = blocked_all = 0
+    for index in range(args.drives):
+        proj = None
+        w_sum = f_sum = 0
+        for i, (_, frame) in enumerate(drive_frames(index, args.seed, style, camera, 480, 270,
+                                                    args.drive_seconds, args.frame_every)):
+            mask, conf = pipe.segment_with_confidence(frame.image)
+            free = pipe.free_mask(mask)
+            if proj is None:
+                proj = GroundProjector(frame.intrinsics, frame.mount, spec)
+            visible = proj.ground(frame.free, None, VISIBLE_FLOOR).grid
+            pred = proj.ground(free, conf, rule).grid
+            wrong = false_free_cells(pred, visible)
+            n_wrong = int(wrong.sum())
+            blocked_all += int((wrong & blocked_at_cells(frame, spec)).sum())
+            w_sum += n_wrong
+            f_sum += int((pred == FREE).sum())
+            frames += 1
+            if int((visible == FREE).sum()) < FEW_FLOOR_CELLS:
+                few_floor[0] += n_wrong
+                few_floor[1] += 1
+            if args.figure and n_wrong > best.get(index, (-1,))[0]:
+                best[index] = (n_wrong, i, np.hstack([frame.image, overlay(
+                    frame.image, free > 0, frame.free > 0)]))
+        per_drive.append((w_sum, index, f_sum, float(proj.pose.position[2]) if proj else 0.0))
+        wrong_all += w_sum
+        free_all += f_sum
+        print(f'drive {index}: {w_sum} false free cells of {f_sum} free', flush=True)
+    worst = sorted(per_drive, reverse=True)
+    print(f'{name}: {args.drives} drives of {args.drive_seconds:g} s, a frame every '
+          f'{args.frame_every:g} s ({frames} frames), seed {args.seed}, model '
+          f'{os.path.basename(pipe.card.model_file)}: {wrong_all} false free cells of '
+          f'{free_all} free ({100 * wrong_all / max(1, free_all):.1f} %); {blocked_all} on '
+          f'blocked ground, {wrong_all - blocked_all} on hidden floor')
+    print(f'frames whose true mask shows almost no floor (< {FEW_FLOOR_CELLS} visible free '
+          f'cells): {few_floor[1]} of {frames}, holding '
+          f'{100 * few_floor[0] / max(1, wrong_all):.0f} % of the false free cells')
+    print('| drive | camera height (m) | false free cells | of its free cells | share of all |')
+    print('|---|---|---|---|---|')
+    for n, index, n_free, z in worst[:args.top]:
+        print(f'| {index} | {z:.2f} | {n} | {100 * n / max(1, n_free):.1f} % | '
+              f'{100 * n / max(1, wrong_all):.1f} % |')
+    top = sum(n for n, _, _, _ in worst[:args.top])
+    print(f'the {args.top} worst drives hold {100 * top / max(1, wrong_all):.1f} % of them')
+    if args.figure:
+        rows = [best[index] for _, index, _, _ in worst[:args.rows] if index in best]
+        for (n, i, _), (_, index, _, _) in zip(rows, worst):
+            print(f'figure: drive {index}, frame {i} ({n} false free cells)')
+        write_figure(args.figure, [tile for _, _, tile in rows])
+    pipe.close()
+    return 0
+
+
 def main(argv=None):
     """Count false free cells per frame; print the worst frames; write the figure."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -156,6 +228,12 @@ def main(argv=None):
     ap.add_argument('--top', type=int, default=10, help='frames to list (10)')
     ap.add_argument('--figure', default='', help='write the worst frames here (PNG)')
     ap.add_argument('--rows', type=int, default=2, help='frames in the figure (2)')
+    ap.add_argument('--drives', type=int, default=0,
+                    help='with --set: score the frames of this many rendered drives instead')
+    ap.add_argument('--drive-seconds', type=float, default=10.0,
+                    help='with --drives: each drive this long (10 s)')
+    ap.add_argument('--frame-every', type=float, default=0.1,
+                    help='with --drives: a frame every this many seconds (0.1)')
     args = ap.parse_args(argv)
     names = list(SETS)
     if (args.set is None) == (not args.data):
@@ -171,6 +249,11 @@ def main(argv=None):
     style, camera = SETS[name]
     pipe = SegmentationPipeline(args.model or None, 'onnxruntime', 1)
     rule, spec = default_rule(), GridSpec()
+    if args.drives:
+        if args.drives < 0 or not 0 < args.frame_every <= args.drive_seconds:
+            ap.error('--drives takes at least 1, --frame-every more than 0 and at most '
+                     '--drive-seconds')
+        return main_drives(args, name, pipe, rule, spec)
     free_d = []
     x, y = spec.cell_centers()
     per_frame, on_blocked, distances, free_cells, kept = [], 0, [], 0, {}
