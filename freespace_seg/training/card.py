@@ -49,7 +49,7 @@ def describe_network(arch, context=False):
 def _second_generator(training):
     """Whether a --more-data folder of ``training`` came from the second scene generator."""
     data = (training or {}).get('data') or {}
-    return any(m.get('generator') == 'freespace_seg.scenes2'
+    return any(m.get('generator') == datasets.SECOND_GENERATOR
                for m in data.get('more_data') or ())
 
 

@@ -40,6 +40,9 @@ from freespace_seg.perception.preprocess import Letterbox
 import numpy as np
 
 IGNORE_INDEX = 255
+
+#: ``generator`` in the meta.json of a ``generate2`` folder (the second scene generator)
+SECOND_GENERATOR = 'freespace_seg.scenes2'
 SPLITS = ('train', 'val', 'test')
 #: file types of user images (a mask is always a PNG)
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg')

@@ -387,7 +387,7 @@ def _plain_source(args, card=None):
                  for image, _ in datasets.list_split(args.data, args.split)[:total]]
         # The second generator's sets get their own card key, one per dataset seed
         # (scenes2_seed5000_test): two samples of it must not overwrite each other.
-        if meta.get('generator') == 'freespace_seg.scenes2':
+        if meta.get('generator') == datasets.SECOND_GENERATOR:
             key = f'scenes2_seed{seed}_{args.split}'
         else:
             key = f'synthetic_{args.split}'

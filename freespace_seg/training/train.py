@@ -87,9 +87,6 @@ import torch
 #: the options, in the order the card's reproducing command line spells them out
 OPTIONS = OptionRecorder('train')
 
-#: ``generator`` in the meta.json of a ``generate2`` folder (a --more-data folder may be one)
-SECOND_GENERATOR = 'freespace_seg.scenes2'
-
 
 # Exit status of ``train`` when ``--time-limit`` stopped it before its last step.
 EXIT_INTERRUPTED = 3
@@ -635,9 +632,9 @@ def _folder_sources(data_record):
     for m in more:
         what = (f'{m["num_train"]:,} more training frames of {m["dataset"]} '
                 f'(--more-data){_cameras(m)}')
-        if m.get('generator') == SECOND_GENERATOR:
-            lines.append(f'the second scene generator ({SECOND_GENERATOR}, written apart from '
-                         f'sim; procedural materials, no photos): {what}, seed {m["seed"]}')
+        if m.get('generator') == datasets.SECOND_GENERATOR:
+            lines.append(f'the second scene generator ({datasets.SECOND_GENERATOR}, written apart '
+                         f'from sim; procedural materials, no photos): {what}, seed {m["seed"]}')
         else:
             lines += datasets.synthetic_data_sources(m['seed'], False, what=what)
     return lines
@@ -660,7 +657,7 @@ def _more_data(folders, data):
                              '--splits puts frames there)')
         meta = datasets.read_meta(path)
         ranges = datasets.camera_ranges(meta)
-        if meta.get('generator') == SECOND_GENERATOR:
+        if meta.get('generator') == datasets.SECOND_GENERATOR:
             ranges = {k: [float(v) for v in meta['options'][k]]
                       for k in ('camera_height', 'camera_pitch')
                       if isinstance((meta.get('options') or {}).get(k), list)}
