@@ -222,7 +222,7 @@ def _close_pose(rng, scene, clearance, attempts=64):
     steps = np.linspace(0.05, 1.0, 39)
     for _ in range(attempts):
         x, y, _ = scene.sample_free_pose(rng, clearance=clearance)
-        if scene.clearance(np.array([x]), np.array([y]))[0] > clearance + CLOSE_VIEW_BAND:
+        if scene.clearance(x, y) > clearance + CLOSE_VIEW_BAND:
             continue
         blocked = scene.blocked_top_down(x + np.cos(yaws)[:, None] * steps,
                                          y + np.sin(yaws)[:, None] * steps)
