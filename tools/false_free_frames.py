@@ -76,6 +76,15 @@ def overlay(image, free, truth):
     return out
 
 
+def frame_grids(pipe, proj, image, true_free, rule):
+    """Return the free mask, predicted grid, visible grid and false free cells of a frame."""
+    mask, conf = pipe.segment_with_confidence(image)
+    free = pipe.free_mask(mask)
+    visible = proj.ground(true_free, None, VISIBLE_FLOOR).grid
+    pred = proj.ground(free, conf, rule).grid
+    return free, pred, visible, false_free_cells(pred, visible)
+
+
 def write_figure(path, rows):
     """Write the figure's rows (RGB, image beside overlay) one under another."""
     cv2.imwrite(path, cv2.cvtColor(np.vstack(rows), cv2.COLOR_RGB2BGR),
@@ -126,11 +135,7 @@ def main_data(args, pipe, rule, spec):
         proj = GroundProjector(intrinsics, mount, spec, mask_shape=true_free.shape[:2])
         if proj.table_size == 0:
             continue
-        mask, conf = pipe.segment_with_confidence(image)
-        free = pipe.free_mask(mask)
-        visible = proj.ground(true_free, None, VISIBLE_FLOOR).grid
-        pred = proj.ground(free, conf, rule).grid
-        wrong = false_free_cells(pred, visible)
+        free, pred, _, wrong = frame_grids(pipe, proj, image, true_free, rule)
         wrong_d += list(np.hypot(x[wrong], y[wrong]))
         free_d += list(np.hypot(x[pred == FREE], y[pred == FREE]))
         per_frame.append((int(wrong.sum()), name, float(mount.z)))
@@ -169,13 +174,9 @@ def main_drives(args, name, pipe, rule, spec):
         w_sum = f_sum = 0
         for i, (_, frame) in enumerate(drive_frames(index, args.seed, style, camera, 480, 270,
                                                     args.drive_seconds, args.frame_every)):
-            mask, conf = pipe.segment_with_confidence(frame.image)
-            free = pipe.free_mask(mask)
             if proj is None:
                 proj = GroundProjector(frame.intrinsics, frame.mount, spec)
-            visible = proj.ground(frame.free, None, VISIBLE_FLOOR).grid
-            pred = proj.ground(free, conf, rule).grid
-            wrong = false_free_cells(pred, visible)
+            free, pred, visible, wrong = frame_grids(pipe, proj, frame.image, frame.free, rule)
             n_wrong = int(wrong.sum())
             blocked_all += int((wrong & blocked_at_cells(frame, spec)).sum())
             w_sum += n_wrong
@@ -208,10 +209,11 @@ def main_drives(args, name, pipe, rule, spec):
     top = sum(n for n, _, _, _ in worst[:args.top])
     print(f'the {args.top} worst drives hold {100 * top / max(1, wrong_all):.1f} % of them')
     if args.figure:
-        rows = [best[index] for _, index, _, _ in worst[:args.rows] if index in best]
-        for (n, i, _), (_, index, _, _) in zip(rows, worst):
+        picked = [index for _, index, _, _ in worst[:args.rows] if index in best]
+        for index in picked:
+            n, i, _ = best[index]
             print(f'figure: drive {index}, frame {i} ({n} false free cells)')
-        write_figure(args.figure, [tile for _, _, tile in rows])
+        write_figure(args.figure, [best[index][2] for index in picked])
     pipe.close()
     return 0
 
@@ -259,12 +261,8 @@ def main(argv=None):
     per_frame, on_blocked, distances, free_cells, kept = [], 0, [], 0, {}
     for i, frame in enumerate(rendered_samples(args.frames, args.seed, 480, 270, style=style,
                                                camera=camera)):
-        mask, conf = pipe.segment_with_confidence(frame.image)
-        free = pipe.free_mask(mask)
         proj = GroundProjector(frame.intrinsics, frame.mount, spec)
-        visible = proj.ground(frame.free, None, VISIBLE_FLOOR).grid
-        pred = proj.ground(free, conf, rule).grid
-        wrong = false_free_cells(pred, visible)
+        free, pred, _, wrong = frame_grids(pipe, proj, frame.image, frame.free, rule)
         blocked = blocked_at_cells(frame, spec)
         on_blocked += int((wrong & blocked).sum())
         distances += list(np.hypot(x[wrong], y[wrong]))
