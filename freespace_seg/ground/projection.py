@@ -106,16 +106,38 @@ class Ground:
     points (one per occupied cell, the mean of the floor points of its marking pixels, z = 0),
     ``point_cells``: their flat cell indices (sorted, the occupied cells of ``grid``). The
     points are computed on first use, so a caller that wants the grid alone does not pay for
-    them; they come from the lookup table of the mask's frame either way.
+    them; they come from the lookup table of the mask's frame either way. ``occluders``: the
+    obstacles that cut a column, with the height the mask shows of them (see the property;
+    for :class:`~freespace_seg.ground.occlusion.OcclusionMemory`), also computed on first use.
     """
 
-    def __init__(self, grid, rows, cols, marks):
+    def __init__(self, grid, rows, cols, marks, occluders=None):
         self.grid = grid
         self.rows = rows
         self.cols = cols
         # (floor points of the band, band rows, columns, cells) of the marking pixels.
         self._marks = marks
         self._points = self._point_cells = None
+        # A function that returns the occluders (computed on first use), or the array.
+        self._occluders = occluders
+
+    @property
+    def occluders(self):
+        """
+        Return (N, 3) float64 x, y, height of the obstacles that cut a column.
+
+        One row per foot of a cutting column (the plain rule: every column's lowest blocked
+        pixel): its floor point in the base frame and the height of its blocked run where the
+        mask shows it, measured at the foot's distance from the top pixel of the run (``inf``:
+        the run reaches the horizon or the image's top, at least as tall as the camera). A run
+        that is a low box in front of a wall reads as tall; from another view, where the floor
+        between them shows, it reads low.
+        """
+        if callable(self._occluders):
+            self._occluders = self._occluders()
+        if self._occluders is None:
+            return np.zeros((0, 3))
+        return self._occluders
 
     @property
     def points(self):
@@ -602,6 +624,7 @@ class GroundProjector:
             lowest = self._lowest_blocked(free_mask)
             rows, cols, cells = self._feet(lowest)
             grid = self._grid_from(lowest, cells)
+            feet = (rows, cols)
         else:
             if confidence is not None and rule.needs_confidence:
                 confidence = self._checked_confidence(confidence, np.shape(free_mask))
@@ -610,6 +633,7 @@ class GroundProjector:
             cut_free, blocked = self._cut_free(free_mask, confidence, rule)
             lowest = self._lowest_blocked_band(cut_free)
             rows, cols, cells = self._feet(lowest)
+            feet = (rows, cols)
             br, bc = self._run_bottoms(blocked, lowest)
             behind = None
             if rule.behind_confidence > 0.0 and br.size:
@@ -630,7 +654,28 @@ class GroundProjector:
                 lowest, cells,
                 None if confidence is None else np.ascontiguousarray(confidence[self._row0:]),
                 rule.free_limit() if rule.free_confidence > 0.0 else None, behind)
-        return Ground(grid, rows + self._row0, cols, (self._band_xy, rows, cols, cells))
+        return Ground(grid, rows + self._row0, cols, (self._band_xy, rows, cols, cells),
+                      lambda: self._occluders(free_mask, *feet))
+
+    def _occluders(self, free_mask, rows, cols):
+        """:attr:`Ground.occluders` of the feet at band ``rows``, ``cols`` of ``free_mask``."""
+        if rows.size == 0:
+            return np.zeros((0, 3))
+        xy = self._band_xy[rows, cols].astype(np.float64)
+        foot = self._dist[rows, cols].astype(np.float64)
+        # The top of each foot's blocked run: the row after the nearest floor pixel above it.
+        column = np.asarray(free_mask)[:, cols] != 0
+        above = np.where(column, np.arange(column.shape[0])[:, None], -1)
+        top = np.maximum.accumulate(above, axis=0)[rows + self._row0, np.arange(cols.size)] + 1
+        gx, gy, hits = self._ground_hits(self._mask_intr, cols.astype(np.float64),
+                                         top.astype(np.float64))
+        pos = self._pose.position
+        with np.errstate(invalid='ignore', divide='ignore'):
+            reach = np.hypot(gx - pos[0], gy - pos[1])
+            height = pos[2] * (1.0 - foot / reach)
+        tall = (top <= 0) | ~hits | ~np.isfinite(height) | (height >= pos[2])
+        height = np.where(tall, np.inf, np.maximum(height, 0.0))
+        return np.column_stack([xy, height])
 
     # -- helpers -------------------------------------------------------------------------
 
