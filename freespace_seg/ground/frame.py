@@ -65,6 +65,7 @@ from freespace_seg.ground.drawing import render_grid
 from freespace_seg.ground.geometry import CameraMount
 from freespace_seg.ground.grid import GridRule, GridSpec
 from freespace_seg.ground.horizon import DEFAULT_MARGIN_DEG, HorizonCut
+from freespace_seg.ground.occlusion import OcclusionMemory, OcclusionParams
 from freespace_seg.ground.projection import GroundProjector
 from freespace_seg.ground.scan import scan_layout
 from freespace_seg.perception.postprocess import colorize
@@ -89,7 +90,7 @@ GROUND_PARAMS = ('camera_x', 'camera_y', 'camera_height', 'camera_roll', 'camera
                  'grid_mark_confidence', 'grid_free_confidence', 'grid_behind_confidence',
                  'scan_angle_increment', 'mask_horizon', 'horizon_margin_deg',
                  'grid_mask_width', 'grid_agreement_frames', 'grid_agreement_min_free',
-                 'grid_agreement_tolerance', 'grid_agreement_max_age')
+                 'grid_agreement_tolerance', 'grid_agreement_max_age', 'grid_occlusion_memory')
 #: the outputs the horizon cut changes: the class mask and what is made from it
 HORIZON_OUTPUTS = frozenset({'mask', 'free', 'colored', 'overlay'})
 
@@ -189,6 +190,13 @@ class GroundParams:
     mask_width: int = 0
     #: free cells only where the last grids agree in the odom frame (off by default)
     agreement: AgreementParams = AgreementParams()
+    #: no free cell behind an obstacle of the last grids, in the odom frame (off by default)
+    occlusion: OcclusionParams = OcclusionParams()
+
+    @property
+    def uses_odom(self):
+        """Whether a grid filter of the odom frame is on (the agreement or the occlusion)."""
+        return self.agreement.active or self.occlusion.active
 
     def __post_init__(self):
         if not self.scan_angle_increment > 0.0:
@@ -219,9 +227,11 @@ class GroundParams:
                                     int(p.get('grid_agreement_min_free', 0)),
                                     float(p.get('grid_agreement_max_age', 1.0)),
                                     int(p.get('grid_agreement_tolerance', 1)))
+        occlusion = OcclusionParams(float(p.get('grid_occlusion_memory', 0.0)),
+                                    float(p.get('footprint_radius', 0.17)))
         return cls(mount, grid, rule, float(p['scan_angle_increment']),
                    bool(p['mask_horizon']), float(p['horizon_margin_deg']),
-                   int(p['grid_mask_width']), agreement)
+                   int(p['grid_mask_width']), agreement, occlusion)
 
 
 def mask_intrinsics(info, shape):
@@ -342,6 +352,8 @@ class FrameOutputs:
     horizon: object = None
     #: the grid agreement: None (off), True (applied), False (on, but no odometry pose)
     agreement: object = None
+    #: the occlusion memory: None (off), True (applied), False (on, but no odometry pose)
+    occlusion: object = None
     timings: dict = field(default_factory=dict)
 
     @property
@@ -409,7 +421,7 @@ class FrameProcessor:
     """
 
     def __init__(self, pipeline, ground=None, alpha=0.5, color_lut=None, footprint_radius=0.17,
-                 reuse=False, agreement=None):
+                 reuse=False, agreement=None, occlusion=None):
         self.pipeline = pipeline
         self.ground_params = ground
         self.alpha = alpha
@@ -427,6 +439,9 @@ class FrameProcessor:
         #: the :class:`~freespace_seg.ground.agreement.GridAgreement` of the grids (may be
         #: shared by several processors; made from ``ground.agreement`` when it differs)
         self.agreement = agreement
+        #: the :class:`~freespace_seg.ground.occlusion.OcclusionMemory` of the grids (may be
+        #: shared; made from ``ground.occlusion`` when it differs)
+        self.occlusion = occlusion
 
     def reset(self):
         """Forget the projector, the scan's rays, the horizon cut and the buffers."""
@@ -463,9 +478,10 @@ class FrameProcessor:
         ``ready(name, outputs)``, when given, is called for each output asked for as soon as
         it is made, in :data:`OUTPUTS` order. ``odom``: the frame's ((x, y, yaw) of the grid's
         frame in the odom frame, stamp in seconds), or a function that returns it or None;
-        read only when :attr:`GroundParams.agreement` is on (the grid's free cells are then
-        filtered by :class:`~freespace_seg.ground.agreement.GridAgreement`; without a pose
-        the grid passes as it is and ``outputs.agreement`` is False).
+        read only when :attr:`GroundParams.uses_odom` (the grid's free cells are then
+        filtered by :class:`~freespace_seg.ground.occlusion.OcclusionMemory` and
+        :class:`~freespace_seg.ground.agreement.GridAgreement`; without a pose the grid passes
+        as it is and ``outputs.occlusion`` / ``outputs.agreement`` are False).
         """
         want = frozenset(want)
         unknown = want - set(OUTPUTS)
@@ -536,6 +552,21 @@ class FrameProcessor:
                 made('overlay')
         return out
 
+    def _occlude(self, out, params, lookups):
+        """Hide the grid's free cells behind the obstacles of the last grids (its docstring)."""
+        memory = self.occlusion
+        if memory is None or memory.params != params:
+            memory = self.occlusion = OcclusionMemory(params)
+        odom = lookups.odom()
+        if odom is None:
+            memory.apply(out.ground.grid, out.grid_spec, None, 0.0, None, None)
+            out.occlusion = False
+            return
+        pose, stamp = odom
+        out.ground.grid = memory.apply(out.ground.grid, out.grid_spec, pose, stamp,
+                                       self.projector.pose.position, out.ground.occluders)
+        out.occlusion = True
+
     def _agree(self, out, params, lookups):
         """Filter the grid's free cells by the agreement of the last grids (its docstring)."""
         agreement = self.agreement
@@ -577,6 +608,8 @@ class FrameProcessor:
             return
         out.ground = self.projector.ground(free, confidence, params.rule)
         out.grid_spec = self.projector.grid_spec
+        if params.occlusion.active:
+            self._occlude(out, params.occlusion, lookups)
         if params.agreement.active:
             self._agree(out, params.agreement, lookups)
         t1 = time.perf_counter()

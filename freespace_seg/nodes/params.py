@@ -319,6 +319,17 @@ SEGMENTATION_PARAMS = (
               min_value=0, max_value=5),
     ParamSpec('grid_agreement_max_age', 1.0, 'Grids older than this (s) do not vote; 0: any '
               'age.', 'double', min_value=0.0, max_value=10.0),
+    ParamSpec('grid_occlusion_memory', 0.0, 'Remember, in the odom frame (odom topic), the '
+              'obstacles that cut a column of the grids of the last this many seconds, with '
+              'the height the mask showed of them, and make the free cells in their shadow '
+              'seen from the camera now unknown: a wall seen from afar stays a wall when the '
+              'model later calls it floor from close by. A remembered obstacle on a cell the '
+              'grid calls free now is not used; one under the robot (footprint_radius) is '
+              'forgotten. On rendered drives at 10 Hz, 10 s took the free cells where no '
+              'floor is from 7.9 to 4.3 % (held-out) for 0.017 free-cell IoU '
+              '(docs/ground_outputs.md). Without odometry within 0.2 s of an image the grid '
+              'passes as it is (diagnostics: grid_occlusion). 0: off.', 'double',
+              min_value=0.0, max_value=60.0),
     ParamSpec('scan_angle_increment', 0.01, 'Angle between the rays of free_space/scan (rad); '
               'the rays span the floor the camera sees.', 'double', min_value=0.001,
               max_value=0.5),

@@ -47,6 +47,7 @@ from freespace_seg.driving.driver_logic import DriverConfig
 from freespace_seg.ground.agreement import GridAgreement, odom_pose, PoseHistory
 from freespace_seg.ground.frame import (CameraInfoHistory, FrameProcessor, GROUND_PARAMS,
                                         GroundParams, TOPICS)
+from freespace_seg.ground.occlusion import OcclusionMemory
 from freespace_seg.nodes.camera_pose import CameraPoseSource
 from freespace_seg.nodes.msgs import frame_output_msg, make_decoder
 from freespace_seg.nodes.params import ENGINE_OPTION_PARAMS, palette_from_ints, SEGMENTATION_PARAMS
@@ -153,13 +154,16 @@ class SegmentationNode(LifecycleNode):
         self._odom = PoseHistory()
         self._odom_frame_note = ''
         agreement = GridAgreement(ground.agreement)
+        occlusion = OcclusionMemory(ground.occlusion)
         self._workers = [
             FrameWorker(i, FrameProcessor(None, ground, alpha=p['overlay_alpha'],
                                           footprint_radius=p['footprint_radius'], reuse=True,
-                                          agreement=agreement))
+                                          agreement=agreement, occlusion=occlusion))
             for i in range(p['num_workers'])]
         #: the last frame's agreement: None (off), True (applied), False (no odometry)
         self._agreement_state = None
+        #: the same for the occlusion memory
+        self._occlusion_state = None
         #: the worker whose frame was published last (the read-only views' projector...)
         self._latest = self._workers[0]
         # With several workers, frames finish out of order: the gate lets them out in order.
@@ -506,15 +510,19 @@ class SegmentationNode(LifecycleNode):
 
     def _commit_changes(self, ready, changes):
         """Apply what :meth:`_prepare_changes` built, and the plain values of ``changes``."""
-        agreement = None
-        if 'ground' in ready and \
-                ready['ground'].agreement != self._workers[0].frames.ground_params.agreement:
+        agreement = occlusion = None
+        before = self._workers[0].frames.ground_params
+        if 'ground' in ready and ready['ground'].agreement != before.agreement:
             agreement = GridAgreement(ready['ground'].agreement)
+        if 'ground' in ready and ready['ground'].occlusion != before.occlusion:
+            occlusion = OcclusionMemory(ready['ground'].occlusion)
         for worker in self._workers:
             if 'ground' in ready:
                 worker.frames.ground_params = ready['ground']
             if agreement is not None:
                 worker.frames.agreement = agreement
+            if occlusion is not None:
+                worker.frames.occlusion = occlusion
             if 'color_lut' in ready:
                 worker.frames.color_lut = ready['color_lut']
         new_pipelines = ready.get('pipelines')
@@ -665,6 +673,11 @@ class SegmentationNode(LifecycleNode):
         return self._workers[0].frames.ground_params.rule
 
     @property
+    def grid_occlusion(self):
+        """Return the grids' :class:`~freespace_seg.ground.occlusion.OcclusionParams`."""
+        return self._workers[0].frames.ground_params.occlusion
+
+    @property
     def grid_agreement(self):
         """Return the grids' :class:`~freespace_seg.ground.agreement.AgreementParams`."""
         return self._workers[0].frames.ground_params.agreement
@@ -752,6 +765,13 @@ class SegmentationNode(LifecycleNode):
                     '0.2 s of the image stamp: grids pass unfiltered until it comes',
                     throttle_duration_sec=ERROR_THROTTLE_S)
             self._agreement_state = out.agreement
+        if out.occlusion is not None or out.has_ground:
+            if out.occlusion is False and self._occlusion_state is not False:
+                self.get_logger().warning(
+                    f'grid_occlusion_memory is on but no odometry on {self.odom_topic} within '
+                    '0.2 s of the image stamp: grids pass unfiltered until it comes',
+                    throttle_duration_sec=ERROR_THROTTLE_S)
+            self._occlusion_state = out.occlusion
         if out.ground_error is not None:
             self._info_error = f'unusable CameraInfo: {out.ground_error}'
         elif out.has_ground or out.horizon is not None:
@@ -851,6 +871,7 @@ class SegmentationNode(LifecycleNode):
             'camera_pose': self._pose_source.status,
             'nearest_floor_in_view_m': self._nearest_floor_text(),
             'grid_agreement': self.agreement_status,
+            'grid_occlusion': self.occlusion_status,
         }
         if engines and getattr(engines[0], 'round_trips', None) is not None:
             # Remote backends: the server round trip, apart from the local processing.
@@ -911,6 +932,22 @@ class SegmentationNode(LifecycleNode):
             return 'off'
         text = f'{params.needed} of the last {params.frames} grids'
         state = self._agreement_state
+        if state is None:
+            text += ': no grid yet'
+        elif state:
+            text += f': applied (odometry on {self.odom_topic})'
+        else:
+            text += f': not applied, no odometry on {self.odom_topic} at the image stamps'
+        return text + (f'; {self._odom_frame_note}' if self._odom_frame_note else '')
+
+    @property
+    def occlusion_status(self):
+        """Return a short sentence on the occlusion memory, for diagnostics."""
+        params = self.grid_occlusion
+        if not params.active:
+            return 'off'
+        text = f'obstacles of the last {params.memory:g} s'
+        state = self._occlusion_state
         if state is None:
             text += ': no grid yet'
         elif state:

@@ -108,9 +108,10 @@ def add_arguments(parser):
                         help='CameraInfo topic for the grid (default: camera_info beside the '
                              'image topic, else the only CameraInfo topic)')
     parser.add_argument('--odom-topic', default='',
-                        help='nav_msgs/Odometry topic for --grid-agreement-frames (default: the '
-                             'only Odometry topic, else the one with the most messages); read '
-                             'only when the agreement is on, which runs one worker')
+                        help='nav_msgs/Odometry topic for --grid-agreement-frames and '
+                             '--grid-occlusion-memory (default: the only Odometry topic, else '
+                             'the one with the most messages); read only when one of them is '
+                             'on, which runs one worker')
     parser.add_argument('--keep', default='all', choices=('all', 'image', 'none'),
                         help='input topics copied to OUT: all (default), the image topic '
                              'and its CameraInfo only, or none')
@@ -371,7 +372,7 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         image_topic, image_type, info_topic = choose_topics(reader, args.image_topic,
                                                             args.camera_info_topic)
         args.odom_topic_used = ''
-        if ground.agreement.active:
+        if ground.uses_odom:
             # Each grid is filtered by the grids before it: one worker keeps their order.
             args.odom_topic_used = choose_odom_topic(reader, args.odom_topic)
             args.jobs = 1
@@ -416,10 +417,17 @@ def process_bag(args, out=sys.stdout, progress_file=None):
         note = 'free_space/grid: not written (--no-grid)'
     else:
         note = f'free_space/grid: none written (no usable CameraInfo on {info_topic})'
-    if ground.agreement.active:
+    if ground.uses_odom:
+        names, what = [], []
+        if ground.agreement.active:
+            names.append('grid agreement')
+            what.append(f'{ground.agreement.needed} of the last {ground.agreement.frames} grids')
+        if ground.occlusion.active:
+            names.append('occlusion memory')
+            what.append(f'obstacles of the last {ground.occlusion.memory:g} s')
         summary.agreement_note = (
-            f'grid agreement ({ground.agreement.needed} of the last {ground.agreement.frames} '
-            f'grids, odometry {args.odom_topic_used or "none in the bag"}): applied to '
+            f'{" and ".join(names)} ({", ".join(what)}, odometry '
+            f'{args.odom_topic_used or "none in the bag"}): applied to '
             f'{summary.agreed} grids, {summary.grid - summary.agreed} passed unfiltered '
             '(no odometry within 0.2 s)')
     for line in summary.lines(image_topic, note):
@@ -555,7 +563,7 @@ class _Worker:
         want = self.want | ({'confidence'} if label_candidate and label_confidence else set())
         out = self.frames.process(rgb, want, info, odom=odom)
         done.seconds = sum(self.frames.pipeline.timings.values())
-        done.agreed = bool(out.agreement)
+        done.agreed = bool(out.agreement or out.occlusion)
         images = {TOPICS[name]: (getattr(out, name), encoding) for name, encoding in
                   (('mask', 'mono8'), ('colored', 'rgb8'), ('overlay', 'rgb8'),
                    ('free', 'mono8'), ('confidence', 'mono8'))}

@@ -588,3 +588,74 @@ def test_grid_agreement_parameters_are_checked_together(agreement_rig):
     assert not bad.successful and 'min_free' in bad.reason
     ok = node.set_parameters([Parameter('grid_agreement_frames', value=1)])[0]
     assert ok.successful and node.agreement_status == 'off'
+
+
+@pytest.fixture
+def occlusion_rig(ros_init, tmp_path):
+    h = _rig(tmp_path, 'go', Parameter('grid_occlusion_memory', value=10.0))
+    yield h
+    h.close()
+
+
+def test_grid_occlusion_memory_keeps_the_floor_behind_a_box_seen_before_unknown(occlusion_rig):
+    """A box cut the columns of the first grid; a later mask that frees behind it is held."""
+    rig = occlusion_rig
+    grids = rig.collect(OccupancyGrid, 'free_space/grid')
+    _setup_pubs(rig)
+    rig.odom_pub = rig.publisher(Odometry, 'odom')
+    assert rig.wait_for_subscribers(rig.odom_pub)
+    node = rig.node
+    assert rig.wait_for(lambda: node.wants('free_space/grid'))
+    assert node.occlusion_status == 'obstacles of the last 10 s: no grid yet'
+    frame, intr = _frame()
+    spec = GridSpec()
+    proj = GroundProjector(intr, default_mount(), spec)
+    # The second mask keeps only the lowest 3 blocked rows of each column (too short to cut
+    # the column, as a model that calls the box's face floor): the grid marks the feet and,
+    # the tiny model being sure, frees the "floor" behind them.
+    fooled = np.ones_like(frame.free, dtype=bool)
+    for col in range(W):
+        rows = np.flatnonzero(frame.free[:, col] == 0)
+        if rows.size:
+            fooled[max(0, rows.max() - 2):rows.max() + 1, col] = False
+    fooled_frame = dataclasses.replace(frame, free=fooled)
+    fooled_direct = proj.ground(fooled, _tiny_confidence(_truth_image(fooled_frame)),
+                                GridRule()).grid
+
+    def grid_of(sec):
+        assert rig.wait_for(lambda: any(g.header.stamp.sec == sec for g in grids), timeout=15)
+        return _grid_array([g for g in grids if g.header.stamp.sec == sec][0], spec)
+
+    # Without odometry the memory has nothing to go on: the fooled grid passes as it is.
+    _publish(rig, fooled_frame, intr, 5)
+    np.testing.assert_array_equal(grid_of(5), fooled_direct)
+    assert rig.wait_for(lambda: 'not applied, no odometry' in node.occlusion_status)
+    _publish_odom(rig, 10)
+    _publish(rig, frame, intr, 10)
+    grid_of(10)
+    assert rig.wait_for(lambda: ': applied' in node.occlusion_status)
+    _publish_odom(rig, 11)
+    _publish(rig, fooled_frame, intr, 11)
+    held = grid_of(11)
+    # Only free cells are taken away, and those lie behind the box or the cylinder.
+    assert not ((held == 0) & (fooled_direct != 0)).any()
+    np.testing.assert_array_equal(held == 100, fooled_direct == 100)
+    hidden = (fooled_direct == 0) & (held != 0)
+    x, y = spec.cell_centers()
+    bearing, reach = np.arctan2(y, x), np.hypot(x, y)
+    # The box spans bearings 0.07-0.46 rad from 1.0 m on, the cylinder -0.67 to -0.51 from
+    # 1.0 m on (a margin of half a cell at their distance).
+    behind_box = (bearing > 0.04) & (bearing < 0.5) & (reach > 0.95)
+    behind_cylinder = (bearing > -0.72) & (bearing < -0.46) & (reach > 0.95)
+    assert hidden.sum() > 20
+    assert (hidden & behind_box).sum() > 10
+    stray = hidden & ~behind_box & ~behind_cylinder
+    assert not stray.any(), list(zip(x[stray], y[stray]))
+    values = {kv.key: kv.value for kv in node.diagnostics_status().values}
+    assert values['grid_occlusion'] == node.occlusion_status
+    # Off at run time: the fooled grid passes again.
+    assert node.set_parameters([Parameter('grid_occlusion_memory', value=0.0)])[0].successful
+    assert node.occlusion_status == 'off'
+    _publish_odom(rig, 12)
+    _publish(rig, fooled_frame, intr, 12)
+    np.testing.assert_array_equal(grid_of(12), fooled_direct)

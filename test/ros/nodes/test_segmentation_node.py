@@ -456,6 +456,8 @@ def test_every_parameter_live(ros_init, tiny_model, tmp_path, spec, gpu):
         elif name.startswith('grid_agreement_'):
             field = name[len('grid_agreement_'):]
             assert _same(getattr(node.grid_agreement, field), valid)
+        elif name == 'grid_occlusion_memory':
+            assert _same(node.grid_occlusion.memory, valid)
         elif name.startswith('grid_') or name == 'max_range':
             field = {'grid_width': 'width', 'grid_height': 'height',
                      'grid_resolution': 'resolution', 'grid_origin': 'origin',

@@ -598,4 +598,17 @@ def test_grid_agreement_filters_the_grids_with_the_bag_s_odometry(tmp_path, mode
     assert [(g == 0).sum() for g in grids['odom'][:2]] == [0, 0]
     for with_odom, alone in zip(grids['odom'][2:], grids['tf'][2:]):
         assert 0 < (with_odom == 0).sum() <= (alone == 0).sum()
+    # The occlusion memory reads the same odometry; with no obstacle in range (an empty
+    # room, its walls out of view) it takes nothing away.
+    out = tmp_path / 'occlusion_out'
+    r = run_bag(str(tmp_path / 'odom'), out, '--model', model, '--grid-occlusion-memory', '10',
+                '--camera-height', '0.3', '--camera-pitch', '0.3', '--jobs', '2')
+    assert r.returncode == 0, r.stderr
+    held = [g.data for _, g in read_bag(str(out))['/cam/free_space/grid']]
+    assert f'occlusion memory (obstacles of the last 10 s, odometry /odom): applied to ' \
+        f'{len(held)} grids, 0 passed unfiltered' in r.stdout
+    assert '1 worker' in r.stdout
+    assert len(held) == len(grids['tf'])
+    for with_memory, alone in zip(held, grids['tf']):
+        np.testing.assert_array_equal(with_memory, alone)
         assert not ((with_odom == 0) & (alone != 0)).any()
