@@ -16,12 +16,15 @@
 A picture of the grid agreement on one drive frame: the image, the grid alone, the agreed grid.
 
     python tools/agreement_figure.py --set 6 [--drives 20] [--seed 3000] [--agreement 2] \
-        [--max-share 0.6] [--pick removed|worst] --out docs/images/grid_agreement_mast_camera.jpg
+        [--occlusion SECONDS] [--model M] [--max-share 0.6] [--pick removed|worst] \
+        --out docs/images/grid_agreement_mast_camera.jpg
 
 Drives the rooms of ``grid-rules --drives`` set ``--set`` (1-based, as ``grid-rules --sets``;
 10 s, a frame every 0.1 s), runs the shipped model and the node's default grid rule, filters
-each grid by ``--agreement`` (K or K/M, tolerance one cell), and draws one frame: the one
-where the agreement removes the most false free cells (``--pick worst``: whose grid alone
+each grid by the occlusion memory of ``--occlusion`` seconds (0, the default: none; the
+node's ``grid_occlusion_memory``), then by ``--agreement`` (K or K/M, tolerance one cell; 1:
+none), and draws one frame: the one where the filters remove the most false free cells
+(``--pick worst``: whose grid alone
 has the most), among those whose false free cells are at most ``--max-share`` of their free
 cells (so that floor is in view). False free: free cells more than one cell from any cell
 where the true mask shows floor. The figure: the image with the mask over it (red: blocked
@@ -43,6 +46,7 @@ from freespace_seg.ground.agreement import AgreementParams, GridAgreement  # noq
 from freespace_seg.ground.frame import GroundParams  # noqa: E402
 from freespace_seg.ground.grid import FREE, GridSpec, OCCUPIED  # noqa: E402
 from freespace_seg.ground.metrics import false_free_cells  # noqa: E402
+from freespace_seg.ground.occlusion import OcclusionMemory, OcclusionParams  # noqa: E402
 from freespace_seg.ground.projection import GroundProjector  # noqa: E402
 from freespace_seg.nodes.params import SEGMENTATION_PARAMS  # noqa: E402
 from freespace_seg.perception.pipeline import SegmentationPipeline  # noqa: E402
@@ -70,7 +74,10 @@ def main():
     ap.add_argument('--set', type=int, default=6)
     ap.add_argument('--drives', type=int, default=20)
     ap.add_argument('--seed', type=int, default=3000)
-    ap.add_argument('--agreement', default='2')
+    ap.add_argument('--agreement', default='2', help='K or K/M; 1: none (default: 2)')
+    ap.add_argument('--occlusion', type=float, default=0.0,
+                    help='occlusion memory in seconds, before the agreement (default: 0, none)')
+    ap.add_argument('--model', default=None, help='ONNX model (default: the shipped one)')
     ap.add_argument('--max-share', type=float, default=0.6,
                     help='only frames whose false free cells are at most this share of their '
                          'free cells (so that floor is in view too)')
@@ -83,19 +90,24 @@ def main():
     style, camera = SETS[name]
     params = AgreementParams.parse(args.agreement, max_age=0.0, tolerance=1)
     rule = GroundParams.from_params({s.name: s.default for s in SEGMENTATION_PARAMS}).rule
-    pipe = SegmentationPipeline(None, 'onnxruntime', 1)
+    memory_params = OcclusionParams(args.occlusion)
+    pipe = SegmentationPipeline(args.model, 'onnxruntime', 1)
     spec = GridSpec()
     best = None
     for index in range(args.drives):
         agree = GridAgreement(params)
+        memory = OcclusionMemory(memory_params)
         proj = None
         for i, (t, frame) in enumerate(drive_frames(index, args.seed, style, camera, 480, 270,
                                                     10.0, 0.1)):
             free, conf = perceive(pipe, frame)
             proj = proj or GroundProjector(frame.intrinsics, frame.mount, spec)
             visible = proj.ground(frame.free, None, VISIBLE_FLOOR).grid
-            raw = proj.ground(free, conf, rule).grid
-            agreed = agree.apply(raw, spec, frame.robot_pose, t)
+            ground = proj.ground(free, conf, rule)
+            raw = ground.grid
+            seen = memory.apply(raw, spec, frame.robot_pose, t, proj.pose.position,
+                                ground.occluders if memory_params.active else None)
+            agreed = agree.apply(seen, spec, frame.robot_pose, t)
             wrong_raw = false_free_cells(raw, visible)
             if i < params.frames - 1:
                 continue
@@ -120,9 +132,12 @@ def main():
     figure = np.concatenate([pad(img)] + [pad(g) for g in grids], axis=1)
     cv2.imwrite(args.out, cv2.cvtColor(figure, cv2.COLOR_RGB2BGR),
                 [cv2.IMWRITE_JPEG_QUALITY, 88])
+    filters = ' and '.join(
+        [f'occlusion memory {args.occlusion:g} s'] * memory_params.active +
+        [f'~{params.name}'] * params.active) or 'no filter'
     print(f'{name}: drive {index}, frame {i} (camera {frame.mount.z:.2f} m up): '
           f'false free {n} of {int((raw == FREE).sum())} free cells alone, '
-          f'{int(wrong_agreed.sum())} of {int((agreed == FREE).sum())} with ~{params.name}; '
+          f'{int(wrong_agreed.sum())} of {int((agreed == FREE).sum())} with {filters}; '
           f'wrote {args.out}')
     pipe.close()
 

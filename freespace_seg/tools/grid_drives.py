@@ -25,7 +25,9 @@ grids by each agreement (odometry exact: the drive's own poses). Every frame fro
 ``warmup``-th of a drive on (the most frames any agreement keeps, less one) is scored as
 ``grid-rules`` scores a frame (:func:`freespace_seg.tools.grid_scoring.score`), so every row
 counts the same frames. A row is ``rule`` (no agreement) or ``rule ~K/M`` (M of the last K
-grids call the spot free).
+grids call the spot free); with ``--occlusion`` memories (seconds) each rule is also filtered
+by :class:`~freespace_seg.ground.occlusion.OcclusionMemory` first, as the node does
+(``rule occ10`` for 10 s; the camera's mount as the drive's, odometry exact).
 """
 
 import time
@@ -39,6 +41,37 @@ DRIVE_DEFAULTS = {'seconds': 10.0, 'frame_every': 0.1, 'agreement': '1,2,3,3/2,5
 def agreement_key(rule, params):
     """Return the row key of ``rule`` filtered by ``params`` (the rule's name when off)."""
     return rule if not params.active else f'{rule} ~{params.name}'
+
+
+def occlusion_key(rule, memory):
+    """Return the name of ``rule`` with an occlusion memory of ``memory`` s (0: the rule's)."""
+    return rule if not memory else f'{rule} occ{memory:g}'
+
+
+def parse_occlusions(text):
+    """Return the ``--occlusion`` memories (seconds), in order, without repeats."""
+    from freespace_seg.ground.occlusion import OcclusionParams
+
+    out = []
+    for part in str(text).split(','):
+        if part.strip():
+            try:
+                memory = float(part)
+            except ValueError:
+                raise ValueError(f'bad --occlusion {part.strip()!r}: expected seconds, e.g. '
+                                 '0,10') from None
+            OcclusionParams(memory)
+            if memory not in out:
+                out.append(memory)
+    if not out:
+        raise ValueError('--occlusion needs at least one memory in seconds (0: off)')
+    return out
+
+
+def row_keys(rules, agreements, occlusions=(0.0,)):
+    """Return the row keys of every rule, occlusion memory and agreement, in table order."""
+    return [agreement_key(occlusion_key(r, m), a) for r in rules for m in occlusions
+            for a in agreements]
 
 
 def parse_agreements(text, tolerance=1):
@@ -83,16 +116,18 @@ def drive_frames(index, seed, style, camera, width, height, seconds, frame_every
 
 def measure_drives(pipeline, rules, agreements, sets, rooms, seed, width, height,
                    seconds=DRIVE_DEFAULTS['seconds'], frame_every=DRIVE_DEFAULTS['frame_every'],
-                   log=print):
+                   log=print, occlusions=(0.0,)):
     """
     Return ({set: {row key: summary}}, {set: frames scored}) over ``rooms`` drives per set.
 
     ``pipeline``: a SegmentationPipeline or a function of a Frame returning (free, conf), as
-    :func:`freespace_seg.tools.grid_rules.measure` takes.
+    :func:`freespace_seg.tools.grid_rules.measure` takes. ``occlusions``: occlusion memories
+    in seconds (0: none), each rule's grids filtered by each before the agreements.
     """
     from freespace_seg.common.progress import Progress
     from freespace_seg.ground.agreement import GridAgreement
     from freespace_seg.ground.grid import GridSpec
+    from freespace_seg.ground.occlusion import OcclusionMemory, OcclusionParams
     from freespace_seg.ground.projection import GroundProjector
     from freespace_seg.tools.grid_scoring import (add, new_totals, perceive, score, SETS,
                                                   summary, truth_grids)
@@ -100,7 +135,7 @@ def measure_drives(pipeline, rules, agreements, sets, rooms, seed, width, height
     spec = GridSpec()
     warmup = max(a.frames for a in agreements) - 1
     per_drive = len(np.arange(0.0, seconds, frame_every))
-    keys = [agreement_key(r, a) for r in rules for a in agreements]
+    keys = row_keys(rules, agreements, occlusions)
     result, scored = {}, {}
     for name in sets:
         style, camera = SETS[name]
@@ -108,7 +143,10 @@ def measure_drives(pipeline, rules, agreements, sets, rooms, seed, width, height
         t0 = time.time()
         bar = Progress(None, total=rooms * per_drive, desc=name)
         for index in range(rooms):
-            filters = {(r, a.name): GridAgreement(a) for r in rules for a in agreements}
+            filters = {(r, m, a.name): GridAgreement(a) for r in rules for m in occlusions
+                       for a in agreements}
+            memories = {(r, m): OcclusionMemory(OcclusionParams(m)) for r in rules
+                        for m in occlusions}
             proj = None
             for i, (t, frame) in enumerate(drive_frames(index, seed, style, camera, width,
                                                         height, seconds, frame_every)):
@@ -118,13 +156,17 @@ def measure_drives(pipeline, rules, agreements, sets, rooms, seed, width, height
                     proj = GroundProjector(frame.intrinsics, frame.mount, spec)
                 exact, visible = truth_grids(proj, frame.free)
                 for rule_name, rule in rules.items():
-                    raw = proj.ground(free, conf, rule).grid
-                    for a in agreements:
-                        grid = filters[(rule_name, a.name)].apply(raw, spec, frame.robot_pose,
-                                                                  t)
-                        if i >= warmup:
-                            add(acc[agreement_key(rule_name, a)],
-                                score(frame, grid, exact, spec, visible))
+                    ground = proj.ground(free, conf, rule)
+                    for m in occlusions:
+                        seen = memories[(rule_name, m)].apply(
+                            ground.grid, spec, frame.robot_pose, t, proj.pose.position,
+                            ground.occluders if m else None)
+                        for a in agreements:
+                            grid = filters[(rule_name, m, a.name)].apply(
+                                seen, spec, frame.robot_pose, t)
+                            if i >= warmup:
+                                add(acc[agreement_key(occlusion_key(rule_name, m), a)],
+                                    score(frame, grid, exact, spec, visible))
         bar.close()
         result[name] = {k: summary(a) for k, a in acc.items()}
         scored[name] = result[name][keys[0]]['frames']

@@ -146,6 +146,10 @@ def add_arguments(parser):
                         help='with --drives: the agreements to score, K (all of the last K '
                              'grids) or K/M (M of them); 1 is none '
                              f'({DRIVE_DEFAULTS["agreement"]})')
+    parser.add_argument('--occlusion', default=None, metavar='SECONDS,...',
+                        help='with --drives: occlusion memories to score, in seconds (the '
+                             'node grid_occlusion_memory; 0: off), each rule filtered by each '
+                             'before the agreements; rows "RULE occS" (default: 0)')
     parser.add_argument('--agreement-tolerance', type=int, default=None, metavar='CELLS',
                         help='with --drives: an earlier grid agrees where it has a free cell '
                              'within this many cells (1)')
@@ -491,7 +495,8 @@ def run(args):
             return 2
     else:
         sets = all_sets
-    drive_options = ('drive_seconds', 'frame_every', 'agreement', 'agreement_tolerance')
+    drive_options = ('drive_seconds', 'frame_every', 'agreement', 'agreement_tolerance',
+                     'occlusion')
     drive_given = [f'--{k.replace("_", "-")}' for k in drive_options
                    if getattr(args, k, None) is not None]
     if args.drives is not None:
@@ -580,7 +585,8 @@ def _run_data(args, rules, keys):
 
 def _run_drives(args, rules, sets):
     """Score the frames of ``--drives`` rendered drives per set (:mod:`.grid_drives`)."""
-    from freespace_seg.tools.grid_drives import agreement_key, measure_drives, parse_agreements
+    from freespace_seg.tools.grid_drives import (measure_drives, parse_agreements,
+                                                 parse_occlusions, row_keys)
 
     seconds = args.drive_seconds if args.drive_seconds is not None \
         else DRIVE_DEFAULTS['seconds']
@@ -589,6 +595,7 @@ def _run_drives(args, rules, sets):
         tolerance = args.agreement_tolerance if args.agreement_tolerance is not None else 1
         agreements = parse_agreements(args.agreement if args.agreement is not None
                                       else DRIVE_DEFAULTS['agreement'], tolerance)
+        occlusions = parse_occlusions(args.occlusion if args.occlusion is not None else '0')
     except ValueError as e:
         print(f'grid-rules: {e}', file=sys.stderr)
         return 2
@@ -612,16 +619,18 @@ def _run_drives(args, rules, sets):
     try:
         result, scored = measure_drives(pipeline, rules, agreements, sets, args.drives,
                                         args.seed, args.width, args.height, seconds, every,
-                                        log=lambda text: print(text, flush=True))
+                                        log=lambda text: print(text, flush=True),
+                                        occlusions=occlusions)
     finally:
         if not callable(pipeline):
             pipeline.close()
-    keys = [agreement_key(r, a) for r in rules for a in agreements]
+    keys = row_keys(rules, agreements, occlusions)
     text = table(result, keys)
     print(text)
     header = (f'`python -m freespace_seg grid-rules --drives {args.drives} --drive-seconds '
               f'{seconds:g} --frame-every {every:g} --agreement '
               f'{",".join(a.name for a in agreements)} --agreement-tolerance {tolerance} '
+              f'--occlusion {",".join(f"{m:g}" for m in occlusions)} '
               f'--seed {args.seed} --width {args.width} '
               f'--height {args.height}`; {model}; '
               + '; '.join(f'{n}: {k} frames scored' for n, k in scored.items()) + '\n\n')

@@ -205,7 +205,25 @@ def test_drives_score_each_rule_with_and_without_agreement_in_odom(tmp_path, cap
     assert rc == 0 and 0.0 <= data['result']['held-out']['plain']['free_iou'] <= 1.0
 
 
+def test_drives_score_each_rule_with_an_occlusion_memory_before_the_agreement(tmp_path):
+    args = ['--drives', '1', '--drive-seconds', '2', '--frame-every', '0.25', '--sets', '1',
+            '--width', '160', '--height', '90', '--rules', 'plain', '--agreement', '1,2',
+            '--occlusion', '0,10']
+    rc, data, text = _run(args + ['--perception', 'truth'], tmp_path)
+    assert rc == 0
+    rows = data['result']['held-out']
+    assert list(rows) == ['plain', 'plain ~2/2', 'plain occ10', 'plain occ10 ~2/2']
+    for row in rows.values():
+        assert row['false_free'] == 0.0 and row['frames'] == 7
+    # The memory only takes free cells away.
+    assert rows['plain occ10']['free_iou'] <= rows['plain']['free_iou']
+    assert rows['plain occ10 ~2/2']['free_iou'] <= rows['plain ~2/2']['free_iou']
+    assert '`plain occ10`' in text and '--occlusion 0,10' in text
+
+
 @pytest.mark.parametrize('extra, message', [
+    (['--occlusion', '-1'], 'grid occlusion memory'),
+    (['--occlusion', 'ten'], "bad --occlusion 'ten'"),
     (['--agreement', '3/4'], 'grid agreement'),
     (['--drives', '0'], '--drives must be at least 1'),
     (['--frame-every', '0'], '--frame-every must be > 0'),
