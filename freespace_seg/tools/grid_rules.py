@@ -65,8 +65,8 @@ stays the full-size true mask. A row of width W is labelled ``rule @W``. Use it 
 frames (``--width 1280 --height 720``): at 480x270 a 640 copy is the mask itself.
 
 ``--drives N`` scores the frames of N rendered drives per set instead, each rule also
-filtered by agreement of the last grids in the odometry frame (``--agreement``;
-:mod:`freespace_seg.tools.grid_drives`).
+filtered by an occlusion memory (``--occlusion``) and by agreement of the last grids in the
+odometry frame (``--agreement``; :mod:`freespace_seg.tools.grid_drives`).
 
 Examples (docs/ground_outputs.md)::
 
