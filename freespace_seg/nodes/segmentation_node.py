@@ -928,26 +928,21 @@ class SegmentationNode(LifecycleNode):
     def agreement_status(self):
         """Return a short sentence on the grid agreement, for diagnostics."""
         params = self.grid_agreement
-        if not params.active:
-            return 'off'
-        text = f'{params.needed} of the last {params.frames} grids'
-        state = self._agreement_state
-        if state is None:
-            text += ': no grid yet'
-        elif state:
-            text += f': applied (odometry on {self.odom_topic})'
-        else:
-            text += f': not applied, no odometry on {self.odom_topic} at the image stamps'
-        return text + (f'; {self._odom_frame_note}' if self._odom_frame_note else '')
+        return self._odom_filter_status(
+            params.active, f'{params.needed} of the last {params.frames} grids',
+            self._agreement_state)
 
     @property
     def occlusion_status(self):
         """Return a short sentence on the occlusion memory, for diagnostics."""
         params = self.grid_occlusion
-        if not params.active:
+        return self._odom_filter_status(
+            params.active, f'obstacles of the last {params.memory:g} s', self._occlusion_state)
+
+    def _odom_filter_status(self, active, text, state):
+        """Return the status of a grid filter of the odom frame (``state`` as the frame's)."""
+        if not active:
             return 'off'
-        text = f'obstacles of the last {params.memory:g} s'
-        state = self._occlusion_state
         if state is None:
             text += ': no grid yet'
         elif state:

@@ -537,14 +537,19 @@ def _publish_odom(rig, sec, x=0.0):
     assert rig.wait_for(lambda: rig.node.odom_pose_at(sec * 1_000_000_000) is not None)
 
 
-def test_grid_agreement_frees_a_cell_only_when_the_last_grids_agree_in_odom(agreement_rig):
-    rig = agreement_rig
+def _with_odom(rig):
+    """Set up the image, CameraInfo and odom publishers; return the grids as they come."""
     grids = rig.collect(OccupancyGrid, 'free_space/grid')
     _setup_pubs(rig)
     rig.odom_pub = rig.publisher(Odometry, 'odom')
     assert rig.wait_for_subscribers(rig.odom_pub)
-    node = rig.node
-    assert rig.wait_for(lambda: node.wants('free_space/grid'))
+    assert rig.wait_for(lambda: rig.node.wants('free_space/grid'))
+    return grids
+
+
+def test_grid_agreement_frees_a_cell_only_when_the_last_grids_agree_in_odom(agreement_rig):
+    rig = agreement_rig
+    grids, node = _with_odom(rig), rig.node
     assert node.agreement_status == '2 of the last 2 grids: no grid yet'
     frame, intr = _frame()
     spec = GridSpec()
@@ -600,12 +605,7 @@ def occlusion_rig(ros_init, tmp_path):
 def test_grid_occlusion_memory_keeps_the_floor_behind_a_box_seen_before_unknown(occlusion_rig):
     """A box cut the columns of the first grid; a later mask that frees behind it is held."""
     rig = occlusion_rig
-    grids = rig.collect(OccupancyGrid, 'free_space/grid')
-    _setup_pubs(rig)
-    rig.odom_pub = rig.publisher(Odometry, 'odom')
-    assert rig.wait_for_subscribers(rig.odom_pub)
-    node = rig.node
-    assert rig.wait_for(lambda: node.wants('free_space/grid'))
+    grids, node = _with_odom(rig), rig.node
     assert node.occlusion_status == 'obstacles of the last 10 s: no grid yet'
     frame, intr = _frame()
     spec = GridSpec()
