@@ -758,20 +758,19 @@ class SegmentationNode(LifecycleNode):
             functools.partial(self._camera_transform, header),
             ready=publish if gate is None else lambda name, out: made.append(name),
             odom=functools.partial(self._odom_at, header))
-        if out.agreement is not None or out.has_ground:
-            if out.agreement is False and self._agreement_state is not False:
-                self.get_logger().warning(
-                    f'grid_agreement_frames is on but no odometry on {self.odom_topic} within '
-                    '0.2 s of the image stamp: grids pass unfiltered until it comes',
-                    throttle_duration_sec=ERROR_THROTTLE_S)
-            self._agreement_state = out.agreement
-        if out.occlusion is not None or out.has_ground:
-            if out.occlusion is False and self._occlusion_state is not False:
-                self.get_logger().warning(
-                    f'grid_occlusion_memory is on but no odometry on {self.odom_topic} within '
-                    '0.2 s of the image stamp: grids pass unfiltered until it comes',
-                    throttle_duration_sec=ERROR_THROTTLE_S)
-            self._occlusion_state = out.occlusion
+        missing = []
+        for param, attr, state in (('grid_agreement_frames', '_agreement_state', out.agreement),
+                                   ('grid_occlusion_memory', '_occlusion_state', out.occlusion)):
+            if state is None and not out.has_ground:
+                continue
+            if state is False and getattr(self, attr) is not False:
+                missing.append(param)
+            setattr(self, attr, state)
+        if missing:
+            self.get_logger().warning(
+                f'{" and ".join(missing)} {"is" if len(missing) == 1 else "are"} on but no '
+                f'odometry on {self.odom_topic} within 0.2 s of the image stamp: grids pass '
+                'unfiltered until it comes', throttle_duration_sec=ERROR_THROTTLE_S)
         if out.ground_error is not None:
             self._info_error = f'unusable CameraInfo: {out.ground_error}'
         elif out.has_ground or out.horizon is not None:
