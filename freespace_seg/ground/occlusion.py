@@ -155,9 +155,12 @@ class OcclusionMemory:
         bx, by = bx[keep], by[keep]
         out = self._hide(np.asarray(grid), spec, bx, by, self._height, camera)
         occ = np.asarray(occluders, dtype=np.float64).reshape(-1, 3)
+        occ = occ[np.isfinite(occ[:, 0]) & np.isfinite(occ[:, 1])]
         if occ.shape[0]:
             wx, wy = px + c * occ[:, 0] - s * occ[:, 1], py + s * occ[:, 0] + c * occ[:, 1]
-            self._remember(np.stack([wx, wy], axis=1), occ[:, 2], stamp)
+            # A height that is not a number is taken as tall; none is below the floor.
+            height = np.where(np.isnan(occ[:, 2]), np.inf, np.maximum(occ[:, 2], 0.0))
+            self._remember(np.stack([wx, wy], axis=1), height, stamp)
         return out
 
     def _remember(self, xy, height, stamp):

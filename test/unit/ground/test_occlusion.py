@@ -162,6 +162,16 @@ def test_the_newest_look_at_a_spot_replaces_the_older_ones():
     assert not _free_at(out, 1.2, 0.0)
 
 
+def test_odd_heights_and_points_are_taken_safely():
+    memory = OcclusionMemory(OcclusionParams(10.0))
+    odd = np.array([[1.0, 0.0, np.nan], [1.0, 0.5, -0.3], [np.nan, 0.0, 0.1]])
+    memory.apply(_marked(odd[:2]), SPEC, (0.0, 0.0, 0.0), 0.0, CAMERA, odd)
+    assert len(memory) == 2
+    out = memory.apply(_marked(odd[:2]), SPEC, (0.0, 0.0, 0.0), 0.1, CAMERA, NONE)
+    assert not _free_at(out, 2.5, 0.0)                   # no height: as tall as the camera
+    assert _free_at(out, 2.5, 1.25)                      # below the floor: no shadow
+
+
 @pytest.mark.parametrize('kwargs', [{'memory': -1.0}, {'memory': 61.0},
                                     {'memory': float('nan')}, {'memory': True},
                                     {'memory': '5'}, {'footprint': -0.1}])
