@@ -663,8 +663,9 @@ class GroundProjector:
             return np.zeros((0, 3))
         xy = self._band_xy[rows, cols].astype(np.float64)
         foot = self._dist[rows, cols].astype(np.float64)
-        # The top of each foot's blocked run: the row after the nearest floor pixel above it.
-        column = np.asarray(free_mask)[:, cols] != 0
+        # The top of each foot's blocked run: the row after the nearest floor pixel above it
+        # (no row below the lowest foot matters).
+        column = np.asarray(free_mask)[:int(rows.max()) + self._row0 + 1, cols] != 0
         above = np.where(column, np.arange(column.shape[0])[:, None], -1)
         top = np.maximum.accumulate(above, axis=0)[rows + self._row0, np.arange(cols.size)] + 1
         gx, gy, hits = self._ground_hits(self._mask_intr, cols.astype(np.float64),

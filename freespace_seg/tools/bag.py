@@ -258,7 +258,7 @@ def choose_topics(reader, image_topic='', info_topic=''):
 
 
 def choose_odom_topic(reader, odom_topic=''):
-    """Return the Odometry topic for the grid agreement ('' when the bag has none)."""
+    """Return the Odometry topic for the odom-frame grid filters ('' when the bag has none)."""
     counts = collections.Counter()
     for c in reader.connections:
         if c.msgtype == ODOM_TYPE:
@@ -299,7 +299,7 @@ class _Summary:
         self.seconds = 0.0
         self.pipeline_seconds = 0.0   # SegmentationPipeline.segment alone, all workers
         self.workers = ''
-        self.agreed = 0               # grids filtered by the grid agreement
+        self.agreed = 0               # grids filtered by the agreement or occlusion memory
         self.agreement_note = ''
 
     def lines(self, image_topic, grid_note):
@@ -532,7 +532,7 @@ class _FrameResult:
         self.free_share = 0.0
         self.seconds = 0.0        # in the segmentation pipeline
         self.label = None         # (rgb, free, confidence) of a label candidate
-        self.agreed = False       # the grid was filtered by the grid agreement
+        self.agreed = False       # the grid was filtered by the agreement or occlusion memory
 
 
 class _Worker:
